@@ -1,0 +1,106 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// MARK: - shared
+
+let package = Package(
+    name: "Switchboard",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "SwitchboardProtocol", targets: ["SwitchboardProtocol"]),
+        .library(name: "Switchboard", targets: ["Switchboard"]),
+        .library(name: "SwitchboardServer", targets: ["SwitchboardServer"]),
+        .library(name: "SwitchboardTesting", targets: ["SwitchboardTesting"]),
+        .executable(name: "switchboard", targets: ["switchboard"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket", from: "1.6.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // MARK: shared
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
+        .target(
+            name: "SwitchboardProtocol",
+            dependencies: [
+                "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+
+        // MARK: server
+        .target(
+            name: "SwitchboardServer",
+            dependencies: [
+                "SwitchboardProtocol",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ]
+        ),
+
+        // MARK: client
+        .target(
+            name: "Switchboard",
+            dependencies: [
+                "SwitchboardProtocol",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "SwitchboardTesting",
+            dependencies: [
+                "SwitchboardProtocol",
+                "SwitchboardServer",
+                "Switchboard",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "switchboard",
+            dependencies: [
+                "SwitchboardProtocol",
+                "SwitchboardServer",
+                "Switchboard",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: tests
+        .testTarget(
+            name: "SwitchboardProtocolTests",
+            dependencies: ["SwitchboardProtocol"],
+            resources: [.copy("Golden")]
+        ),
+        .testTarget(
+            name: "SwitchboardServerTests",
+            dependencies: ["SwitchboardServer", "SwitchboardTesting", "SwitchboardProtocol"]
+        ),
+        .testTarget(
+            name: "SwitchboardTests",
+            dependencies: ["Switchboard", "SwitchboardTesting", "SwitchboardProtocol", "SwitchboardServer"]
+        ),
+    ]
+)

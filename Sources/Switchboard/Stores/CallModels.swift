@@ -1,0 +1,78 @@
+import SwitchboardProtocol
+
+/// The call on screen, with a live duration.
+public struct ActiveCall: Equatable, Sendable {
+    /// The server's snapshot of the call.
+    public var info: CallInfo
+    /// Whether you placed the call or received it.
+    public var direction: CallDirection
+    /// Who invited you (yourself for outgoing calls).
+    public var inviterId: UserID
+    /// Whole seconds since the call connected, on the server's clock (same on every device);
+    /// 0 before it connects. Updated every second.
+    public var duration: Int
+
+    public var callId: CallID { info.callId }
+    public var roomId: RoomID { info.roomId }
+    public var mediaType: CallMediaType { info.mediaType }
+    public var callType: CallType { info.callType }
+    public var callerId: UserID { info.callerId }
+    public var chatGroupId: String? { info.chatGroupId }
+    public var userData: String? { info.userData }
+    /// When the call connected, Unix ms on the server's clock.
+    public var startTime: Int64? { info.startTime }
+}
+
+/// One member of the active call, as the call view shows them.
+public struct CallParticipantInfo: Equatable, Sendable {
+    public var userId: UserID
+    public var nickname: String?
+    public var avatarURL: String?
+    public var status: CallParticipantStatus
+    public var microphoneOn: Bool
+    public var cameraOn: Bool
+    /// Why the member left, once their status is back to `none`.
+    public var endReason: CallEndReason?
+
+    public init(
+        userId: UserID, nickname: String? = nil, avatarURL: String? = nil, status: CallParticipantStatus = .none,
+        microphoneOn: Bool = false, cameraOn: Bool = false, endReason: CallEndReason? = nil
+    ) {
+        self.userId = userId
+        self.nickname = nickname
+        self.avatarURL = avatarURL
+        self.status = status
+        self.microphoneOn = microphoneOn
+        self.cameraOn = cameraOn
+        self.endReason = endReason
+    }
+
+    init(_ participant: CallParticipant) {
+        self.init(
+            userId: participant.userId, nickname: participant.nickname, avatarURL: participant.avatarURL,
+            status: participant.status, microphoneOn: participant.microphoneOn, cameraOn: participant.cameraOn,
+            endReason: participant.endReason)
+    }
+}
+
+/// What ``CallStore`` reports as it happens, named as in the reference SDKs.
+public enum CallStoreEvent: Equatable, Sendable {
+    /// A call is ringing for you.
+    case onCallReceived(callId: CallID, callerId: UserID, inviterId: UserID, mediaType: CallMediaType, userData: String?)
+    /// The call connected for you; `startTime` is the server's (Unix ms).
+    case onCallStarted(callId: CallID, mediaType: CallMediaType, startTime: Int64)
+    /// The call ended for you; `userId` is who ended it (nil when the server did).
+    case onCallEnded(callId: CallID, mediaType: CallMediaType, reason: CallEndReason, userId: UserID?)
+    /// The server stored your record of a call.
+    case onCallRecord(CallRecord)
+    /// Another member turned their microphone or camera on or off.
+    case onRemoteDeviceChanged(callId: CallID, userId: UserID, microphoneOn: Bool, cameraOn: Bool)
+}
+
+/// The result of ``CallStore/calls(participantIds:mediaType:params:)``.
+public struct CallStartResult: Equatable, Sendable {
+    public var callId: CallID
+    public var roomId: RoomID
+    /// Invitees who were in another call (`lineBusy`).
+    public var busyUserIds: [UserID]
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import SwitchboardProtocol
+
+/// How the SDK reaches its server.
+public struct SwitchboardConfiguration: Sendable {
+    /// The server's WebSocket endpoint, e.g. `ws://127.0.0.1:8080/v1/ws`.
+    public var serverURL: URL
+    /// This device's stable id; logging in again with it resumes its calls. Keep it across launches
+    /// (the SDK makes a random one per client when nil).
+    public var deviceId: DeviceID?
+    /// Shown in the server's online list, e.g. `ios`.
+    public var platform: String
+    /// How long a request may wait for its response.
+    public var requestTimeout: Duration
+    /// The time source of every SDK timer; tests pass a test clock.
+    public var clock: any SwitchboardClock
+    public var transport: any SignalingTransport
+    public var logger: Logger
+
+    public init(
+        serverURL: URL = URL(string: "ws://127.0.0.1:8080/v1/ws")!, deviceId: DeviceID? = nil,
+        platform: String = SwitchboardConfiguration.defaultPlatform, requestTimeout: Duration = .seconds(10),
+        clock: any SwitchboardClock = SystemClock(), transport: any SignalingTransport = WebSocketTransport(),
+        logger: Logger = Logger(label: "switchboard")
+    ) {
+        self.serverURL = serverURL
+        self.deviceId = deviceId
+        self.platform = platform
+        self.requestTimeout = requestTimeout
+        self.clock = clock
+        self.transport = transport
+        self.logger = logger
+    }
+
+    public static var defaultPlatform: String {
+        #if os(iOS)
+        "ios"
+        #elseif os(macOS)
+        "macos"
+        #else
+        "linux"
+        #endif
+    }
+}
+
+/// One SDK session: a user on this device, with its ``LoginStore``, ``CallStore`` and
+/// ``DeviceStore``. Apps use ``shared`` (as `LoginStore.shared`, `CallStore.shared`…); tests and
+/// tools may make several.
+public final class SwitchboardClient: Sendable {
+    /// The client behind the stores' `shared` properties. Call ``configure(_:)`` before logging in.
+    public static let shared = SwitchboardClient()
+
+    public let loginStore: LoginStore
+    public let callStore: CallStore
+    public let deviceStore: DeviceStore
+    let signaling: SignalingClient
+    private let settings: NIOLockedValueBox<SwitchboardConfiguration>
+
+    public init(configuration: SwitchboardConfiguration = SwitchboardConfiguration()) {
+        var configuration = configuration
+        if configuration.deviceId == nil { configuration.deviceId = .random() }
+        let settings = NIOLockedValueBox(configuration)
+        let signaling = SignalingClient(
+            transport: configuration.transport, clock: configuration.clock,
+            requestTimeout: configuration.requestTimeout, logger: configuration.logger)
+        let deviceStore = DeviceStore()
+        let callStore = CallStore(signaling: signaling, clock: configuration.clock, devices: deviceStore)
+        let loginStore = LoginStore(signaling: signaling, callStore: callStore, configuration: settings)
+        signaling.handlers.withLockedValue { handlers in
+            handlers.event = { event in
+                if case .sessionEnded(let ended) = event { loginStore.sessionEnded(ended.error) }
+                callStore.handle(event)
+            }
+            handlers.disconnected = { error in loginStore.disconnected(error) }
+        }
+        self.settings = settings
+        self.signaling = signaling
+        self.deviceStore = deviceStore
+        self.callStore = callStore
+        self.loginStore = loginStore
+    }
+
+    /// The configuration in use.
+    public var configuration: SwitchboardConfiguration { settings.withLockedValue { $0 } }
+
+    /// Replaces the server URL and other settings; takes effect at the next login. The clock and
+    /// transport are fixed when the client is made.
+    public func configure(_ configuration: SwitchboardConfiguration) {
+        settings.withLockedValue { current in
+            let deviceId = current.deviceId
+            current = configuration
+            if current.deviceId == nil { current.deviceId = deviceId }
+        }
+    }
+}

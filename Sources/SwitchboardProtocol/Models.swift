@@ -1,0 +1,186 @@
+import Foundation
+
+/// Optional parameters of a new call, named as in the reference SDKs' `CallParams`.
+public struct CallParams: Codable, Equatable, Sendable {
+    /// The media room; the server assigns one when absent.
+    public var roomId: RoomID?
+    /// Seconds each invitee rings before `noResponse`; default 30.
+    public var timeout: Int?
+    /// Opaque data for the callees (at most ``CallLimits/maxUserDataBytes`` UTF-8 bytes).
+    public var userData: String?
+    /// The chat group a group call belongs to; its members may join.
+    public var chatGroupId: String?
+    /// No records are written for an ephemeral call.
+    public var isEphemeralCall: Bool?
+
+    public init(
+        roomId: RoomID? = nil, timeout: Int? = nil, userData: String? = nil, chatGroupId: String? = nil,
+        isEphemeralCall: Bool? = nil
+    ) {
+        self.roomId = roomId
+        self.timeout = timeout
+        self.userData = userData
+        self.chatGroupId = chatGroupId
+        self.isEphemeralCall = isEphemeralCall
+    }
+}
+
+/// Limits every server enforces and every client may check early.
+public enum CallLimits {
+    /// Largest `userData`, in UTF-8 bytes.
+    public static let maxUserDataBytes = 1024
+    /// Default ring timeout, in seconds.
+    public static let defaultTimeoutSeconds = 30
+    /// Allowed ring timeouts, in seconds.
+    public static let timeoutRange = 1...600
+    /// Default largest call, the caller included.
+    public static let defaultMaxParticipants = 16
+    /// Largest text message accepted on the WebSocket, in bytes.
+    public static let maxMessageBytes = 64 * 1024
+    /// Most records returned by one query.
+    public static let maxRecordCount = 100
+    /// Most callIds in one delete.
+    public static let maxDeleteCallIDs = 100
+    /// Longest chatGroupId.
+    public static let maxChatGroupIDLength = 64
+}
+
+/// One member of a call as every other member sees it.
+public struct CallParticipant: Codable, Equatable, Sendable {
+    public var userId: UserID
+    public var status: CallParticipantStatus
+    /// Who invited this member; nil for the caller and for members who joined by themselves.
+    public var inviterId: UserID?
+    public var microphoneOn: Bool
+    public var cameraOn: Bool
+    /// Why this member left, once their status is back to `none`.
+    public var endReason: CallEndReason?
+    public var nickname: String?
+    public var avatarURL: String?
+
+    public init(
+        userId: UserID, status: CallParticipantStatus, inviterId: UserID? = nil, microphoneOn: Bool = true,
+        cameraOn: Bool = false, endReason: CallEndReason? = nil, nickname: String? = nil, avatarURL: String? = nil
+    ) {
+        self.userId = userId
+        self.status = status
+        self.inviterId = inviterId
+        self.microphoneOn = microphoneOn
+        self.cameraOn = cameraOn
+        self.endReason = endReason
+        self.nickname = nickname
+        self.avatarURL = avatarURL
+    }
+}
+
+/// A snapshot of a call: sent with invitations, on every membership change and on resume.
+public struct CallInfo: Codable, Equatable, Sendable {
+    public var callId: CallID
+    public var roomId: RoomID
+    public var callType: CallType
+    public var mediaType: CallMediaType
+    public var callerId: UserID
+    public var chatGroupId: String?
+    public var userData: String?
+    public var isEphemeral: Bool
+    /// Ring timeout in seconds.
+    public var timeout: Int
+    /// When the caller placed the call, Unix milliseconds on the server's clock.
+    public var createdAt: Int64
+    /// When the call connected, Unix milliseconds on the server's clock; nil before that.
+    /// Every device computes the duration from this value, corrected for its clock offset.
+    public var startTime: Int64?
+    /// Every member, the caller first.
+    public var participants: [CallParticipant]
+
+    public init(
+        callId: CallID, roomId: RoomID, callType: CallType, mediaType: CallMediaType, callerId: UserID,
+        chatGroupId: String? = nil, userData: String? = nil, isEphemeral: Bool = false, timeout: Int,
+        createdAt: Int64, startTime: Int64? = nil, participants: [CallParticipant]
+    ) {
+        self.callId = callId
+        self.roomId = roomId
+        self.callType = callType
+        self.mediaType = mediaType
+        self.callerId = callerId
+        self.chatGroupId = chatGroupId
+        self.userData = userData
+        self.isEphemeral = isEphemeral
+        self.timeout = timeout
+        self.createdAt = createdAt
+        self.startTime = startTime
+        self.participants = participants
+    }
+
+    /// The member with this userId, if any.
+    public func participant(_ userId: UserID) -> CallParticipant? {
+        participants.first { $0.userId == userId }
+    }
+}
+
+/// One user's record of one call, kept by the server (SPEC §4).
+public struct CallRecord: Codable, Equatable, Sendable {
+    public var callId: CallID
+    public var roomId: RoomID
+    public var callType: CallType
+    public var mediaType: CallMediaType
+    public var callerId: UserID
+    /// Who invited the record's owner; the owner's own id for outgoing calls.
+    public var inviterId: UserID
+    /// Every member of the call, the caller first.
+    public var participantIds: [UserID]
+    public var chatGroupId: String?
+    public var direction: CallDirection
+    public var result: CallRecordResult
+    /// When the call connected for this user (Unix ms); nil when it never did.
+    public var startTime: Int64?
+    /// When the call ended for this user (Unix ms).
+    public var endTime: Int64
+    /// Whole seconds between ``startTime`` and ``endTime``; 0 when never connected.
+    public var duration: Int
+    /// The end reason this user was given.
+    public var endReason: CallEndReason
+    /// The record's position for paging; unique and increasing per user (≈ endTime in ms).
+    public var syncTime: Int64
+
+    public init(
+        callId: CallID, roomId: RoomID, callType: CallType, mediaType: CallMediaType, callerId: UserID,
+        inviterId: UserID, participantIds: [UserID], chatGroupId: String? = nil, direction: CallDirection,
+        result: CallRecordResult, startTime: Int64?, endTime: Int64, duration: Int, endReason: CallEndReason,
+        syncTime: Int64
+    ) {
+        self.callId = callId
+        self.roomId = roomId
+        self.callType = callType
+        self.mediaType = mediaType
+        self.callerId = callerId
+        self.inviterId = inviterId
+        self.participantIds = participantIds
+        self.chatGroupId = chatGroupId
+        self.direction = direction
+        self.result = result
+        self.startTime = startTime
+        self.endTime = endTime
+        self.duration = duration
+        self.endReason = endReason
+        self.syncTime = syncTime
+    }
+}
+
+/// A user's public profile, shown to the people they call.
+public struct UserProfile: Codable, Equatable, Sendable {
+    public var userId: UserID
+    public var nickname: String?
+    public var avatarURL: String?
+
+    public init(userId: UserID, nickname: String? = nil, avatarURL: String? = nil) {
+        self.userId = userId
+        self.nickname = nickname
+        self.avatarURL = avatarURL
+    }
+
+    /// Longest nickname, in characters.
+    public static let maxNicknameLength = 64
+    /// Longest avatar URL, in UTF-8 bytes.
+    public static let maxAvatarURLBytes = 1024
+}

@@ -1,0 +1,256 @@
+import Foundation
+
+/// The `type` of a request frame.
+public struct RequestType: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let login = RequestType(rawValue: "login")
+    public static let logout = RequestType(rawValue: "logout")
+    public static let ping = RequestType(rawValue: "ping")
+    public static let setProfile = RequestType(rawValue: "profile.set")
+    public static let startCall = RequestType(rawValue: "call.start")
+    public static let acceptCall = RequestType(rawValue: "call.accept")
+    public static let rejectCall = RequestType(rawValue: "call.reject")
+    public static let hangupCall = RequestType(rawValue: "call.hangup")
+    public static let updateDeviceState = RequestType(rawValue: "call.deviceState")
+    public static let queryRecords = RequestType(rawValue: "records.query")
+    public static let deleteRecords = RequestType(rawValue: "records.delete")
+    public static let deleteAllRecords = RequestType(rawValue: "records.deleteAll")
+}
+
+/// A request a client sends; `Response` is the type of its `result`.
+public protocol SignalingRequest: Codable, Equatable, Sendable {
+    associatedtype Response: Codable, Equatable, Sendable
+    static var type: RequestType { get }
+}
+
+/// An empty object, for requests without parameters and responses without data.
+public struct Empty: Codable, Equatable, Sendable {
+    public init() {}
+}
+
+/// The protocol version this build speaks. A client sends it at login; the server refuses other
+/// major versions with `unsupportedProtocolVersion`.
+public let switchboardProtocolVersion = 1
+
+// MARK: - session
+
+/// Authenticate this connection as one device of one user.
+public struct LoginRequest: SignalingRequest {
+    public typealias Response = LoginResponse
+    public static let type = RequestType.login
+
+    public var sdkAppID: SdkAppID
+    public var userID: UserID
+    public var userSig: String
+    public var protocolVersion: Int
+    /// A stable id of this device (kept across app launches); the server assigns one when absent.
+    /// Logging in again with the same deviceId replaces the older connection and resumes its calls.
+    public var deviceId: DeviceID?
+    /// Free text such as `ios`, `web`, `cli`, for logs and the online-users list.
+    public var platform: String?
+
+    public init(
+        sdkAppID: SdkAppID, userID: UserID, userSig: String, protocolVersion: Int = switchboardProtocolVersion,
+        deviceId: DeviceID? = nil, platform: String? = nil
+    ) {
+        self.sdkAppID = sdkAppID
+        self.userID = userID
+        self.userSig = userSig
+        self.protocolVersion = protocolVersion
+        self.deviceId = deviceId
+        self.platform = platform
+    }
+}
+
+public struct LoginResponse: Codable, Equatable, Sendable {
+    public var userID: UserID
+    public var deviceId: DeviceID
+    public var protocolVersion: Int
+    /// The server's clock, Unix ms, when it answered; clients derive their clock offset from it.
+    public var serverTime: Int64
+    /// Seconds between the client's `ping`s; the server drops a silent connection after three.
+    public var heartbeatInterval: Int
+    public var profile: UserProfile
+
+    public init(
+        userID: UserID, deviceId: DeviceID, protocolVersion: Int, serverTime: Int64, heartbeatInterval: Int,
+        profile: UserProfile
+    ) {
+        self.userID = userID
+        self.deviceId = deviceId
+        self.protocolVersion = protocolVersion
+        self.serverTime = serverTime
+        self.heartbeatInterval = heartbeatInterval
+        self.profile = profile
+    }
+}
+
+/// End this device's session: its connected calls are hung up, and the server closes the socket.
+public struct LogoutRequest: SignalingRequest {
+    public typealias Response = Empty
+    public static let type = RequestType.logout
+    public init() {}
+}
+
+/// Heartbeat and clock sample.
+public struct PingRequest: SignalingRequest {
+    public typealias Response = PingResponse
+    public static let type = RequestType.ping
+    public init() {}
+}
+
+public struct PingResponse: Codable, Equatable, Sendable {
+    /// The server's clock, Unix ms.
+    public var serverTime: Int64
+    public init(serverTime: Int64) { self.serverTime = serverTime }
+}
+
+/// Set the caller's nickname and avatar (fields left out keep their value).
+public struct SetProfileRequest: SignalingRequest {
+    public typealias Response = UserProfile
+    public static let type = RequestType.setProfile
+
+    public var nickname: String?
+    public var avatarURL: String?
+    public init(nickname: String? = nil, avatarURL: String? = nil) {
+        self.nickname = nickname
+        self.avatarURL = avatarURL
+    }
+}
+
+// MARK: - calls
+
+/// Place a call: one participant for one-to-one, several for a group call.
+public struct StartCallRequest: SignalingRequest {
+    public typealias Response = StartCallResponse
+    public static let type = RequestType.startCall
+
+    public var participantIds: [UserID]
+    public var mediaType: CallMediaType
+    public var params: CallParams?
+
+    public init(participantIds: [UserID], mediaType: CallMediaType, params: CallParams? = nil) {
+        self.participantIds = participantIds
+        self.mediaType = mediaType
+        self.params = params
+    }
+}
+
+public struct StartCallResponse: Codable, Equatable, Sendable {
+    public var callId: CallID
+    public var roomId: RoomID
+    /// Invitees who were in another call and got `lineBusy` (busy-reject policy).
+    public var busyUserIds: [UserID]
+    /// The call as it stands after the invitations went out.
+    public var call: CallInfo
+
+    public init(callId: CallID, roomId: RoomID, busyUserIds: [UserID], call: CallInfo) {
+        self.callId = callId
+        self.roomId = roomId
+        self.busyUserIds = busyUserIds
+        self.call = call
+    }
+}
+
+/// Accept an incoming call on this device.
+public struct AcceptCallRequest: SignalingRequest {
+    public typealias Response = CallSnapshotResponse
+    public static let type = RequestType.acceptCall
+    public var callId: CallID
+    public init(callId: CallID) { self.callId = callId }
+}
+
+/// Reject an incoming call (on every device of the user).
+public struct RejectCallRequest: SignalingRequest {
+    public typealias Response = Empty
+    public static let type = RequestType.rejectCall
+    public var callId: CallID
+    public init(callId: CallID) { self.callId = callId }
+}
+
+/// Leave a call: a hang-up when connected, a cancel for a caller before any answer,
+/// a reject for a ringing callee.
+public struct HangupCallRequest: SignalingRequest {
+    public typealias Response = Empty
+    public static let type = RequestType.hangupCall
+    public var callId: CallID
+    public init(callId: CallID) { self.callId = callId }
+}
+
+public struct CallSnapshotResponse: Codable, Equatable, Sendable {
+    public var call: CallInfo
+    public init(call: CallInfo) { self.call = call }
+}
+
+/// Tell the other members that this member's microphone or camera changed.
+public struct UpdateDeviceStateRequest: SignalingRequest {
+    public typealias Response = Empty
+    public static let type = RequestType.updateDeviceState
+
+    public var callId: CallID
+    public var microphoneOn: Bool?
+    public var cameraOn: Bool?
+
+    public init(callId: CallID, microphoneOn: Bool? = nil, cameraOn: Bool? = nil) {
+        self.callId = callId
+        self.microphoneOn = microphoneOn
+        self.cameraOn = cameraOn
+    }
+}
+
+// MARK: - records
+
+/// Page through the caller's own call records.
+public struct QueryRecordsRequest: SignalingRequest {
+    public typealias Response = QueryRecordsResponse
+    public static let type = RequestType.queryRecords
+
+    /// -1 starts at the newest record (descending) or the oldest (ascending); otherwise the
+    /// `syncTime` returned by the previous page.
+    public var syncTime: Int64
+    /// 1…100.
+    public var count: Int
+    public var order: RecordOrder
+
+    public init(syncTime: Int64 = -1, count: Int = 30, order: RecordOrder = .descending) {
+        self.syncTime = syncTime
+        self.count = count
+        self.order = order
+    }
+}
+
+public struct QueryRecordsResponse: Codable, Equatable, Sendable {
+    public var records: [CallRecord]
+    public var hasMore: Bool
+    /// Pass this as the next query's `syncTime` to continue.
+    public var syncTime: Int64
+
+    public init(records: [CallRecord], hasMore: Bool, syncTime: Int64) {
+        self.records = records
+        self.hasMore = hasMore
+        self.syncTime = syncTime
+    }
+}
+
+/// Delete some of the caller's own records; other users' records of the same calls stay.
+public struct DeleteRecordsRequest: SignalingRequest {
+    public typealias Response = DeleteRecordsResponse
+    public static let type = RequestType.deleteRecords
+    public var callIds: [CallID]
+    public init(callIds: [CallID]) { self.callIds = callIds }
+}
+
+/// Delete all of the caller's own records.
+public struct DeleteAllRecordsRequest: SignalingRequest {
+    public typealias Response = DeleteRecordsResponse
+    public static let type = RequestType.deleteAllRecords
+    public init() {}
+}
+
+public struct DeleteRecordsResponse: Codable, Equatable, Sendable {
+    public var deleted: Int
+    public init(deleted: Int) { self.deleted = deleted }
+}

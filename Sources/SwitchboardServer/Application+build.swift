@@ -1,0 +1,198 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOConcurrencyHelpers
+import ServiceLifecycle
+import SwitchboardProtocol
+public import UnixSignals
+
+/// A built server node: run it, find its port, shut it down.
+public final class SwitchboardNode: Sendable {
+    /// The apps this node serves, with their secrets.
+    public let apps: [AppCredentials]
+    /// The app the server created for itself when none was configured (development mode).
+    public let developmentApp: AppCredentials?
+    /// The secret of the admin HTTP API.
+    public let adminSecret: String
+    let context: NodeContext
+    private let application: any Service
+    private let lifecycle: SignalingLifecycle
+    private let state = NIOLockedValueBox<RunState>(RunState())
+
+    private struct RunState {
+        var port: Int?
+        var portWaiters: [CheckedContinuation<Int, Never>] = []
+        var group: ServiceGroup?
+        var shutdownRequested = false
+    }
+
+    init(
+        apps: [AppCredentials], developmentApp: AppCredentials?, adminSecret: String, context: NodeContext,
+        application: any Service
+    ) {
+        self.apps = apps
+        self.developmentApp = developmentApp
+        self.adminSecret = adminSecret
+        self.context = context
+        self.application = application
+        self.lifecycle = SignalingLifecycle(context: context)
+    }
+
+    /// Runs until SIGTERM/SIGINT (or ``shutdown()``), then shuts down gracefully: logins are
+    /// refused, calls end with `endByServer`, records are flushed, connections close with
+    /// 1001 going away.
+    public func run(gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint]) async throws {
+        var configuration = ServiceGroupConfiguration(
+            services: [
+                // Shutdown runs in reverse order: calls end while connections are still open.
+                .init(service: application),
+                .init(service: lifecycle),
+            ],
+            gracefulShutdownSignals: gracefulShutdownSignals,
+            logger: context.logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(10)
+        let group = ServiceGroup(configuration: configuration)
+        let stopAtOnce = state.withLockedValue { state in
+            state.group = group
+            return state.shutdownRequested
+        }
+        if stopAtOnce { await group.triggerGracefulShutdown() }
+        try await group.run()
+    }
+
+    /// Starts a graceful shutdown of a running node.
+    public func shutdown() async {
+        let group = state.withLockedValue { state in
+            state.shutdownRequested = true
+            return state.group
+        }
+        await group?.triggerGracefulShutdown()
+    }
+
+    /// The port the node listens on, once it does.
+    public func listeningPort() async -> Int {
+        await withCheckedContinuation { continuation in
+            let port = state.withLockedValue { state -> Int? in
+                if let port = state.port { return port }
+                state.portWaiters.append(continuation)
+                return nil
+            }
+            if let port { continuation.resume(returning: port) }
+        }
+    }
+
+    func listening(on port: Int) {
+        let waiters = state.withLockedValue { state in
+            state.port = port
+            defer { state.portWaiters = [] }
+            return state.portWaiters
+        }
+        waiters.forEach { $0.resume(returning: port) }
+    }
+}
+
+/// Waits for graceful shutdown, then winds the signaling layer down before the HTTP server stops.
+struct SignalingLifecycle: Service {
+    let context: NodeContext
+
+    func run() async throws {
+        do {
+            try await gracefulShutdown()
+        } catch {
+            return
+        }
+        context.beginShutdown()
+        context.logger.info("graceful shutdown: ending calls")
+        await context.engine.shutdown()
+        await context.recordWriter.drain()
+        for sink in context.registry.allSinks() {
+            sink.close(SwitchboardError(.shuttingDown))
+        }
+    }
+}
+
+/// Builds a server node from its configuration: opens and migrates the database, loads (or
+/// creates) the apps, and wires the WebSocket endpoint, the admin API and the web client.
+public func buildApplication(
+    configuration: ServerConfiguration, clock: any SwitchboardClock = SystemClock(), logger: Logger
+) async throws -> SwitchboardNode {
+    let storage: any SwitchboardStorage
+    switch configuration.database {
+    case .sqlite(let path):
+        storage = try SQLiteStorage(path: path)
+    }
+
+    let now = clock.now()
+    var served: [AppRecord] = []
+    var developmentApp: AppCredentials?
+    if configuration.apps.isEmpty {
+        let stored = try await storage.loadApps()
+        var app =
+            stored.first(where: \.isDevelopment)
+            ?? AppRecord(
+                sdkAppID: SdkAppID(1_400_000_000 + Int64.random(in: 1...999_999)), secretKey: randomHex(bytes: 32),
+                settings: configuration.appSettings, isDevelopment: true, createdAt: now)
+        app.settings = configuration.appSettings
+        try await storage.saveApp(app)
+        served = [app]
+        developmentApp = AppCredentials(sdkAppID: app.sdkAppID, secretKey: app.secretKey)
+    } else {
+        for credentials in configuration.apps {
+            let app = AppRecord(
+                sdkAppID: credentials.sdkAppID, secretKey: credentials.secretKey, settings: configuration.appSettings,
+                isDevelopment: false, createdAt: now)
+            try await storage.saveApp(app)
+            served.append(app)
+        }
+    }
+
+    let registry = ConnectionRegistry()
+    let recordWriter = RecordWriter(store: storage, logger: logger) { stored in
+        for item in stored {
+            registry.send(CallEngine.frame(.callRecord(CallRecordEvent(record: item.record))), to: .user(item.owner))
+        }
+    }
+    let context = NodeContext(
+        configuration: configuration, storage: storage, apps: AppDirectory(served), registry: registry,
+        recordWriter: recordWriter, clock: clock, logger: logger)
+    let adminSecret = configuration.adminSecret ?? randomHex(bytes: 24)
+
+    let router = Router(context: BasicWebSocketRequestContext.self)
+    if let webRoot = configuration.webRoot {
+        router.add(middleware: FileMiddleware(webRoot, searchForIndexHtml: true, logger: logger))
+    }
+    router.ws("/v1/ws") { inbound, outbound, wsContext in
+        await SignalingSession.serve(context: context, inbound: inbound, outbound: outbound, logger: wsContext.logger)
+    }
+    AdminAPI.register(on: router, node: context, adminSecret: adminSecret)
+
+    let portBox = NIOLockedValueBox<SwitchboardNode?>(nil)
+    let application = Application(
+        router: router,
+        server: .http1WebSocketUpgrade(
+            webSocketRouter: router,
+            configuration: .init(
+                ws: WebSocketServerConfiguration(
+                    maxFrameSize: NodeContext.hardMessageLimit, autoPing: .enabled(timePeriod: .seconds(30))))),
+        configuration: ApplicationConfiguration(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "switchboard",
+            backlog: configuration.backlog),
+        onServerRunning: { channel in
+            if let port = channel.localAddress?.port {
+                portBox.withLockedValue { $0 }?.listening(on: port)
+            }
+        },
+        logger: logger)
+    let node = SwitchboardNode(
+        apps: served.map { AppCredentials(sdkAppID: $0.sdkAppID, secretKey: $0.secretKey) },
+        developmentApp: developmentApp, adminSecret: adminSecret, context: context, application: application)
+    portBox.withLockedValue { $0 = node }
+    return node
+}
+
+/// Cryptographically random bytes as lowercase hex.
+func randomHex(bytes: Int) -> String {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+}

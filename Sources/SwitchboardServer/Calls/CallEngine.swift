@@ -1,0 +1,132 @@
+import Logging
+import SwitchboardProtocol
+
+/// Runs the ``CallStateMachine``: feeds it events with the clock's time, performs its actions in
+/// order (replies, events to devices, timers, record writes) and turns due timers into events.
+///
+/// Actor isolation gives the machine one event at a time. Replies go through the `reply` closure
+/// inside the same critical section as the events, so a client always receives the answer to its
+/// request before the events that request caused.
+actor CallEngine {
+    private var machine: CallStateMachine
+    private var timers = TimerQueue<TimerKey>()
+    private var sleeper: Task<Void, Never>?
+    private var sleeperDeadline: Int64?
+    private var sleeperGeneration = 0
+    private let registry: ConnectionRegistry
+    private let recordWriter: RecordWriter
+    private let clock: any SwitchboardClock
+    private let logger: Logger
+
+    init(
+        configuration: CallStateMachine.Configuration, registry: ConnectionRegistry, recordWriter: RecordWriter,
+        clock: any SwitchboardClock, logger: Logger
+    ) {
+        self.machine = CallStateMachine(configuration: configuration)
+        self.registry = registry
+        self.recordWriter = recordWriter
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Applies one event and performs its actions.
+    ///
+    /// - Parameter reply: called (synchronously, before any event is sent) with the answer for
+    ///   the request that caused the event.
+    /// - Returns: the reply, when the event produced one.
+    @discardableResult
+    func handle(_ event: CallEvent, reply: (@Sendable (CallReply) -> Void)? = nil) -> CallReply? {
+        let actions = machine.handle(event, now: clock.now())
+        return perform(actions, reply: reply)
+    }
+
+    /// Number of calls in progress.
+    var activeCallCount: Int { machine.calls.count }
+
+    /// The wire snapshot of a call in progress.
+    func callInfo(_ id: CallID) -> CallInfo? {
+        machine.calls[id].map(machine.info)
+    }
+
+    /// Ends every call (`endByServer`) and stops the timers; used by graceful shutdown.
+    func shutdown() {
+        handle(.shutdown)
+        sleeper?.cancel()
+        sleeper = nil
+        sleeperDeadline = nil
+    }
+
+    @discardableResult
+    private func perform(_ actions: [CallAction], reply: (@Sendable (CallReply) -> Void)?) -> CallReply? {
+        var answer: CallReply?
+        var timersChanged = false
+        // Consecutive sends of the same event (a broadcast) are encoded once.
+        var lastEvent: ServerEvent?
+        var lastFrame = ""
+        for action in actions {
+            switch action {
+            case .reply(let callReply):
+                answer = callReply
+                reply?(callReply)
+            case .send(let event, let recipient):
+                if event != lastEvent {
+                    lastEvent = event
+                    lastFrame = Self.frame(event)
+                }
+                registry.send(lastFrame, to: recipient)
+            case .setTimer(let key, let deadline):
+                timers.set(key, at: deadline)
+                timersChanged = true
+            case .cancelTimer(let key):
+                timers.cancel(key)
+                timersChanged = true
+            case .writeRecords(let drafts):
+                recordWriter.submit(drafts)
+            }
+        }
+        if timersChanged { scheduleSleeper() }
+        return answer
+    }
+
+    static func frame(_ event: ServerEvent) -> String {
+        // Encoding wire types made of strings, numbers and arrays cannot fail.
+        (try? SwitchboardJSON.encodeString(event)) ?? "{}"
+    }
+
+    // MARK: timers
+
+    /// Keeps one task sleeping until the earliest deadline.
+    private func scheduleSleeper() {
+        guard let next = timers.earliestDeadline() else {
+            sleeper?.cancel()
+            sleeper = nil
+            sleeperDeadline = nil
+            return
+        }
+        if let current = sleeperDeadline, current <= next { return }
+        sleeper?.cancel()
+        sleeperGeneration += 1
+        let generation = sleeperGeneration
+        sleeperDeadline = next
+        let clock = self.clock
+        sleeper = Task {
+            do {
+                try await clock.sleep(until: next)
+            } catch {
+                return
+            }
+            self.timersDue(generation: generation)
+        }
+    }
+
+    private func timersDue(generation: Int) {
+        guard generation == sleeperGeneration else { return }
+        sleeper = nil
+        sleeperDeadline = nil
+        let now = clock.now()
+        for key in timers.popDue(now: now) {
+            perform(machine.handle(.timerFired(key), now: now), reply: nil)
+        }
+        scheduleSleeper()
+    }
+}

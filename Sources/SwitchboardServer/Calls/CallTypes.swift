@@ -1,0 +1,111 @@
+import SwitchboardProtocol
+
+/// A user of one app. UserIDs are unique within an app only.
+public struct UserKey: Hashable, Sendable, CustomStringConvertible {
+    public let app: SdkAppID
+    public let user: UserID
+
+    public init(app: SdkAppID, user: UserID) {
+        self.app = app
+        self.user = user
+    }
+
+    public var description: String { "\(app)/\(user)" }
+}
+
+/// Settings that differ per app.
+public struct AppSettings: Equatable, Sendable {
+    public var busyPolicy: BusyPolicy
+    /// Largest call, the caller included.
+    public var maxParticipants: Int
+
+    public init(busyPolicy: BusyPolicy = .reject, maxParticipants: Int = CallLimits.defaultMaxParticipants) {
+        self.busyPolicy = busyPolicy
+        self.maxParticipants = maxParticipants
+    }
+}
+
+/// Who a server event goes to.
+enum Recipient: Hashable, Sendable {
+    /// Every connected device of the user.
+    case user(UserKey)
+    /// One device.
+    case device(UserKey, DeviceID)
+    /// Every connected device of the user but one.
+    case userExcept(UserKey, DeviceID)
+}
+
+/// A timer the state machine asks for; it comes back as ``CallEvent/timerFired(_:)``.
+enum TimerKey: Hashable, Sendable {
+    /// An invitee's ring timeout.
+    case ring(CallID, UserID)
+    /// How long a member's dropped device may take to come back.
+    case reconnectGrace(CallID, UserID)
+}
+
+/// A record to store for `owner`; the store assigns its `syncTime`.
+struct RecordDraft: Equatable, Sendable {
+    var owner: UserKey
+    var record: CallRecord
+}
+
+/// The answer to the request that caused an event.
+enum CallReply: Equatable, Sendable {
+    case started(StartCallResponse)
+    case call(CallInfo)
+    case ok
+    case failure(SwitchboardError)
+}
+
+/// What the state machine asks its owner to do, in order.
+enum CallAction: Equatable, Sendable {
+    case reply(CallReply)
+    case send(ServerEvent, to: Recipient)
+    case setTimer(TimerKey, at: Int64)
+    case cancelTimer(TimerKey)
+    /// Store these records, then send each owner a `callRecord` event.
+    case writeRecords([RecordDraft])
+}
+
+/// A member's request about one call, from one device.
+struct CallCommand: Equatable, Sendable {
+    var user: UserKey
+    var device: DeviceID
+    var callId: CallID
+}
+
+/// Everything needed to place a call; IDs and reachability are gathered by the engine so that
+/// the state machine stays pure.
+struct StartCallCommand: Equatable, Sendable {
+    var caller: UserKey
+    var device: DeviceID
+    var callId: CallID
+    /// Used when the request names no roomId.
+    var generatedRoomId: RoomID
+    var request: StartCallRequest
+    var settings: AppSettings
+    /// Invitees that have at least one connected device.
+    var online: Set<UserID>
+    /// Nicknames and avatars to show, for the caller and invitees that have them.
+    var profiles: [UserID: UserProfile]
+}
+
+/// The inputs of the call state machine.
+enum CallEvent: Equatable, Sendable {
+    case start(StartCallCommand)
+    case accept(CallCommand)
+    case reject(CallCommand)
+    case hangup(CallCommand)
+    case updateDevice(CallCommand, microphoneOn: Bool?, cameraOn: Bool?)
+    case timerFired(TimerKey)
+    /// The admin API (or an operator) ends a call.
+    case endByServer(CallID)
+    /// A device logged in: it gets pending invitations and resumes its calls.
+    case deviceOnline(UserKey, DeviceID)
+    /// A device's connection closed without a logout.
+    case deviceOffline(UserKey, DeviceID)
+    /// A device logged out: its calls are left.
+    case logout(UserKey, DeviceID)
+    /// The server is stopping: every call ends with `endByServer`.
+    case shutdown
+}

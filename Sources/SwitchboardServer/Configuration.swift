@@ -1,0 +1,52 @@
+import SwitchboardProtocol
+
+/// Where the server keeps its data.
+public enum DatabaseLocation: Sendable, Equatable {
+    /// An SQLite file (WAL), the embedded default.
+    case sqlite(path: String)
+}
+
+/// An app's credentials, as given on the command line or in the environment.
+public struct AppCredentials: Sendable, Equatable {
+    public var sdkAppID: SdkAppID
+    public var secretKey: String
+
+    public init(sdkAppID: SdkAppID, secretKey: String) {
+        self.sdkAppID = sdkAppID
+        self.secretKey = secretKey
+    }
+
+    /// Parses `SDKAPPID:SECRET`.
+    public init?(parsing text: String) {
+        guard let colon = text.firstIndex(of: ":"), let id = Int64(text[..<colon]), id > 0 else { return nil }
+        let secret = String(text[text.index(after: colon)...])
+        guard !secret.isEmpty else { return nil }
+        self.init(sdkAppID: SdkAppID(id), secretKey: secret)
+    }
+}
+
+/// Everything `switchboard serve` can be told; the defaults make a working development server.
+public struct ServerConfiguration: Sendable {
+    /// Address to listen on.
+    public var host = "127.0.0.1"
+    /// Port to listen on; 0 picks a free one.
+    public var port = 8080
+    public var database = DatabaseLocation.sqlite(path: "switchboard.sqlite")
+    /// Apps to serve. When empty, the server serves a development app that it creates on first
+    /// start and keeps in its database, and turns on development mode.
+    public var apps: [AppCredentials] = []
+    /// Settings for the apps above (and for the development app when it is created).
+    public var appSettings = AppSettings()
+    /// Secret for the admin HTTP API (`Authorization: Bearer …`); generated at start when nil.
+    public var adminSecret: String?
+    /// How long a member's dropped device may take to come back before the server ends its part.
+    public var reconnectGrace: Duration = .seconds(15)
+    /// Seconds between client pings, told to clients at login.
+    public var heartbeatInterval = 10
+    /// Directory of the browser client, served at `/`; nil serves none.
+    public var webRoot: String?
+    /// Listen backlog; connection storms need more than the usual 256.
+    public var backlog = 4096
+
+    public init() {}
+}

@@ -1,0 +1,136 @@
+import Crypto
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import SwitchboardProtocol
+
+/// Checks `Authorization: Bearer <admin secret>` in constant time.
+struct AdminAuthMiddleware<Context: RequestContext>: RouterMiddleware {
+    let secret: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let header = request.headers[.authorization] ?? ""
+        let prefix = "Bearer "
+        guard header.hasPrefix(prefix),
+            Self.constantTimeEquals(Array(header.dropFirst(prefix.count).utf8), Array(secret.utf8))
+        else {
+            return AdminAPI.error(SwitchboardError(.unauthorized, "send Authorization: Bearer <admin secret>"))
+        }
+        return try await next(request, context)
+    }
+
+    static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        // Compare digests so the time depends on neither the secret's length nor its content.
+        let digestA = SHA256.hash(data: a)
+        let digestB = SHA256.hash(data: b)
+        var difference: UInt8 = 0
+        for (x, y) in zip(digestA, digestB) { difference |= x ^ y }
+        return difference == 0
+    }
+}
+
+/// The admin HTTP API (SPEC §6) and the health endpoint.
+enum AdminAPI {
+    static func register(on router: Router<BasicWebSocketRequestContext>, node: NodeContext, adminSecret: String) {
+        router.get("/health") { _, _ in
+            let calls = await node.engine.activeCallCount
+            return json(["status": "ok", "activeCalls": calls, "devices": node.registry.deviceCount] as [String: any Sendable])
+        }
+
+        let admin = router.group("/v1").add(middleware: AdminAuthMiddleware(secret: adminSecret))
+
+        admin.post("/calls/:callId/end") { _, context in
+            let callId = CallID(rawValue: try context.parameters.require("callId"))
+            switch await node.engine.handle(.endByServer(callId)) {
+            case .failure(let error): return Self.error(error)
+            default: return json(["callId": callId.rawValue, "ended": true] as [String: any Sendable])
+            }
+        }
+
+        admin.get("/apps/:app/users/:user/records") { request, context in
+            guard let app = knownApp(try context.parameters.require("app"), node) else {
+                return Self.error(SwitchboardError(.unknownApp))
+            }
+            let user = UserID(rawValue: try context.parameters.require("user"))
+            guard user.isValid else { return Self.error(SwitchboardError(.invalidUserID)) }
+            let query = request.uri.queryParameters
+            let syncTime = query["syncTime"].flatMap { Int64(String($0)) } ?? -1
+            let count = query["count"].flatMap { Int(String($0)) } ?? 30
+            guard let order = RecordOrder(rawValue: query["order"].map(String.init) ?? "descending") else {
+                return Self.error(SwitchboardError(.invalidParams, "order must be descending or ascending"))
+            }
+            guard (1...CallLimits.maxRecordCount).contains(count) else {
+                return Self.error(SwitchboardError(.invalidRecordCount))
+            }
+            guard syncTime >= -1 else { return Self.error(SwitchboardError(.invalidSyncTime)) }
+            do {
+                let page = try await node.storage.queryRecords(
+                    owner: UserKey(app: app, user: user), syncTime: syncTime, count: count, order: order)
+                return encoded(page)
+            } catch {
+                return Self.error(SwitchboardError(.storageUnavailable))
+            }
+        }
+
+        admin.get("/apps/:app/online") { _, context in
+            guard let app = knownApp(try context.parameters.require("app"), node) else {
+                return Self.error(SwitchboardError(.unknownApp))
+            }
+            let users = node.registry.onlineUsers(app: app).map { user, devices in
+                OnlineUser(
+                    userId: user, devices: devices.map { OnlineUser.Device(deviceId: $0.0, platform: $0.1) })
+            }
+            return encoded(OnlineUsers(users: users))
+        }
+    }
+
+    private static func knownApp(_ text: String, _ node: NodeContext) -> SdkAppID? {
+        guard let value = Int64(text), node.apps.app(SdkAppID(value)) != nil else { return nil }
+        return SdkAppID(value)
+    }
+
+    struct OnlineUser: Codable, Sendable, Equatable {
+        struct Device: Codable, Sendable, Equatable {
+            var deviceId: DeviceID
+            var platform: String?
+        }
+        var userId: UserID
+        var devices: [Device]
+    }
+
+    struct OnlineUsers: Codable, Sendable, Equatable {
+        var users: [OnlineUser]
+    }
+
+    static func encoded(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        let data = (try? SwitchboardJSON.encode(value)) ?? Data("{}".utf8)
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func json(_ object: [String: any Sendable], status: HTTPResponse.Status = .ok) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// `{"error": {"code": …, "message": …}}` with the HTTP status that fits the code.
+    static func error(_ error: SwitchboardError) -> Response {
+        struct Body: Encodable { var error: SwitchboardError }
+        let status: HTTPResponse.Status =
+            switch error.code {
+            case .unauthorized: .unauthorized
+            case .callNotFound, .notFound, .unknownApp: .notFound
+            case .callAlreadyEnded: .conflict
+            case .developmentOnly: .forbidden
+            case .storageUnavailable, .shuttingDown: .serviceUnavailable
+            case .internalError: .internalServerError
+            default: .badRequest
+            }
+        return encoded(Body(error: error), status: status)
+    }
+}

@@ -1,0 +1,50 @@
+import Logging
+import NIOConcurrencyHelpers
+import SwitchboardProtocol
+
+/// The parts of one running server node, shared by its connections and HTTP handlers.
+final class NodeContext: Sendable {
+    /// Frames above this size close the connection (protection against memory exhaustion);
+    /// frames between the 64 KiB message limit and this get a `messageTooLarge` error.
+    static let hardMessageLimit = 1 << 20
+
+    let configuration: ServerConfiguration
+    let storage: any SwitchboardStorage
+    let apps: AppDirectory
+    let profiles: ProfileDirectory
+    let registry: ConnectionRegistry
+    let engine: CallEngine
+    let recordWriter: RecordWriter
+    let clock: any SwitchboardClock
+    let logger: Logger
+    private let counters = NIOLockedValueBox<(connections: UInt64, shuttingDown: Bool)>((0, false))
+
+    init(
+        configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
+        registry: ConnectionRegistry, recordWriter: RecordWriter, clock: any SwitchboardClock, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.storage = storage
+        self.apps = apps
+        self.profiles = ProfileDirectory(store: storage)
+        self.registry = registry
+        self.recordWriter = recordWriter
+        self.clock = clock
+        self.logger = logger
+        self.engine = CallEngine(
+            configuration: CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds),
+            registry: registry, recordWriter: recordWriter, clock: clock, logger: logger)
+    }
+
+    func nextConnectionID() -> UInt64 {
+        counters.withLockedValue { counters in
+            counters.connections += 1
+            return counters.connections
+        }
+    }
+
+    /// Set once graceful shutdown began: logins are refused from then on.
+    var isShuttingDown: Bool { counters.withLockedValue { $0.shuttingDown } }
+
+    func beginShutdown() { counters.withLockedValue { $0.shuttingDown = true } }
+}

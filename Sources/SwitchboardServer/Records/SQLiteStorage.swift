@@ -1,0 +1,230 @@
+import Foundation
+import GRDB
+import SwitchboardProtocol
+
+/// The embedded store: one SQLite file in WAL mode, through GRDB.
+///
+/// `synchronous = FULL`: a commit is on disk before the server tells anyone about it, so a
+/// `callRecord` event means the record survives a crash or a power cut. Record writes are
+/// batched by ``RecordWriter``, so the fsync is paid once per batch, not per record.
+final class SQLiteStorage: SwitchboardStorage {
+    let pool: DatabasePool
+
+    init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE apps (
+                        sdk_app_id INTEGER PRIMARY KEY,
+                        secret_key TEXT NOT NULL,
+                        busy_policy TEXT NOT NULL,
+                        max_participants INTEGER NOT NULL,
+                        is_development INTEGER NOT NULL,
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE profiles (
+                        sdk_app_id INTEGER NOT NULL,
+                        user_id TEXT NOT NULL,
+                        nickname TEXT,
+                        avatar_url TEXT,
+                        updated_at INTEGER NOT NULL,
+                        PRIMARY KEY (sdk_app_id, user_id)
+                    );
+                    CREATE TABLE call_records (
+                        sdk_app_id INTEGER NOT NULL,
+                        user_id TEXT NOT NULL,
+                        call_id TEXT NOT NULL,
+                        sync_time INTEGER NOT NULL,
+                        room_id TEXT NOT NULL,
+                        call_type TEXT NOT NULL,
+                        media_type TEXT NOT NULL,
+                        caller_id TEXT NOT NULL,
+                        inviter_id TEXT NOT NULL,
+                        participant_ids TEXT NOT NULL,
+                        chat_group_id TEXT,
+                        direction TEXT NOT NULL,
+                        result TEXT NOT NULL,
+                        start_time INTEGER,
+                        end_time INTEGER NOT NULL,
+                        duration INTEGER NOT NULL,
+                        end_reason TEXT NOT NULL,
+                        PRIMARY KEY (sdk_app_id, user_id, call_id)
+                    );
+                    CREATE UNIQUE INDEX call_records_by_sync_time ON call_records (sdk_app_id, user_id, sync_time);
+                    """)
+        }
+        return migrator
+    }
+
+    // MARK: apps
+
+    func loadApps() async throws -> [AppRecord] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM apps ORDER BY sdk_app_id").map { row in
+                AppRecord(
+                    sdkAppID: SdkAppID(row["sdk_app_id"] as Int64),
+                    secretKey: row["secret_key"],
+                    settings: AppSettings(
+                        busyPolicy: BusyPolicy(rawValue: row["busy_policy"]) ?? .reject,
+                        maxParticipants: row["max_participants"]),
+                    isDevelopment: row["is_development"],
+                    createdAt: row["created_at"])
+            }
+        }
+    }
+
+    func saveApp(_ app: AppRecord) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO apps (sdk_app_id, secret_key, busy_policy, max_participants, is_development, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (sdk_app_id) DO UPDATE SET secret_key = excluded.secret_key,
+                        busy_policy = excluded.busy_policy, max_participants = excluded.max_participants,
+                        is_development = excluded.is_development
+                    """,
+                arguments: [
+                    app.sdkAppID.rawValue, app.secretKey, app.settings.busyPolicy.rawValue, app.settings.maxParticipants,
+                    app.isDevelopment, app.createdAt,
+                ])
+        }
+    }
+
+    // MARK: profiles
+
+    func loadProfiles(app: SdkAppID, users: [UserID]) async throws -> [UserProfile] {
+        guard !users.isEmpty else { return [] }
+        return try await pool.read { db in
+            let placeholders = databaseQuestionMarks(count: users.count)
+            let arguments = StatementArguments([app.rawValue] as [any DatabaseValueConvertible])
+                + StatementArguments(users.map(\.rawValue))
+            return try Row.fetchAll(
+                db,
+                sql: "SELECT user_id, nickname, avatar_url FROM profiles WHERE sdk_app_id = ? AND user_id IN (\(placeholders))",
+                arguments: arguments
+            ).map { row in
+                UserProfile(userId: UserID(rawValue: row["user_id"]), nickname: row["nickname"], avatarURL: row["avatar_url"])
+            }
+        }
+    }
+
+    func saveProfile(app: SdkAppID, _ profile: UserProfile, now: Int64) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO profiles (sdk_app_id, user_id, nickname, avatar_url, updated_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (sdk_app_id, user_id) DO UPDATE SET nickname = excluded.nickname,
+                        avatar_url = excluded.avatar_url, updated_at = excluded.updated_at
+                    """,
+                arguments: [app.rawValue, profile.userId.rawValue, profile.nickname, profile.avatarURL, now])
+        }
+    }
+
+    // MARK: records
+
+    func insertRecords(_ drafts: [RecordDraft]) async throws -> [StoredRecord] {
+        guard !drafts.isEmpty else { return [] }
+        return try await pool.write { db in
+            try drafts.map { draft in
+                var record = draft.record
+                let participants = String(
+                    decoding: try JSONEncoder().encode(record.participantIds.map(\.rawValue)), as: UTF8.self)
+                let inserted = try Int64.fetchOne(
+                    db,
+                    sql: """
+                        INSERT OR IGNORE INTO call_records (sdk_app_id, user_id, call_id, sync_time, room_id, call_type,
+                            media_type, caller_id, inviter_id, participant_ids, chat_group_id, direction, result,
+                            start_time, end_time, duration, end_reason)
+                        VALUES (?, ?, ?,
+                            max(?, coalesce((SELECT max(sync_time) FROM call_records WHERE sdk_app_id = ? AND user_id = ?), -1) + 1),
+                            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        RETURNING sync_time
+                        """,
+                    arguments: [
+                        draft.owner.app.rawValue, draft.owner.user.rawValue, record.callId.rawValue, record.endTime,
+                        draft.owner.app.rawValue, draft.owner.user.rawValue, record.roomId.rawValue,
+                        record.callType.rawValue, record.mediaType.rawValue, record.callerId.rawValue,
+                        record.inviterId.rawValue, participants, record.chatGroupId, record.direction.rawValue,
+                        record.result.rawValue, record.startTime, record.endTime, record.duration,
+                        record.endReason.rawValue,
+                    ])
+                if let inserted {
+                    record.syncTime = inserted
+                    return StoredRecord(owner: draft.owner, record: record)
+                }
+                // Already stored (a retry after a crash): return what is there.
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM call_records WHERE sdk_app_id = ? AND user_id = ? AND call_id = ?",
+                    arguments: [draft.owner.app.rawValue, draft.owner.user.rawValue, record.callId.rawValue])
+                return StoredRecord(owner: draft.owner, record: try row.map(Self.record) ?? record)
+            }
+        }
+    }
+
+    func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws
+        -> QueryRecordsResponse
+    {
+        try await pool.read { db in
+            let descending = order == .descending
+            let bound = syncTime == -1 ? (descending ? Int64.max : -1) : syncTime
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM call_records WHERE sdk_app_id = ? AND user_id = ? AND sync_time \(descending ? "<" : ">") ?
+                    ORDER BY sync_time \(descending ? "DESC" : "ASC") LIMIT ?
+                    """,
+                arguments: [owner.app.rawValue, owner.user.rawValue, bound, count + 1])
+            let records = try rows.prefix(count).map(Self.record)
+            return QueryRecordsResponse(
+                records: records, hasMore: rows.count > count, syncTime: records.last?.syncTime ?? syncTime)
+        }
+    }
+
+    func deleteRecords(owner: UserKey, callIds: [CallID]) async throws -> Int {
+        guard !callIds.isEmpty else { return 0 }
+        return try await pool.write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM call_records WHERE sdk_app_id = ? AND user_id = ?
+                    AND call_id IN (\(databaseQuestionMarks(count: callIds.count)))
+                    """,
+                arguments: StatementArguments([owner.app.rawValue, owner.user.rawValue] as [any DatabaseValueConvertible])
+                    + StatementArguments(callIds.map(\.rawValue)))
+            return db.changesCount
+        }
+    }
+
+    func deleteAllRecords(owner: UserKey) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(
+                sql: "DELETE FROM call_records WHERE sdk_app_id = ? AND user_id = ?",
+                arguments: [owner.app.rawValue, owner.user.rawValue])
+            return db.changesCount
+        }
+    }
+
+    private static func record(_ row: Row) throws -> CallRecord {
+        let participants = try JSONDecoder().decode([String].self, from: Data((row["participant_ids"] as String).utf8))
+        return CallRecord(
+            callId: CallID(rawValue: row["call_id"]), roomId: RoomID(rawValue: row["room_id"]),
+            callType: CallType(rawValue: row["call_type"]) ?? .oneToOne,
+            mediaType: CallMediaType(rawValue: row["media_type"]) ?? .audio,
+            callerId: UserID(rawValue: row["caller_id"]), inviterId: UserID(rawValue: row["inviter_id"]),
+            participantIds: participants.map(UserID.init(rawValue:)), chatGroupId: row["chat_group_id"],
+            direction: CallDirection(rawValue: row["direction"]) ?? .incoming,
+            result: CallRecordResult(rawValue: row["result"]) ?? .unknown, startTime: row["start_time"],
+            endTime: row["end_time"], duration: row["duration"],
+            endReason: CallEndReason(rawValue: row["end_reason"]) ?? .unknown, syncTime: row["sync_time"])
+    }
+}

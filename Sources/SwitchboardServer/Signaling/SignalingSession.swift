@@ -1,0 +1,428 @@
+import Foundation
+import HummingbirdWebSocket
+import Logging
+import NIOConcurrencyHelpers
+import NIOWebSocket
+import SwitchboardProtocol
+
+/// One WebSocket connection: its outgoing frame queue, closed by the server or the peer.
+final class ClientConnection: EventSink {
+    enum Outgoing: Sendable {
+        case text(String)
+        case close(WebSocketErrorCode)
+    }
+
+    let id: UInt64
+    private let continuation: AsyncStream<Outgoing>.Continuation
+    private let closing = NIOLockedValueBox(false)
+
+    init(id: UInt64, continuation: AsyncStream<Outgoing>.Continuation) {
+        self.id = id
+        self.continuation = continuation
+    }
+
+    func enqueue(_ frame: String) {
+        continuation.yield(.text(frame))
+    }
+
+    func close(_ error: SwitchboardError?) {
+        let first = closing.withLockedValue { closing in
+            defer { closing = true }
+            return !closing
+        }
+        guard first else { return }
+        if let error {
+            enqueue(CallEngine.frame(.sessionEnded(SessionEndedEvent(error: error))))
+        }
+        continuation.yield(.close(error?.code == .shuttingDown ? .goingAway : .normalClosure))
+    }
+
+    var isClosing: Bool { closing.withLockedValue { $0 } }
+}
+
+/// Reads one connection's requests in order and answers each exactly once.
+///
+/// Before login only `login` and `ping` are served. Bad frames get an error response addressed
+/// to their id when it can be read (`id: null` otherwise) and the connection stays open. Frames
+/// above the 64 KiB message limit get `messageTooLarge`; only frames above the transport's hard
+/// limit (1 MiB) close the connection.
+final class SignalingSession {
+    private struct Identity {
+        var user: UserKey
+        var device: DeviceID
+    }
+
+    private let node: NodeContext
+    private let connection: ClientConnection
+    private var identity: Identity?
+    private let logger: Logger
+
+    init(node: NodeContext, connection: ClientConnection, logger: Logger) {
+        self.node = node
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// Serves the connection until the peer or the server closes it.
+    static func serve(
+        context node: NodeContext, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger
+    ) async {
+        let (stream, continuation) = AsyncStream<ClientConnection.Outgoing>.makeStream()
+        let connection = ClientConnection(id: node.nextConnectionID(), continuation: continuation)
+        let session = SignalingSession(node: node, connection: connection, logger: logger)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await item in stream {
+                    switch item {
+                    case .text(let text):
+                        do {
+                            try await outbound.write(.text(text))
+                        } catch {
+                            return
+                        }
+                    case .close(let code):
+                        try? await outbound.close(code, reason: nil)
+                        return
+                    }
+                }
+            }
+            do {
+                for try await message in inbound.messages(maxSize: NodeContext.hardMessageLimit) {
+                    await session.receive(message)
+                }
+            } catch {
+                logger.debug("connection read ended", metadata: ["error": "\(error)"])
+            }
+            await session.disconnected()
+            continuation.finish()
+            await group.waitForAll()
+        }
+    }
+
+    // MARK: - frames
+
+    func receive(_ message: WebSocketMessage) async {
+        guard !connection.isClosing else { return }
+        let data: Data
+        switch message {
+        case .text(let text): data = Data(text.utf8)
+        case .binary(let buffer): data = Data(buffer.readableBytesView)
+        }
+        let header = try? SwitchboardJSON.decode(RequestHeader.self, from: data)
+        let id = header?.id.flatMap { $0.isEmpty || $0.utf8.count > RequestID.maxLength ? nil : RequestID(rawValue: $0) }
+        if data.count > CallLimits.maxMessageBytes {
+            fail(id, SwitchboardError(.messageTooLarge, "messages are limited to \(CallLimits.maxMessageBytes) bytes"))
+            return
+        }
+        guard let header else {
+            fail(nil, SwitchboardError(.malformedMessage, "not a JSON object"))
+            return
+        }
+        guard let rawID = header.id else {
+            fail(nil, SwitchboardError(.malformedMessage, "id: missing or not a string"))
+            return
+        }
+        guard let id else {
+            fail(nil, SwitchboardError(.invalidRequestID, "id '\(rawID.prefix(16))…' must be 1-64 characters"))
+            return
+        }
+        guard let type = header.type else {
+            fail(id, SwitchboardError(.malformedMessage, "type: missing or not a string"))
+            return
+        }
+        await dispatch(RequestType(rawValue: type), id: id, data: data)
+    }
+
+    private func dispatch(_ type: RequestType, id: RequestID, data: Data) async {
+        switch type {
+        case .login:
+            if let request = decode(LoginRequest.self, id: id, data: data) { await login(request, id: id) }
+            return
+        case .ping:
+            if decode(PingRequest.self, id: id, data: data) != nil {
+                succeed(id, PingResponse(serverTime: node.clock.now()))
+            }
+            return
+        default:
+            break
+        }
+        let known: Set<RequestType> = [
+            .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
+            .queryRecords, .deleteRecords, .deleteAllRecords,
+        ]
+        guard known.contains(type) else {
+            fail(id, SwitchboardError(.unknownType, "unknown request type '\(type.rawValue.prefix(40))'"))
+            return
+        }
+        guard let identity else {
+            fail(id, SwitchboardError(.notLoggedIn))
+            return
+        }
+        switch type {
+        case .logout:
+            if decode(LogoutRequest.self, id: id, data: data) != nil { await logout(identity, id: id) }
+        case .setProfile:
+            if let request = decode(SetProfileRequest.self, id: id, data: data) {
+                await setProfile(request, identity, id: id)
+            }
+        case .startCall:
+            if let request = decode(StartCallRequest.self, id: id, data: data) {
+                await startCall(request, identity, id: id)
+            }
+        case .acceptCall:
+            if let request = decode(AcceptCallRequest.self, id: id, data: data) {
+                await call(.accept(command(identity, request.callId)), id: id)
+            }
+        case .rejectCall:
+            if let request = decode(RejectCallRequest.self, id: id, data: data) {
+                await call(.reject(command(identity, request.callId)), id: id)
+            }
+        case .hangupCall:
+            if let request = decode(HangupCallRequest.self, id: id, data: data) {
+                await call(.hangup(command(identity, request.callId)), id: id)
+            }
+        case .updateDeviceState:
+            if let request = decode(UpdateDeviceStateRequest.self, id: id, data: data) {
+                await call(
+                    .updateDevice(
+                        command(identity, request.callId), microphoneOn: request.microphoneOn,
+                        cameraOn: request.cameraOn), id: id)
+            }
+        case .queryRecords:
+            if let request = decode(QueryRecordsRequest.self, id: id, data: data) {
+                await queryRecords(request, identity, id: id)
+            }
+        case .deleteRecords:
+            if let request = decode(DeleteRecordsRequest.self, id: id, data: data) {
+                await deleteRecords(request, identity, id: id)
+            }
+        case .deleteAllRecords:
+            if decode(DeleteAllRecordsRequest.self, id: id, data: data) != nil {
+                await storage(id) { try await self.node.storage.deleteAllRecords(owner: identity.user) }
+                    .map { succeed(id, DeleteRecordsResponse(deleted: $0)) }
+            }
+        default:
+            fail(id, SwitchboardError(.unknownType))
+        }
+    }
+
+    // MARK: - session
+
+    private func login(_ request: LoginRequest, id: RequestID) async {
+        guard identity == nil else {
+            fail(id, SwitchboardError(.alreadyLoggedIn))
+            return
+        }
+        guard !node.isShuttingDown else {
+            fail(id, SwitchboardError(.shuttingDown))
+            return
+        }
+        guard request.protocolVersion == switchboardProtocolVersion else {
+            fail(
+                id,
+                SwitchboardError(
+                    .unsupportedProtocolVersion,
+                    "this server speaks protocol version \(switchboardProtocolVersion), not \(request.protocolVersion)"))
+            return
+        }
+        guard request.userID.isValid else {
+            fail(id, SwitchboardError(.invalidUserID))
+            return
+        }
+        if let device = request.deviceId,
+            !CallStateMachine.isValidToken(device.rawValue, maxLength: DeviceID.maxLength)
+        {
+            fail(id, SwitchboardError(.invalidDeviceID, "deviceId must be 1-64 visible characters"))
+            return
+        }
+        guard let app = node.apps.app(request.sdkAppID) else {
+            fail(id, SwitchboardError(.unknownApp, "no app with sdkAppID \(request.sdkAppID)"))
+            return
+        }
+        do {
+            _ = try UserSig.verify(
+                request.userSig, sdkAppID: app.sdkAppID, secretKey: app.secretKey, userID: request.userID.rawValue,
+                now: node.clock.now() / 1000)
+        } catch {
+            fail(id, error)
+            return
+        }
+        let user = UserKey(app: app.sdkAppID, user: request.userID)
+        guard let profile = await storage(id, { try await self.node.profiles.profiles(app: user.app, users: [user.user]) })
+        else { return }
+        let device = request.deviceId ?? DeviceID.random()
+        identity = Identity(user: user, device: device)
+        succeed(
+            id,
+            LoginResponse(
+                userID: user.user, deviceId: device, protocolVersion: switchboardProtocolVersion,
+                serverTime: node.clock.now(), heartbeatInterval: node.configuration.heartbeatInterval,
+                profile: profile[user.user] ?? UserProfile(userId: user.user)))
+        // Registered after the answer is queued, so the client never sees an event before it.
+        if let replaced = node.registry.register(connection, user: user, device: device, platform: request.platform) {
+            replaced.close(SwitchboardError(.sessionReplaced))
+        }
+        logger.info("login", metadata: ["user": "\(user)", "device": "\(device)", "connection": "\(connection.id)"])
+        await node.engine.handle(.deviceOnline(user, device))
+    }
+
+    private func logout(_ identity: Identity, id: RequestID) async {
+        await node.engine.handle(.logout(identity.user, identity.device))
+        _ = node.registry.remove(connection, user: identity.user, device: identity.device)
+        self.identity = nil
+        succeed(id, Empty())
+        connection.close(nil)
+    }
+
+    /// The peer went away: a dropped device keeps its calls for the reconnect grace period.
+    func disconnected() async {
+        guard let identity else { return }
+        self.identity = nil
+        if node.registry.remove(connection, user: identity.user, device: identity.device) {
+            await node.engine.handle(.deviceOffline(identity.user, identity.device))
+        }
+    }
+
+    private func setProfile(_ request: SetProfileRequest, _ identity: Identity, id: RequestID) async {
+        if let nickname = request.nickname, nickname.count > UserProfile.maxNicknameLength {
+            fail(id, SwitchboardError(.invalidParams, "nickname: at most \(UserProfile.maxNicknameLength) characters"))
+            return
+        }
+        if let avatar = request.avatarURL, avatar.utf8.count > UserProfile.maxAvatarURLBytes {
+            fail(id, SwitchboardError(.invalidParams, "avatarURL: at most \(UserProfile.maxAvatarURLBytes) bytes"))
+            return
+        }
+        let user = identity.user
+        guard
+            let saved = await storage(
+                id,
+                {
+                    var profile = try await self.node.profiles.profiles(app: user.app, users: [user.user])[user.user]
+                        ?? UserProfile(userId: user.user)
+                    if let nickname = request.nickname { profile.nickname = nickname }
+                    if let avatar = request.avatarURL { profile.avatarURL = avatar }
+                    try await self.node.profiles.save(app: user.app, profile, now: self.node.clock.now())
+                    return profile
+                })
+        else { return }
+        succeed(id, saved)
+    }
+
+    // MARK: - calls
+
+    private func command(_ identity: Identity, _ callId: CallID) -> CallCommand {
+        CallCommand(user: identity.user, device: identity.device, callId: callId)
+    }
+
+    private func startCall(_ request: StartCallRequest, _ identity: Identity, id: RequestID) async {
+        let app = identity.user.app
+        guard let settings = node.apps.app(app)?.settings else {
+            fail(id, SwitchboardError(.unknownApp))
+            return
+        }
+        // Only well-formed ids are looked up; the state machine reports the bad ones.
+        let invitees = Array(Set(request.participantIds.filter(\.isValid))).prefix(settings.maxParticipants)
+        guard
+            let profiles = await storage(
+                id, { try await self.node.profiles.profiles(app: app, users: [identity.user.user] + invitees) })
+        else { return }
+        let online = Set(invitees.filter { node.registry.isOnline(UserKey(app: app, user: $0)) })
+        let callId = CallID.random()
+        let command = StartCallCommand(
+            caller: identity.user, device: identity.device, callId: callId,
+            generatedRoomId: RoomID(rawValue: callId.rawValue), request: request, settings: settings,
+            online: online, profiles: profiles)
+        await call(.start(command), id: id)
+    }
+
+    private func call(_ event: CallEvent, id: RequestID) async {
+        let connection = self.connection
+        await node.engine.handle(event) { reply in
+            connection.enqueue(Self.encode(reply, id: id))
+        }
+    }
+
+    static func encode(_ reply: CallReply, id: RequestID) -> String {
+        let text: String?
+        switch reply {
+        case .started(let response):
+            text = try? SwitchboardJSON.encodeString(ResponseEnvelope(id: id, outcome: .success(response)))
+        case .call(let info):
+            text = try? SwitchboardJSON.encodeString(
+                ResponseEnvelope(id: id, outcome: .success(CallSnapshotResponse(call: info))))
+        case .ok:
+            text = try? SwitchboardJSON.encodeString(ResponseEnvelope(id: id, outcome: .success(Empty())))
+        case .failure(let error):
+            text = try? SwitchboardJSON.encodeString(ResponseEnvelope<Empty>(id: id, outcome: .failure(error)))
+        }
+        return text ?? "{}"
+    }
+
+    // MARK: - records
+
+    private func queryRecords(_ request: QueryRecordsRequest, _ identity: Identity, id: RequestID) async {
+        guard (1...CallLimits.maxRecordCount).contains(request.count) else {
+            fail(id, SwitchboardError(.invalidRecordCount))
+            return
+        }
+        guard request.syncTime >= -1 else {
+            fail(id, SwitchboardError(.invalidSyncTime))
+            return
+        }
+        if let page = await storage(
+            id,
+            {
+                try await self.node.storage.queryRecords(
+                    owner: identity.user, syncTime: request.syncTime, count: request.count, order: request.order)
+            })
+        {
+            succeed(id, page)
+        }
+    }
+
+    private func deleteRecords(_ request: DeleteRecordsRequest, _ identity: Identity, id: RequestID) async {
+        guard request.callIds.count <= CallLimits.maxDeleteCallIDs else {
+            fail(id, SwitchboardError(.tooManyCallIDs, "at most \(CallLimits.maxDeleteCallIDs) callIds per request"))
+            return
+        }
+        if let deleted = await storage(
+            id, { try await self.node.storage.deleteRecords(owner: identity.user, callIds: request.callIds) })
+        {
+            succeed(id, DeleteRecordsResponse(deleted: deleted))
+        }
+    }
+
+    // MARK: - answers
+
+    private func decode<R: SignalingRequest>(_ type: R.Type, id: RequestID, data: Data) -> R? {
+        do {
+            return try SwitchboardJSON.decode(RequestEnvelope<R>.self, from: data).data
+        } catch {
+            fail(id, SwitchboardError(.invalidParams, SwitchboardJSON.describe(error)))
+            return nil
+        }
+    }
+
+    /// Runs a storage operation; a failure answers `storageUnavailable` and returns nil.
+    private func storage<T>(_ id: RequestID, _ operation: () async throws -> T) async -> T? {
+        do {
+            return try await operation()
+        } catch {
+            logger.error("storage failed", metadata: ["error": "\(error)"])
+            fail(id, SwitchboardError(.storageUnavailable))
+            return nil
+        }
+    }
+
+    private func succeed<R: Codable & Sendable & Equatable>(_ id: RequestID, _ result: R) {
+        if let text = try? SwitchboardJSON.encodeString(ResponseEnvelope(id: id, outcome: .success(result))) {
+            connection.enqueue(text)
+        }
+    }
+
+    private func fail(_ id: RequestID?, _ error: SwitchboardError) {
+        if let text = try? SwitchboardJSON.encodeString(ResponseEnvelope<Empty>(id: id, outcome: .failure(error))) {
+            connection.enqueue(text)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import NIOConcurrencyHelpers
+import SwitchboardProtocol
+
+/// Collects the values of an AsyncSequence so a test can wait for the ones it expects.
+///
+/// Waiting has a real-time limit only as a guard against a hung test; no test logic depends on it.
+public final class Recorder<Value: Sendable>: Sendable {
+    private struct State {
+        var values: [Value] = []
+        var waiters: [UInt64: (predicate: @Sendable (Value) -> Bool, from: Int, continuation: CheckedContinuation<Value, any Error>)] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let pump: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
+
+    public init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Value {
+        let task = Task { [state] in
+            do {
+                for try await value in sequence {
+                    let ready = state.withLockedValue { state -> [CheckedContinuation<Value, any Error>] in
+                        state.values.append(value)
+                        let index = state.values.count - 1
+                        let matched = state.waiters.filter { $0.value.from <= index && $0.value.predicate(value) }
+                        for id in matched.keys { state.waiters[id] = nil }
+                        return matched.values.map(\.continuation)
+                    }
+                    ready.forEach { $0.resume(returning: value) }
+                }
+            } catch {}
+        }
+        pump.withLockedValue { $0 = task }
+    }
+
+    deinit {
+        pump.withLockedValue { $0?.cancel() }
+    }
+
+    /// Everything received so far.
+    public var values: [Value] { state.withLockedValue { $0.values } }
+
+    /// The first value (received at or after position `from`) that matches, waiting for it if needed.
+    @discardableResult
+    public func first(
+        from: Int = 0, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (Value) -> Bool
+    ) async throws -> Value {
+        let waiterID = state.withLockedValue { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        let timer = Task { [state] in
+            try? await Task.sleep(for: timeout)
+            let waiter = state.withLockedValue { $0.waiters.removeValue(forKey: waiterID) }
+            waiter?.continuation.resume(throwing: RecorderTimeout(description: "no matching value within \(timeout)"))
+        }
+        defer { timer.cancel() }
+        return try await withCheckedThrowingContinuation { continuation in
+            let found = state.withLockedValue { state -> Value? in
+                if let match = state.values.dropFirst(from).first(where: predicate) { return match }
+                state.waiters[waiterID] = (predicate, from, continuation)
+                return nil
+            }
+            if let found { continuation.resume(returning: found) }
+        }
+    }
+}
+
+/// A wait for an expected value ran out of time.
+public struct RecorderTimeout: Error, CustomStringConvertible {
+    public var description: String
+}

@@ -1,0 +1,69 @@
+import NIOConcurrencyHelpers
+import SwitchboardProtocol
+
+/// A clock that only moves when a test says so. Sleepers wake, in deadline order, when
+/// ``advance(by:)`` passes their deadline; a sleep whose deadline has already passed returns at once.
+public final class TestClock: SwitchboardClock {
+    private struct Sleeper {
+        var deadline: Int64
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now: Int64
+        var sleepers: [UInt64: Sleeper] = [:]
+        var cancelled: Set<UInt64> = []
+        var nextID: UInt64 = 0
+    }
+
+    private let state: NIOLockedValueBox<State>
+
+    /// 2026-01-01T00:00:00Z by default.
+    public init(now: Int64 = 1_767_225_600_000) {
+        state = NIOLockedValueBox(State(now: now))
+    }
+
+    public func now() -> Int64 { state.withLockedValue { $0.now } }
+
+    /// How many tasks are sleeping on this clock.
+    public var sleeperCount: Int { state.withLockedValue { $0.sleepers.count } }
+
+    public func sleep(until deadline: Int64) async throws {
+        let id = state.withLockedValue { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLockedValue { state -> Result<Void, any Error>? in
+                    if state.cancelled.remove(id) != nil { return .failure(CancellationError()) }
+                    if deadline <= state.now { return .success(()) }
+                    state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let sleeper = state.withLockedValue { state -> Sleeper? in
+                guard let sleeper = state.sleepers.removeValue(forKey: id) else {
+                    state.cancelled.insert(id)
+                    return nil
+                }
+                return sleeper
+            }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Moves time forward and wakes every sleeper whose deadline is reached, earliest first.
+    public func advance(by duration: Duration) {
+        let due = state.withLockedValue { state -> [Sleeper] in
+            state.now += duration.milliseconds
+            let now = state.now
+            let due = state.sleepers.filter { $0.value.deadline <= now }
+            for id in due.keys { state.sleepers[id] = nil }
+            return due.values.sorted { $0.deadline < $1.deadline }
+        }
+        for sleeper in due { sleeper.continuation.resume() }
+    }
+}
