@@ -83,6 +83,7 @@ let package = Package(
                 "SwitchboardProtocol",
                 "SwitchboardServer",
                 "Switchboard",
+                "SwitchboardTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

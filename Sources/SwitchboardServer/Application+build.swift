@@ -70,6 +70,12 @@ public final class SwitchboardNode: Sendable {
         await group?.triggerGracefulShutdown()
     }
 
+    /// Ends a call for everyone with `endByServer`, as `POST /v1/calls/{callId}/end` does.
+    @discardableResult
+    public func endCall(_ callId: CallID) async -> Result<Void, SwitchboardError> {
+        await context.endCall(callId)
+    }
+
     /// The port the node listens on, once it does.
     public func listeningPort() async -> Int {
         await withCheckedContinuation { continuation in

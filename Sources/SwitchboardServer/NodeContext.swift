@@ -36,6 +36,14 @@ final class NodeContext: Sendable {
             registry: registry, recordWriter: recordWriter, clock: clock, logger: logger)
     }
 
+    /// Ends a call with `endByServer` (admin API, operators).
+    func endCall(_ callId: CallID) async -> Result<Void, SwitchboardError> {
+        switch await engine.handle(.endByServer(callId)) {
+        case .failure(let error): .failure(error)
+        default: .success(())
+        }
+    }
+
     func nextConnectionID() -> UInt64 {
         counters.withLockedValue { counters in
             counters.connections += 1

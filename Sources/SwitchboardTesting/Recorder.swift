@@ -10,6 +10,8 @@ public final class Recorder<Value: Sendable>: Sendable {
         var values: [Value] = []
         var waiters: [UInt64: (predicate: @Sendable (Value) -> Bool, from: Int, continuation: CheckedContinuation<Value, any Error>)] = [:]
         var nextWaiter: UInt64 = 0
+        var finished = false
+        var endWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
     }
 
     private let state = NIOLockedValueBox(State())
@@ -29,6 +31,12 @@ public final class Recorder<Value: Sendable>: Sendable {
                     ready.forEach { $0.resume(returning: value) }
                 }
             } catch {}
+            let waiters = state.withLockedValue { state in
+                state.finished = true
+                defer { state.endWaiters = [:] }
+                return state.endWaiters.values
+            }
+            waiters.forEach { $0.resume(returning: true) }
         }
         pump.withLockedValue { $0 = task }
     }
@@ -39,6 +47,30 @@ public final class Recorder<Value: Sendable>: Sendable {
 
     /// Everything received so far.
     public var values: [Value] { state.withLockedValue { $0.values } }
+
+    /// Whether the sequence has ended.
+    public var isFinished: Bool { state.withLockedValue { $0.finished } }
+
+    /// Waits until the sequence ends; false if it did not within `timeout`.
+    public func waitForEnd(timeout: Duration = .seconds(10)) async -> Bool {
+        let waiterID = state.withLockedValue { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        let timer = Task { [state] in
+            try? await Task.sleep(for: timeout)
+            state.withLockedValue { $0.endWaiters.removeValue(forKey: waiterID) }?.resume(returning: false)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            let done = state.withLockedValue { state -> Bool in
+                if state.finished { return true }
+                state.endWaiters[waiterID] = continuation
+                return false
+            }
+            if done { continuation.resume(returning: true) }
+        }
+    }
 
     /// The first value (received at or after position `from`) that matches, waiting for it if needed.
     @discardableResult

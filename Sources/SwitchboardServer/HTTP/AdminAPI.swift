@@ -43,9 +43,9 @@ enum AdminAPI {
 
         admin.post("/calls/:callId/end") { _, context in
             let callId = CallID(rawValue: try context.parameters.require("callId"))
-            switch await node.engine.handle(.endByServer(callId)) {
+            switch await node.endCall(callId) {
             case .failure(let error): return Self.error(error)
-            default: return json(["callId": callId.rawValue, "ended": true] as [String: any Sendable])
+            case .success: return json(["callId": callId.rawValue, "ended": true] as [String: any Sendable])
             }
         }
 

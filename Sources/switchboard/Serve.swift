@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SwitchboardProtocol
+import SwitchboardServer
+
+/// `switchboard serve`: every option also reads an environment variable, the flag winning.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the signaling server.",
+        discussion: """
+            With no options it listens on 127.0.0.1:8080, keeps its data in ./switchboard.sqlite and serves a \
+            development app that it creates on first start and prints.
+            """)
+
+    @Option(help: "Address to listen on [SWITCHBOARD_HOST, default 127.0.0.1].")
+    var host: String?
+
+    @Option(help: "Port to listen on, 0 for any [SWITCHBOARD_PORT, default 8080].")
+    var port: Int?
+
+    @Option(help: "SQLite database file [SWITCHBOARD_DATABASE, default switchboard.sqlite].")
+    var database: String?
+
+    @Option(
+        name: .customLong("app"),
+        help: "An app to serve as SDKAPPID:SECRET; repeat for several [SWITCHBOARD_APPS, comma-separated]. None: development app."
+    )
+    var apps: [String] = []
+
+    @Option(help: "reject or callWaiting, for every app [SWITCHBOARD_BUSY_POLICY, default reject].")
+    var busyPolicy: String?
+
+    @Option(help: "Largest call, the caller included [SWITCHBOARD_MAX_PARTICIPANTS, default 16].")
+    var maxParticipants: Int?
+
+    @Option(help: "Secret of the admin HTTP API [SWITCHBOARD_ADMIN_SECRET, default: generated and printed].")
+    var adminSecret: String?
+
+    @Option(help: "Seconds a dropped device may take to come back to its call [SWITCHBOARD_RECONNECT_GRACE, default 15].")
+    var reconnectGrace: Int?
+
+    @Option(help: "Directory of the browser client served at / [SWITCHBOARD_WEB_ROOT, default ./Web when present].")
+    var webRoot: String?
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical [SWITCHBOARD_LOG_LEVEL, default info].")
+    var logLevel: String?
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        func setting(_ flag: String?, _ name: String) -> String? { flag ?? environment[name] }
+
+        var configuration = ServerConfiguration()
+        configuration.host = setting(host, "SWITCHBOARD_HOST") ?? configuration.host
+        if let value = setting(port.map(String.init), "SWITCHBOARD_PORT") {
+            guard let port = Int(value), (0...65535).contains(port) else { throw ValidationError("port must be 0-65535") }
+            configuration.port = port
+        }
+        configuration.database = .sqlite(path: setting(database, "SWITCHBOARD_DATABASE") ?? "switchboard.sqlite")
+        let appTexts = apps.isEmpty ? (environment["SWITCHBOARD_APPS"]?.split(separator: ",").map(String.init) ?? []) : apps
+        configuration.apps = try appTexts.map { text in
+            guard let app = AppCredentials(parsing: text) else {
+                throw ValidationError("--app takes SDKAPPID:SECRET, got '\(text)'")
+            }
+            return app
+        }
+        if let value = setting(busyPolicy, "SWITCHBOARD_BUSY_POLICY") {
+            guard let policy = BusyPolicy(rawValue: value) else {
+                throw ValidationError("busy policy must be reject or callWaiting")
+            }
+            configuration.appSettings.busyPolicy = policy
+        }
+        if let value = setting(maxParticipants.map(String.init), "SWITCHBOARD_MAX_PARTICIPANTS") {
+            guard let count = Int(value), count >= 2 else { throw ValidationError("max participants must be at least 2") }
+            configuration.appSettings.maxParticipants = count
+        }
+        configuration.adminSecret = setting(adminSecret, "SWITCHBOARD_ADMIN_SECRET")
+        if let value = setting(reconnectGrace.map(String.init), "SWITCHBOARD_RECONNECT_GRACE") {
+            guard let seconds = Int(value), seconds >= 0 else { throw ValidationError("reconnect grace must be >= 0") }
+            configuration.reconnectGrace = .seconds(seconds)
+        }
+        configuration.webRoot = setting(webRoot, "SWITCHBOARD_WEB_ROOT")
+        if configuration.webRoot == nil, FileManager.default.fileExists(atPath: "Web/index.html") {
+            configuration.webRoot = "Web"
+        }
+
+        var logger = Logger(label: "switchboard")
+        let level = setting(logLevel, "SWITCHBOARD_LOG_LEVEL") ?? "info"
+        guard let parsedLevel = Logger.Level(rawValue: level) else { throw ValidationError("unknown log level \(level)") }
+        logger.logLevel = parsedLevel
+
+        let node = try await buildApplication(configuration: configuration, logger: logger)
+        let banner = Task {
+            let port = await node.listeningPort()
+            print(Self.banner(configuration: configuration, node: node, port: port))
+        }
+        defer { banner.cancel() }
+        try await node.run()
+    }
+
+    static func banner(configuration: ServerConfiguration, node: SwitchboardNode, port: Int) -> String {
+        let base = "http://\(configuration.host):\(port)"
+        var lines = [
+            "Switchboard is listening on \(base)",
+            "  signaling  ws://\(configuration.host):\(port)/v1/ws",
+        ]
+        if configuration.webRoot != nil { lines.append("  web client \(base)/") }
+        if case .sqlite(let path) = configuration.database { lines.append("  database   \(path) (SQLite, WAL)") }
+        if let app = node.developmentApp {
+            lines += [
+                "",
+                "Development app (created on first start, kept in the database):",
+                "  sdkAppID   \(app.sdkAppID)",
+                "  secretKey  \(app.secretKey)",
+                "  a UserSig: swift run switchboard usersig gen --app-id \(app.sdkAppID) --secret \(app.secretKey) --user alice",
+            ]
+        } else {
+            lines.append("  apps       \(node.apps.map { String($0.sdkAppID.rawValue) }.joined(separator: ", "))")
+        }
+        if configuration.adminSecret == nil {
+            lines.append("  admin API  Authorization: Bearer \(node.adminSecret)  (set SWITCHBOARD_ADMIN_SECRET to choose it)")
+        }
+        lines.append("Stop with Ctrl-C (graceful: calls end with endByServer, records are flushed).")
+        return lines.joined(separator: "\n")
+    }
+}

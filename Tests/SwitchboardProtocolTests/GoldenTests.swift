@@ -1,0 +1,206 @@
+import Foundation
+import SwitchboardProtocol
+import Testing
+
+/// Every wire message has a golden JSON file (Tests/SwitchboardProtocolTests/Golden, also read by
+/// the browser tests). Each file must decode to the expected value, and the value must encode to
+/// the same JSON, so neither side can drift.
+struct GoldenTests {
+    static let callId: CallID = "5c3a8f2e-1b7d-4e0a-9c21-6f4d2b8e7a10"
+    static let created: Int64 = 1_767_225_600_000
+
+    static let ringing = CallInfo(
+        callId: callId, roomId: "room-42", callType: .oneToOne, mediaType: .video, callerId: "alice",
+        userData: #"{"topic":"hello"}"#, timeout: 30, createdAt: created,
+        participants: [
+            CallParticipant(userId: "alice", status: .waiting, cameraOn: true, nickname: "Alice"),
+            CallParticipant(userId: "bob", status: .waiting, inviterId: "alice", cameraOn: true),
+        ])
+
+    static let connected = CallInfo(
+        callId: callId, roomId: "room-42", callType: .oneToOne, mediaType: .video, callerId: "alice", timeout: 30,
+        createdAt: created, startTime: created + 3000,
+        participants: [
+            CallParticipant(userId: "alice", status: .accept, cameraOn: true),
+            CallParticipant(userId: "bob", status: .accept, inviterId: "alice", cameraOn: true),
+        ])
+
+    static let group = CallInfo(
+        callId: "9e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", roomId: "9e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b",
+        callType: .group, mediaType: .audio, callerId: "alice", chatGroupId: "team", timeout: 30, createdAt: created,
+        startTime: created + 2000,
+        participants: [
+            CallParticipant(userId: "alice", status: .accept),
+            CallParticipant(userId: "bob", status: .accept, inviterId: "alice", microphoneOn: false),
+            CallParticipant(userId: "carol", status: .none, inviterId: "alice", endReason: .reject),
+        ])
+
+    static let answeredRecord = CallRecord(
+        callId: callId, roomId: "room-42", callType: .oneToOne, mediaType: .video, callerId: "alice",
+        inviterId: "alice", participantIds: ["alice", "bob"], direction: .outgoing, result: .answered,
+        startTime: created + 3000, endTime: created + 65_000, duration: 62, endReason: .hangup,
+        syncTime: created + 65_000)
+
+    static let missedRecord = CallRecord(
+        callId: callId, roomId: "room-42", callType: .oneToOne, mediaType: .video, callerId: "alice",
+        inviterId: "alice", participantIds: ["alice", "bob"], direction: .incoming, result: .missed, startTime: nil,
+        endTime: created + 30_000, duration: 0, endReason: .noResponse, syncTime: created + 30_000)
+
+    static let profile = UserProfile(userId: "alice", nickname: "Alice", avatarURL: "https://example.com/alice.png")
+
+    // MARK: requests
+
+    @Test func login() throws {
+        try check(
+            "request.login",
+            RequestEnvelope(
+                id: "1",
+                data: LoginRequest(
+                    sdkAppID: 1_400_000_001, userID: "alice",
+                    userSig: "eJyrVgrxCdYrSy1SslIy0jNQ0gHzM1NS80oyM0vBfAMDCAAyVQ-q", deviceId: "alice-iphone",
+                    platform: "ios")))
+    }
+
+    @Test func sessionRequests() throws {
+        try check("request.logout", RequestEnvelope(id: "9", data: LogoutRequest()))
+        try check("request.ping", RequestEnvelope(id: "2", data: PingRequest()))
+        try check(
+            "request.profile.set",
+            RequestEnvelope(id: "3", data: SetProfileRequest(nickname: "Alice", avatarURL: "https://example.com/alice.png")))
+    }
+
+    @Test func callRequests() throws {
+        try check(
+            "request.call.start",
+            RequestEnvelope(
+                id: "4",
+                data: StartCallRequest(
+                    participantIds: ["bob"], mediaType: .video,
+                    params: CallParams(
+                        roomId: "room-42", timeout: 30, userData: #"{"topic":"hello"}"#, isEphemeralCall: false))))
+        try check("request.call.accept", RequestEnvelope(id: "5", data: AcceptCallRequest(callId: Self.callId)))
+        try check("request.call.reject", RequestEnvelope(id: "6", data: RejectCallRequest(callId: Self.callId)))
+        try check("request.call.hangup", RequestEnvelope(id: "7", data: HangupCallRequest(callId: Self.callId)))
+        try check(
+            "request.call.deviceState",
+            RequestEnvelope(
+                id: "8", data: UpdateDeviceStateRequest(callId: Self.callId, microphoneOn: false, cameraOn: true)))
+    }
+
+    @Test func recordRequests() throws {
+        try check(
+            "request.records.query",
+            RequestEnvelope(id: "10", data: QueryRecordsRequest(syncTime: -1, count: 30, order: .descending)))
+        try check("request.records.delete", RequestEnvelope(id: "11", data: DeleteRecordsRequest(callIds: [Self.callId])))
+        try check("request.records.deleteAll", RequestEnvelope(id: "12", data: DeleteAllRecordsRequest()))
+    }
+
+    @Test func requestWithoutDataDecodes() throws {
+        let decoded = try SwitchboardJSON.decode(
+            RequestEnvelope<PingRequest>.self, from: Data(#"{"id":"2","type":"ping"}"#.utf8))
+        #expect(decoded == RequestEnvelope(id: "2", data: PingRequest()))
+    }
+
+    // MARK: responses
+
+    @Test func responses() throws {
+        try check(
+            "response.login",
+            ResponseEnvelope(
+                id: "1",
+                outcome: .success(
+                    LoginResponse(
+                        userID: "alice", deviceId: "alice-iphone", protocolVersion: 1, serverTime: Self.created,
+                        heartbeatInterval: 10, profile: Self.profile))))
+        try check("response.ping", ResponseEnvelope(id: "2", outcome: .success(PingResponse(serverTime: Self.created + 1000))))
+        try check("response.profile.set", ResponseEnvelope(id: "3", outcome: .success(Self.profile)))
+        try check(
+            "response.call.start",
+            ResponseEnvelope(
+                id: "4",
+                outcome: .success(
+                    StartCallResponse(callId: Self.callId, roomId: "room-42", busyUserIds: [], call: Self.ringing))))
+        try check(
+            "response.call.accept",
+            ResponseEnvelope(id: "5", outcome: .success(CallSnapshotResponse(call: Self.connected))))
+        try check("response.empty", ResponseEnvelope(id: "7", outcome: .success(Empty())))
+        try check(
+            "response.records.query",
+            ResponseEnvelope(
+                id: "10",
+                outcome: .success(
+                    QueryRecordsResponse(records: [Self.answeredRecord], hasMore: false, syncTime: Self.created + 65_000))))
+        try check("response.records.delete", ResponseEnvelope(id: "11", outcome: .success(DeleteRecordsResponse(deleted: 1))))
+        try check(
+            "response.error",
+            ResponseEnvelope<Empty>(
+                id: "5", outcome: .failure(SwitchboardError(.notInCall, "you are not a member of this call"))))
+        try check(
+            "response.error.noid",
+            ResponseEnvelope<Empty>(id: nil, outcome: .failure(SwitchboardError(.malformedMessage, "not a JSON object"))))
+    }
+
+    // MARK: events
+
+    @Test func events() throws {
+        try check("event.callReceived", ServerEvent.callReceived(CallReceivedEvent(call: Self.ringing, inviterId: "alice")))
+        try check("event.callStarted", ServerEvent.callStarted(CallStartedEvent(call: Self.connected)))
+        try check("event.callUpdated", ServerEvent.callUpdated(CallUpdatedEvent(call: Self.group)))
+        try check(
+            "event.callEnded",
+            ServerEvent.callEnded(CallEndedEvent(callId: Self.callId, mediaType: .video, reason: .hangup, userId: "alice")))
+        try check(
+            "event.callEnded.server",
+            ServerEvent.callEnded(CallEndedEvent(callId: Self.callId, mediaType: .audio, reason: .endByServer, userId: nil)))
+        try check("event.callRecord", ServerEvent.callRecord(CallRecordEvent(record: Self.missedRecord)))
+        try check(
+            "event.deviceChanged",
+            ServerEvent.deviceChanged(
+                DeviceChangedEvent(callId: Self.callId, userId: "bob", microphoneOn: false, cameraOn: true)))
+        try check(
+            "event.sessionEnded",
+            ServerEvent.sessionEnded(
+                SessionEndedEvent(error: SwitchboardError(.sessionReplaced, "this device logged in on another connection"))))
+    }
+
+    @Test func unknownEndReasonDecodesAsUnknown() throws {
+        let data = Data(#"{"callId":"c","mediaType":"audio","reason":"somethingNew"}"#.utf8)
+        #expect(try SwitchboardJSON.decode(CallEndedEvent.self, from: data).reason == .unknown)
+    }
+
+    @Test func everyGoldenFileIsChecked() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.goldenDirectory.path)
+            .filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }
+        let checked: Set<String> = [
+            "request.login", "request.logout", "request.ping", "request.profile.set", "request.call.start",
+            "request.call.accept", "request.call.reject", "request.call.hangup", "request.call.deviceState",
+            "request.records.query", "request.records.delete", "request.records.deleteAll", "response.login",
+            "response.ping", "response.profile.set", "response.call.start", "response.call.accept", "response.empty",
+            "response.records.query", "response.records.delete", "response.error", "response.error.noid",
+            "event.callReceived", "event.callStarted", "event.callUpdated", "event.callEnded",
+            "event.callEnded.server", "event.callRecord", "event.deviceChanged", "event.sessionEnded",
+        ]
+        #expect(Set(files) == checked)
+    }
+
+    // MARK: helpers
+
+    static var goldenDirectory: URL {
+        Bundle.module.resourceURL!.appendingPathComponent("Golden")
+    }
+
+    /// Decodes the file to `expected`'s type and compares; encodes `expected` and compares the JSON.
+    func check<T: Codable & Equatable>(_ name: String, _ expected: T, sourceLocation: SourceLocation = #_sourceLocation)
+        throws
+    {
+        let data = try Data(contentsOf: Self.goldenDirectory.appendingPathComponent("\(name).json"))
+        let decoded = try SwitchboardJSON.decode(T.self, from: data)
+        #expect(decoded == expected, "\(name) decodes to a different value", sourceLocation: sourceLocation)
+        let encoded = try SwitchboardJSON.encode(expected)
+        let golden = try JSONSerialization.jsonObject(with: data) as? NSDictionary
+        let produced = try JSONSerialization.jsonObject(with: encoded) as? NSDictionary
+        #expect(
+            golden == produced,
+            "\(name) encodes differently:\n\(String(decoding: encoded, as: UTF8.self))", sourceLocation: sourceLocation)
+    }
+}

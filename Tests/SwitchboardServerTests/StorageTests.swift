@@ -1,0 +1,234 @@
+import Foundation
+import SwitchboardProtocol
+import Testing
+
+@testable import SwitchboardServer
+
+/// One suite for every `SwitchboardStorage` implementation.
+struct StorageTests {
+    enum Kind: String, CaseIterable, Sendable { case sqlite }
+
+    static func makeStore(_ kind: Kind) throws -> (any SwitchboardStorage, URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        switch kind {
+        case .sqlite:
+            return (try SQLiteStorage(path: directory.appendingPathComponent("db.sqlite").path), directory)
+        }
+    }
+
+    static let app: SdkAppID = 1_400_000_001
+    static let alice = UserKey(app: app, user: "alice")
+    static let bob = UserKey(app: app, user: "bob")
+
+    static func draft(_ owner: UserKey, call: String, end: Int64, result: CallRecordResult = .answered) -> RecordDraft {
+        RecordDraft(
+            owner: owner,
+            record: CallRecord(
+                callId: CallID(rawValue: call), roomId: "r", callType: .oneToOne, mediaType: .audio, callerId: "alice",
+                inviterId: "alice", participantIds: ["alice", "bob"],
+                direction: owner.user == "alice" ? .outgoing : .incoming, result: result,
+                startTime: result == .answered ? end - 5000 : nil, endTime: end,
+                duration: result == .answered ? 5 : 0, endReason: .hangup, syncTime: 0))
+    }
+
+    @Test(arguments: Kind.allCases) func insertAssignsUniqueIncreasingSyncTimes(_ kind: Kind) async throws {
+        let (store, directory) = try Self.makeStore(kind)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Three records ending in the same millisecond, and one ending earlier than the newest.
+        let stored = try await store.insertRecords([
+            Self.draft(Self.alice, call: "c1", end: 1000), Self.draft(Self.alice, call: "c2", end: 1000),
+            Self.draft(Self.bob, call: "c2", end: 1000), Self.draft(Self.alice, call: "c3", end: 999),
+        ])
+        #expect(stored.map(\.record.syncTime) == [1000, 1001, 1000, 1002])
+        #expect(stored.map(\.owner) == [Self.alice, Self.alice, Self.bob, Self.alice])
+    }
+
+    @Test(arguments: Kind.allCases) func insertIsIdempotentPerOwnerAndCall(_ kind: Kind) async throws {
+        let (store, directory) = try Self.makeStore(kind)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try await store.insertRecords([Self.draft(Self.alice, call: "c1", end: 1000)])
+        let again = try await store.insertRecords([Self.draft(Self.alice, call: "c1", end: 5000)])
+        #expect(again == first)
+        let page = try await store.queryRecords(owner: Self.alice, syncTime: -1, count: 10, order: .descending)
+        #expect(page.records.count == 1)
+    }
+
+    @Test(arguments: Kind.allCases) func pagesBothWays(_ kind: Kind) async throws {
+        let (store, directory) = try Self.makeStore(kind)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        _ = try await store.insertRecords((1...25).map { Self.draft(Self.alice, call: "c\($0)", end: Int64($0) * 1000) })
+        _ = try await store.insertRecords([Self.draft(Self.bob, call: "c1", end: 1000)])
+
+        var seen: [String] = []
+        var syncTime: Int64 = -1
+        var pages = 0
+        while true {
+            let page = try await store.queryRecords(owner: Self.alice, syncTime: syncTime, count: 10, order: .descending)
+            seen += page.records.map(\.callId.rawValue)
+            pages += 1
+            syncTime = page.syncTime
+            if !page.hasMore { break }
+        }
+        #expect(pages == 3)
+        #expect(seen == (1...25).reversed().map { "c\($0)" })
+
+        let oldest = try await store.queryRecords(owner: Self.alice, syncTime: -1, count: 3, order: .ascending)
+        #expect(oldest.records.map(\.callId.rawValue) == ["c1", "c2", "c3"])
+        #expect(oldest.hasMore)
+        #expect(oldest.syncTime == 3000)
+        let next = try await store.queryRecords(owner: Self.alice, syncTime: oldest.syncTime, count: 100, order: .ascending)
+        #expect(next.records.count == 22)
+        #expect(!next.hasMore)
+
+        let empty = try await store.queryRecords(owner: Self.alice, syncTime: 1000, count: 10, order: .descending)
+        #expect(empty.records.isEmpty && !empty.hasMore && empty.syncTime == 1000)
+    }
+
+    @Test(arguments: Kind.allCases) func deletionOnlyTouchesTheOwner(_ kind: Kind) async throws {
+        let (store, directory) = try Self.makeStore(kind)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        _ = try await store.insertRecords([
+            Self.draft(Self.alice, call: "c1", end: 1000), Self.draft(Self.bob, call: "c1", end: 1000),
+            Self.draft(Self.alice, call: "c2", end: 2000), Self.draft(Self.bob, call: "c2", end: 2000),
+            Self.draft(Self.alice, call: "c3", end: 3000),
+        ])
+        #expect(try await store.deleteRecords(owner: Self.alice, callIds: ["c1", "nope"]) == 1)
+        #expect(try await store.deleteRecords(owner: Self.alice, callIds: []) == 0)
+        let alice = try await store.queryRecords(owner: Self.alice, syncTime: -1, count: 10, order: .ascending)
+        #expect(alice.records.map(\.callId) == ["c2", "c3"])
+        #expect(try await store.deleteAllRecords(owner: Self.alice) == 2)
+        #expect(try await store.queryRecords(owner: Self.alice, syncTime: -1, count: 10, order: .ascending).records.isEmpty)
+        let bob = try await store.queryRecords(owner: Self.bob, syncTime: -1, count: 10, order: .ascending)
+        #expect(bob.records.map(\.callId) == ["c1", "c2"])
+    }
+
+    @Test(arguments: Kind.allCases) func recordsRoundTrip(_ kind: Kind) async throws {
+        let (store, directory) = try Self.makeStore(kind)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var draft = Self.draft(Self.bob, call: "c9", end: 42_000)
+        draft.record.chatGroupId = "team"
+        draft.record.callType = .group
+        draft.record.participantIds = ["alice", "bob", "carol"]
+        let stored = try await store.insertRecords([draft])
+        let page = try await store.queryRecords(owner: Self.bob, syncTime: -1, count: 1, order: .descending)
+        #expect(page.records == stored.map(\.record))
+        var expected = draft.record
+        expected.syncTime = 42_000
+        #expect(page.records == [expected])
+    }
+
+    @Test(arguments: Kind.allCases) func appsAndProfiles(_ kind: Kind) async throws {
+        let (store, directory) = try Self.makeStore(kind)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let app = AppRecord(
+            sdkAppID: Self.app, secretKey: "s", settings: AppSettings(busyPolicy: .callWaiting, maxParticipants: 8),
+            isDevelopment: true, createdAt: 5)
+        try await store.saveApp(app)
+        var changed = app
+        changed.secretKey = "t"
+        try await store.saveApp(changed)
+        #expect(try await store.loadApps() == [changed])
+
+        try await store.saveProfile(app: Self.app, UserProfile(userId: "alice", nickname: "Alice"), now: 1)
+        try await store.saveProfile(app: 7, UserProfile(userId: "alice", nickname: "Other app"), now: 1)
+        let profiles = try await store.loadProfiles(app: Self.app, users: ["alice", "bob"])
+        #expect(profiles == [UserProfile(userId: "alice", nickname: "Alice")])
+    }
+}
+
+struct TimerQueueTests {
+    @Test func popsDueKeysInDeadlineOrder() {
+        var queue = TimerQueue<String>()
+        queue.set("c", at: 30)
+        queue.set("a", at: 10)
+        queue.set("b", at: 20)
+        queue.set("d", at: 40)
+        #expect(queue.earliestDeadline() == 10)
+        #expect(queue.popDue(now: 25) == ["a", "b"])
+        #expect(queue.earliestDeadline() == 30)
+        #expect(queue.count == 2)
+    }
+
+    @Test func cancelAndMove() {
+        var queue = TimerQueue<String>()
+        queue.set("a", at: 10)
+        queue.set("b", at: 20)
+        queue.cancel("a")
+        queue.set("b", at: 50)
+        queue.set("c", at: 30)
+        #expect(queue.earliestDeadline() == 30)
+        #expect(queue.popDue(now: 40) == ["c"])
+        #expect(queue.popDue(now: 60) == ["b"])
+        #expect(queue.earliestDeadline() == nil)
+    }
+
+    @Test func manyRandomTimersComeOutSorted() {
+        var queue = TimerQueue<Int>()
+        var generator = SystemRandomNumberGenerator()
+        var expected: [Int: Int64] = [:]
+        for key in 0..<2000 {
+            let deadline = Int64.random(in: 0...10_000, using: &generator)
+            queue.set(key, at: deadline)
+            expected[key] = deadline
+            if key % 7 == 0 {
+                queue.cancel(key)
+                expected[key] = nil
+            }
+        }
+        let popped = queue.popDue(now: 10_000)
+        #expect(Set(popped) == Set(expected.keys))
+        let deadlines = popped.map { expected[$0]! }
+        #expect(deadlines == deadlines.sorted())
+    }
+}
+
+struct RecordWriterTests {
+    /// A store that records the batch sizes it was given.
+    final class CountingStore: CallRecordStore {
+        let inner: any SwitchboardStorage
+        private let sizes = NIOLockedValueBox<[Int]>([])
+        var batches: [Int] { sizes.withLockedValue { $0 } }
+        init(_ inner: any SwitchboardStorage) { self.inner = inner }
+        func insertRecords(_ drafts: [RecordDraft]) async throws -> [StoredRecord] {
+            sizes.withLockedValue { $0.append(drafts.count) }
+            return try await inner.insertRecords(drafts)
+        }
+        func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws -> QueryRecordsResponse {
+            try await inner.queryRecords(owner: owner, syncTime: syncTime, count: count, order: order)
+        }
+        func deleteRecords(owner: UserKey, callIds: [CallID]) async throws -> Int { 0 }
+        func deleteAllRecords(owner: UserKey) async throws -> Int { 0 }
+    }
+
+    @Test func everySubmittedRecordIsCommittedAndReportedOnce() async throws {
+        let (sqlite, directory) = try StorageTests.makeStore(.sqlite)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = CountingStore(sqlite)
+        let reported = Recorder<StoredRecord>.Sink()
+        let writer = RecordWriter(store: store, logger: .init(label: "test")) { reported.add($0) }
+        for index in 0..<500 {
+            writer.submit([StorageTests.draft(StorageTests.alice, call: "c\(index)", end: Int64(index))])
+        }
+        await writer.drain()
+        #expect(reported.values.count == 500)
+        #expect(Set(reported.values.map(\.record.callId)).count == 500)
+        // Group commit: records submitted while a transaction runs share the next one.
+        #expect(store.batches.reduce(0, +) == 500)
+        #expect(store.batches.count < 500)
+        let page = try await store.queryRecords(owner: StorageTests.alice, syncTime: -1, count: 100, order: .ascending)
+        #expect(page.hasMore)
+    }
+}
+
+import NIOConcurrencyHelpers
+import SwitchboardTesting
+
+extension Recorder {
+    /// A thread-safe list to collect callback values in tests.
+    final class Sink: Sendable {
+        private let box = NIOLockedValueBox<[Value]>([])
+        func add(_ values: [Value]) { box.withLockedValue { $0 += values } }
+        var values: [Value] { box.withLockedValue { $0 } }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Switchboard
+import SwitchboardProtocol
+import SwitchboardTesting
+import Testing
+
+struct RecordsTests {
+    /// 12 rejected calls alice → bob, then paging both ways and deleting, each user seeing only their own.
+    @Test func pagingAndDeletingOnesOwnRecords() async throws {
+        let server = try await TestServer.start()
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+        var callIds: [CallID] = []
+        for _ in 0..<12 {
+            let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+            try await bobEvents.first { if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false } }
+            try await bob.callStore.reject()
+            try await aliceEvents.first { if case .onCallRecord(let r) = $0 { r.callId == call.callId } else { false } }
+            try await bobEvents.first { if case .onCallRecord(let r) = $0 { r.callId == call.callId } else { false } }
+            callIds.append(call.callId)
+            server.clock.advance(by: .seconds(1))
+        }
+
+        var newestFirst: [CallID] = []
+        var syncTime: Int64 = -1
+        while true {
+            let page = try await alice.callStore.queryRecords(syncTime: syncTime, count: 5, order: .descending)
+            #expect(page.records.count <= 5)
+            newestFirst += page.records.map(\.callId)
+            syncTime = page.syncTime
+            if !page.hasMore { break }
+        }
+        #expect(newestFirst == callIds.reversed())
+
+        let oldest = try await alice.callStore.queryRecords(syncTime: -1, count: 100, order: .ascending)
+        #expect(oldest.records.map(\.callId) == callIds)
+        #expect(!oldest.hasMore)
+        #expect(oldest.records.allSatisfy { $0.result == .rejected && $0.direction == .outgoing })
+
+        await expectError(.invalidRecordCount) { _ = try await alice.callStore.queryRecords(count: 0) }
+        await expectError(.tooManyCallIDs) {
+            try await alice.callStore.deleteRecords(callIds: (0...100).map { CallID(rawValue: "c\($0)") })
+        }
+
+        #expect(try await alice.callStore.deleteRecords(callIds: Array(callIds.prefix(2))) == 2)
+        // Deleting bob's record of a call is bob's business only.
+        #expect(try await alice.callStore.deleteRecords(callIds: Array(callIds.prefix(2))) == 0)
+        #expect(try await alice.callStore.queryRecords(count: 100).records.count == 10)
+        #expect(try await bob.callStore.queryRecords(count: 100).records.count == 12)
+        #expect(try await alice.callStore.deleteAllRecords() == 10)
+        #expect(try await alice.callStore.queryRecords().records.isEmpty)
+        #expect(try await bob.callStore.queryRecords(count: 100).records.count == 12)
+        await server.stop()
+    }
+
+    @Test func recordsSurviveARestart() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-restart-\(UUID().uuidString)")
+        let clock = TestClock()
+        let server = try await TestServer.start(clock: clock, directory: directory)
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await bobEvents.first(where: isReceived)
+        try await bob.callStore.reject()
+        try await aliceEvents.first(where: isRecord)
+        let app = server.app
+        await server.stopKeepingFiles()
+
+        // The same database: the development app and the record are still there.
+        let again = try await TestServer.start(clock: clock, directory: directory)
+        #expect(again.app == app)
+        let aliceAgain = try await again.client("alice")
+        #expect(try await aliceAgain.callStore.queryRecords().records.map(\.callId) == [call.callId])
+        await again.stop()
+    }
+}
+
+struct DemoTests {
+    /// `switchboard demo` with the test clock: every pause advances time instead of sleeping.
+    @Test func theBasicDemoPasses() async throws {
+        let server = try await TestServer.start()
+        let lines = NIOLockedValueBox<[String]>([])
+        let clock = server.clock
+        let demo = Demo(
+            serverURL: server.url, sdkAppID: server.app.sdkAppID, clock: clock,
+            userSig: { server.userSig($0) }, pause: { clock.advance(by: $0) },
+            output: { line in lines.withLockedValue { $0.append(line) } })
+        let passed = await demo.run(.basic)
+        let output = lines.withLockedValue { $0 }.joined(separator: "\n")
+        #expect(passed, "\(output)")
+        #expect(output.contains("demo passed"))
+        #expect(output.contains("reason=noResponse"))
+        #expect(output.contains("hangs up after 2 s"))
+        await server.stop()
+    }
+}
