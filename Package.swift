@@ -100,6 +100,10 @@ let package = Package(
             dependencies: ["SwitchboardServer", "SwitchboardTesting", "SwitchboardProtocol"]
         ),
         .testTarget(
+            name: "SwitchboardCLITests",
+            dependencies: ["SwitchboardProtocol", "SwitchboardTesting"]
+        ),
+        .testTarget(
             name: "SwitchboardTests",
             dependencies: ["Switchboard", "SwitchboardTesting", "SwitchboardProtocol", "SwitchboardServer"]
         ),

@@ -92,7 +92,8 @@ struct Serve: AsyncParsableCommand {
         let node = try await buildApplication(configuration: configuration, logger: logger)
         let banner = Task {
             let port = await node.listeningPort()
-            print(Self.banner(configuration: configuration, node: node, port: port))
+            // Written unbuffered: the banner must show up at once when stdout is a pipe or a file.
+            FileHandle.standardOutput.write(Data((Self.banner(configuration: configuration, node: node, port: port) + "\n").utf8))
         }
         defer { banner.cancel() }
         try await node.run()

@@ -133,6 +133,12 @@ final class SignalingSession {
         await dispatch(RequestType(rawValue: type), id: id, data: data)
     }
 
+    /// The requests that need a logged-in session.
+    private static let sessionRequests: Set<RequestType> = [
+        .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
+        .queryRecords, .deleteRecords, .deleteAllRecords,
+    ]
+
     private func dispatch(_ type: RequestType, id: RequestID, data: Data) async {
         switch type {
         case .login:
@@ -146,11 +152,7 @@ final class SignalingSession {
         default:
             break
         }
-        let known: Set<RequestType> = [
-            .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
-            .queryRecords, .deleteRecords, .deleteAllRecords,
-        ]
-        guard known.contains(type) else {
+        guard Self.sessionRequests.contains(type) else {
             fail(id, SwitchboardError(.unknownType, "unknown request type '\(type.rawValue.prefix(40))'"))
             return
         }

@@ -1,0 +1,116 @@
+import Foundation
+import SwitchboardProtocol
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The `switchboard` executable itself, as users run it.
+struct CLITests {
+    static let binary: URL = {
+        var directory = URL(fileURLWithPath: #filePath)
+        while directory.path != "/" && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent(".build/debug/switchboard")
+    }()
+
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ arguments: [String]) throws -> Output {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Output(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test func binaryIsBuilt() {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.binary.path), "build it with swift build first")
+    }
+
+    @Test func usersigGenerateAndVerify() throws {
+        let gen = try Self.run(["usersig", "gen", "--app-id", "1400000001", "--secret", "s3cret", "--user", "alice"])
+        #expect(gen.status == 0)
+        let sig = gen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let fields = try UserSig.decode(sig)
+        #expect(fields.identifier == "alice" && fields.expire == UserSig.defaultExpire)
+
+        let valid = try Self.run(["usersig", "verify", "--app-id", "1400000001", "--secret", "s3cret", "--sig", sig, "--user", "alice"])
+        #expect(valid.status == 0)
+        #expect(valid.stdout.contains("identifier alice"))
+        #expect(valid.stdout.hasSuffix("valid\n"))
+
+        let forged = try Self.run(["usersig", "verify", "--app-id", "1400000001", "--secret", "other", "--sig", sig])
+        #expect(forged.status == 1)
+        #expect(forged.stdout.contains("userSigBadSignature (2002)"))
+
+        let otherUser = try Self.run(["usersig", "verify", "--app-id", "1400000001", "--secret", "s3cret", "--sig", sig, "--user", "bob"])
+        #expect(otherUser.status == 1 && otherUser.stdout.contains("userSigWrongUser"))
+
+        let otherApp = try Self.run(["usersig", "verify", "--app-id", "7", "--secret", "s3cret", "--sig", sig])
+        #expect(otherApp.status == 1 && otherApp.stdout.contains("userSigWrongApp"))
+
+        let garbage = try Self.run(["usersig", "verify", "--app-id", "1", "--secret", "s", "--sig", "nonsense"])
+        #expect(garbage.status == 1 && garbage.stdout.contains("userSigMalformed"))
+
+        let badUser = try Self.run(["usersig", "gen", "--app-id", "1", "--secret", "s", "--user", "no spaces"])
+        #expect(badUser.status != 0)
+
+        let short = try Self.run(["usersig", "gen", "--app-id", "1", "--secret", "s", "--user", "u", "--expire", "60"])
+        #expect(try UserSig.decode(short.stdout.trimmingCharacters(in: .whitespacesAndNewlines)).expire == 60)
+    }
+
+    /// `serve` with its defaults in an empty directory: creates the database and a development app,
+    /// prints it, answers, and exits 0 on SIGTERM.
+    @Test func serveStartsPrintsTheDevelopmentAppAndStopsOnSigterm() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = ["serve", "--port", "0", "--log-level", "warning"]
+        process.currentDirectoryURL = directory
+        process.environment = ["SWITCHBOARD_ADMIN_SECRET": "from-env"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+
+        // Read the banner as it comes.
+        var banner = ""
+        while !banner.contains("Stop with Ctrl-C") {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            banner += String(decoding: chunk, as: UTF8.self)
+        }
+        #expect(banner.contains("Development app"))
+        #expect(banner.contains("usersig gen --app-id"))
+        #expect(!banner.contains("admin API  Authorization"), "an admin secret from the environment is not printed")
+        let port = try #require(
+            banner.split(separator: "\n").first?.split(separator: ":").last.flatMap { Int($0) }, "\(banner)")
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("switchboard.sqlite").path))
+
+        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/health")!)
+        #expect(String(decoding: data, as: UTF8.self).contains("\"status\":\"ok\""))
+
+        process.terminate()  // SIGTERM
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+    }
+}
