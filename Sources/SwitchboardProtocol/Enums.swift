@@ -90,3 +90,92 @@ public enum DeviceSwitch: String, Codable, Sendable, CaseIterable {
     case on
     case off
 }
+
+/// How well a member's media gets through, from their status reports (SPEC §3).
+///
+/// From packet loss `L` (%) and round-trip time `R` (ms), the worse of the two decides:
+/// excellent `L < 1`, `R < 100`; good `L < 3`, `R < 200`; poor `L < 8`, `R < 400`;
+/// bad `L < 15`, `R < 800`; veryBad above. `unknown` before the first report, `down` while the
+/// member's connection is dropped.
+public enum NetworkQuality: String, Codable, Sendable, CaseIterable, Comparable {
+    case unknown
+    case excellent
+    case good
+    case poor
+    case bad
+    case veryBad
+    case down
+
+    public init(from decoder: any Decoder) throws {
+        let raw = try decoder.singleValueContainer().decode(String.self)
+        self = NetworkQuality(rawValue: raw) ?? .unknown
+    }
+
+    /// The quality for a report's packet loss (%) and round-trip time (ms).
+    public static func from(packetLoss: Double, rtt: Int) -> NetworkQuality {
+        func lossLevel() -> NetworkQuality {
+            switch packetLoss {
+            case ..<1: .excellent
+            case ..<3: .good
+            case ..<8: .poor
+            case ..<15: .bad
+            default: .veryBad
+            }
+        }
+        func rttLevel() -> NetworkQuality {
+            switch rtt {
+            case ..<100: .excellent
+            case ..<200: .good
+            case ..<400: .poor
+            case ..<800: .bad
+            default: .veryBad
+            }
+        }
+        return max(lossLevel(), rttLevel())
+    }
+
+    private var rank: Int { Self.allCases.firstIndex(of: self)! }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// How loud a member is (SPEC §3): `mute` when the microphone is off or silent, then by audio
+/// level 0–100: low (0, 25], medium (25, 50], high (50, 75], peak (75, 100].
+public enum VolumeLevel: String, Codable, Sendable, CaseIterable, Comparable {
+    case mute
+    case low
+    case medium
+    case high
+    case peak
+
+    public init(from decoder: any Decoder) throws {
+        let raw = try decoder.singleValueContainer().decode(String.self)
+        self = VolumeLevel(rawValue: raw) ?? .mute
+    }
+
+    /// The level for an audio level of 0–100 (clamped) with the microphone on or off.
+    public static func from(audioLevel: Int, microphoneOn: Bool) -> VolumeLevel {
+        guard microphoneOn else { return .mute }
+        switch min(100, audioLevel) {
+        case ...0: return .mute
+        case ...25: return .low
+        case ...50: return .medium
+        case ...75: return .high
+        default: return .peak
+        }
+    }
+
+    private var rank: Int { Self.allCases.firstIndex(of: self)! }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// How a media-type change ended.
+public enum MediaTypeChangeResult: String, Codable, Sendable, CaseIterable {
+    /// The peer agreed: the call's media type changed for both.
+    case agreed
+    /// The peer declined.
+    case declined
+    /// The requester canceled before the peer answered.
+    case canceled
+    /// The peer did not answer in time (a decline).
+    case timedOut
+}

@@ -62,6 +62,74 @@ public struct DeviceChangedEvent: Codable, Equatable, Sendable {
     }
 }
 
+/// The other member of a one-to-one call asks to switch media type; answer with
+/// `call.replyMediaType` within the timeout.
+public struct MediaTypeChangeRequestedEvent: Codable, Equatable, Sendable {
+    public var callId: CallID
+    public var transactionId: TransactionID
+    public var mediaType: CallMediaType
+    /// Who asked.
+    public var userId: UserID
+
+    public init(callId: CallID, transactionId: TransactionID, mediaType: CallMediaType, userId: UserID) {
+        self.callId = callId
+        self.transactionId = transactionId
+        self.mediaType = mediaType
+        self.userId = userId
+    }
+}
+
+/// How a media-type change ended; sent to both members.
+public struct MediaTypeChangeResultEvent: Codable, Equatable, Sendable {
+    public var callId: CallID
+    public var transactionId: TransactionID
+    /// The media type that was asked for.
+    public var mediaType: CallMediaType
+    /// Who asked.
+    public var userId: UserID
+    public var result: MediaTypeChangeResult
+
+    public init(
+        callId: CallID, transactionId: TransactionID, mediaType: CallMediaType, userId: UserID,
+        result: MediaTypeChangeResult
+    ) {
+        self.callId = callId
+        self.transactionId = transactionId
+        self.mediaType = mediaType
+        self.userId = userId
+        self.result = result
+    }
+}
+
+/// A member's network quality or volume level changed.
+public struct MemberStatusEvent: Codable, Equatable, Sendable {
+    public var callId: CallID
+    public var userId: UserID
+    public var networkQuality: NetworkQuality
+    public var volumeLevel: VolumeLevel
+
+    public init(callId: CallID, userId: UserID, networkQuality: NetworkQuality, volumeLevel: VolumeLevel) {
+        self.callId = callId
+        self.userId = userId
+        self.networkQuality = networkQuality
+        self.volumeLevel = volumeLevel
+    }
+}
+
+/// This user is in a call on another of their devices (`active`), or no longer is.
+public struct CallElsewhereEvent: Codable, Equatable, Sendable {
+    public var call: CallInfo
+    /// The device that has the call.
+    public var deviceId: DeviceID
+    public var active: Bool
+
+    public init(call: CallInfo, deviceId: DeviceID, active: Bool) {
+        self.call = call
+        self.deviceId = deviceId
+        self.active = active
+    }
+}
+
 /// The server is about to close this session (same device logged in elsewhere, server shutdown).
 public struct SessionEndedEvent: Codable, Equatable, Sendable {
     public var error: SwitchboardError
@@ -76,6 +144,10 @@ public enum ServerEvent: Equatable, Sendable {
     case callEnded(CallEndedEvent)
     case callRecord(CallRecordEvent)
     case deviceChanged(DeviceChangedEvent)
+    case mediaTypeChangeRequested(MediaTypeChangeRequestedEvent)
+    case mediaTypeChangeResult(MediaTypeChangeResultEvent)
+    case memberStatus(MemberStatusEvent)
+    case callElsewhere(CallElsewhereEvent)
     case sessionEnded(SessionEndedEvent)
 
     /// The wire name in the frame's `event` field.
@@ -87,6 +159,10 @@ public enum ServerEvent: Equatable, Sendable {
         case .callEnded: "callEnded"
         case .callRecord: "callRecord"
         case .deviceChanged: "deviceChanged"
+        case .mediaTypeChangeRequested: "mediaTypeChangeRequested"
+        case .mediaTypeChangeResult: "mediaTypeChangeResult"
+        case .memberStatus: "memberStatus"
+        case .callElsewhere: "callElsewhere"
         case .sessionEnded: "sessionEnded"
         }
     }
@@ -100,6 +176,10 @@ public enum ServerEvent: Equatable, Sendable {
         case .callEnded(let e): e.callId
         case .callRecord(let e): e.record.callId
         case .deviceChanged(let e): e.callId
+        case .mediaTypeChangeRequested(let e): e.callId
+        case .mediaTypeChangeResult(let e): e.callId
+        case .memberStatus(let e): e.callId
+        case .callElsewhere(let e): e.call.callId
         case .sessionEnded: nil
         }
     }
@@ -118,6 +198,12 @@ extension ServerEvent: Codable {
         case "callEnded": self = .callEnded(try container.decode(CallEndedEvent.self, forKey: .data))
         case "callRecord": self = .callRecord(try container.decode(CallRecordEvent.self, forKey: .data))
         case "deviceChanged": self = .deviceChanged(try container.decode(DeviceChangedEvent.self, forKey: .data))
+        case "mediaTypeChangeRequested":
+            self = .mediaTypeChangeRequested(try container.decode(MediaTypeChangeRequestedEvent.self, forKey: .data))
+        case "mediaTypeChangeResult":
+            self = .mediaTypeChangeResult(try container.decode(MediaTypeChangeResultEvent.self, forKey: .data))
+        case "memberStatus": self = .memberStatus(try container.decode(MemberStatusEvent.self, forKey: .data))
+        case "callElsewhere": self = .callElsewhere(try container.decode(CallElsewhereEvent.self, forKey: .data))
         case "sessionEnded": self = .sessionEnded(try container.decode(SessionEndedEvent.self, forKey: .data))
         default:
             throw DecodingError.dataCorruptedError(
@@ -135,6 +221,10 @@ extension ServerEvent: Codable {
         case .callEnded(let e): try container.encode(e, forKey: .data)
         case .callRecord(let e): try container.encode(e, forKey: .data)
         case .deviceChanged(let e): try container.encode(e, forKey: .data)
+        case .mediaTypeChangeRequested(let e): try container.encode(e, forKey: .data)
+        case .mediaTypeChangeResult(let e): try container.encode(e, forKey: .data)
+        case .memberStatus(let e): try container.encode(e, forKey: .data)
+        case .callElsewhere(let e): try container.encode(e, forKey: .data)
         case .sessionEnded(let e): try container.encode(e, forKey: .data)
         }
     }

@@ -105,3 +105,15 @@ public struct SdkAppID: RawRepresentable, Codable, Hashable, Sendable, Comparabl
     public var description: String { String(rawValue) }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }
+
+/// The identifier of one media-type change, assigned by the server.
+public struct TransactionID: StringIdentifier {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+}
+
+/// A chat group whose members may join its group calls.
+public struct ChatGroupID: StringIdentifier {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+}

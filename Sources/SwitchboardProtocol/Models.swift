@@ -9,12 +9,12 @@ public struct CallParams: Codable, Equatable, Sendable {
     /// Opaque data for the callees (at most ``CallLimits/maxUserDataBytes`` UTF-8 bytes).
     public var userData: String?
     /// The chat group a group call belongs to; its members may join.
-    public var chatGroupId: String?
+    public var chatGroupId: ChatGroupID?
     /// No records are written for an ephemeral call.
     public var isEphemeralCall: Bool?
 
     public init(
-        roomId: RoomID? = nil, timeout: Int? = nil, userData: String? = nil, chatGroupId: String? = nil,
+        roomId: RoomID? = nil, timeout: Int? = nil, userData: String? = nil, chatGroupId: ChatGroupID? = nil,
         isEphemeralCall: Bool? = nil
     ) {
         self.roomId = roomId
@@ -43,6 +43,10 @@ public enum CallLimits {
     public static let maxDeleteCallIDs = 100
     /// Longest chatGroupId.
     public static let maxChatGroupIDLength = 64
+    /// Most members in one chat group of the registry.
+    public static let maxChatGroupMembers = 1000
+    /// Seconds the peer has to answer a media-type change before it counts as declined.
+    public static let mediaChangeTimeoutSeconds = 20
 }
 
 /// One member of a call as every other member sees it.
@@ -57,10 +61,15 @@ public struct CallParticipant: Codable, Equatable, Sendable {
     public var endReason: CallEndReason?
     public var nickname: String?
     public var avatarURL: String?
+    /// The member's network quality from their last status report; absent when unknown.
+    public var networkQuality: NetworkQuality?
+    /// The member's volume level from their last status report; absent before the first one.
+    public var volumeLevel: VolumeLevel?
 
     public init(
         userId: UserID, status: CallParticipantStatus, inviterId: UserID? = nil, microphoneOn: Bool = true,
-        cameraOn: Bool = false, endReason: CallEndReason? = nil, nickname: String? = nil, avatarURL: String? = nil
+        cameraOn: Bool = false, endReason: CallEndReason? = nil, nickname: String? = nil, avatarURL: String? = nil,
+        networkQuality: NetworkQuality? = nil, volumeLevel: VolumeLevel? = nil
     ) {
         self.userId = userId
         self.status = status
@@ -70,6 +79,8 @@ public struct CallParticipant: Codable, Equatable, Sendable {
         self.endReason = endReason
         self.nickname = nickname
         self.avatarURL = avatarURL
+        self.networkQuality = networkQuality
+        self.volumeLevel = volumeLevel
     }
 }
 
@@ -80,7 +91,7 @@ public struct CallInfo: Codable, Equatable, Sendable {
     public var callType: CallType
     public var mediaType: CallMediaType
     public var callerId: UserID
-    public var chatGroupId: String?
+    public var chatGroupId: ChatGroupID?
     public var userData: String?
     public var isEphemeral: Bool
     /// Ring timeout in seconds.
@@ -95,7 +106,7 @@ public struct CallInfo: Codable, Equatable, Sendable {
 
     public init(
         callId: CallID, roomId: RoomID, callType: CallType, mediaType: CallMediaType, callerId: UserID,
-        chatGroupId: String? = nil, userData: String? = nil, isEphemeral: Bool = false, timeout: Int,
+        chatGroupId: ChatGroupID? = nil, userData: String? = nil, isEphemeral: Bool = false, timeout: Int,
         createdAt: Int64, startTime: Int64? = nil, participants: [CallParticipant]
     ) {
         self.callId = callId
@@ -129,7 +140,7 @@ public struct CallRecord: Codable, Equatable, Sendable {
     public var inviterId: UserID
     /// Every member of the call, the caller first.
     public var participantIds: [UserID]
-    public var chatGroupId: String?
+    public var chatGroupId: ChatGroupID?
     public var direction: CallDirection
     public var result: CallRecordResult
     /// When the call connected for this user (Unix ms); nil when it never did.
@@ -145,7 +156,7 @@ public struct CallRecord: Codable, Equatable, Sendable {
 
     public init(
         callId: CallID, roomId: RoomID, callType: CallType, mediaType: CallMediaType, callerId: UserID,
-        inviterId: UserID, participantIds: [UserID], chatGroupId: String? = nil, direction: CallDirection,
+        inviterId: UserID, participantIds: [UserID], chatGroupId: ChatGroupID? = nil, direction: CallDirection,
         result: CallRecordResult, startTime: Int64?, endTime: Int64, duration: Int, endReason: CallEndReason,
         syncTime: Int64
     ) {

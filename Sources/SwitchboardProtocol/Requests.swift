@@ -15,6 +15,12 @@ public struct RequestType: RawRepresentable, Codable, Hashable, Sendable, Custom
     public static let rejectCall = RequestType(rawValue: "call.reject")
     public static let hangupCall = RequestType(rawValue: "call.hangup")
     public static let updateDeviceState = RequestType(rawValue: "call.deviceState")
+    public static let inviteToCall = RequestType(rawValue: "call.invite")
+    public static let joinCall = RequestType(rawValue: "call.join")
+    public static let changeMediaType = RequestType(rawValue: "call.changeMediaType")
+    public static let replyMediaTypeChange = RequestType(rawValue: "call.replyMediaType")
+    public static let cancelMediaTypeChange = RequestType(rawValue: "call.cancelMediaType")
+    public static let reportStatus = RequestType(rawValue: "call.statusReport")
     public static let queryRecords = RequestType(rawValue: "records.query")
     public static let deleteRecords = RequestType(rawValue: "records.delete")
     public static let deleteAllRecords = RequestType(rawValue: "records.deleteAll")
@@ -198,6 +204,112 @@ public struct UpdateDeviceStateRequest: SignalingRequest {
         self.callId = callId
         self.microphoneOn = microphoneOn
         self.cameraOn = cameraOn
+    }
+}
+
+/// Invite more people into a group call you are in.
+public struct InviteToCallRequest: SignalingRequest {
+    public typealias Response = InviteToCallResponse
+    public static let type = RequestType.inviteToCall
+
+    public var callId: CallID
+    public var participantIds: [UserID]
+
+    public init(callId: CallID, participantIds: [UserID]) {
+        self.callId = callId
+        self.participantIds = participantIds
+    }
+}
+
+public struct InviteToCallResponse: Codable, Equatable, Sendable {
+    /// Invitees who were in another call (`lineBusy`).
+    public var busyUserIds: [UserID]
+    public var call: CallInfo
+
+    public init(busyUserIds: [UserID], call: CallInfo) {
+        self.busyUserIds = busyUserIds
+        self.call = call
+    }
+}
+
+/// Join a group call you were invited to, or that belongs to a chat group you are in.
+public struct JoinCallRequest: SignalingRequest {
+    public typealias Response = CallSnapshotResponse
+    public static let type = RequestType.joinCall
+    public var callId: CallID
+    public init(callId: CallID) { self.callId = callId }
+}
+
+/// Ask the other member of a one-to-one call to switch to another media type.
+public struct ChangeMediaTypeRequest: SignalingRequest {
+    public typealias Response = ChangeMediaTypeResponse
+    public static let type = RequestType.changeMediaType
+
+    public var callId: CallID
+    public var mediaType: CallMediaType
+
+    public init(callId: CallID, mediaType: CallMediaType) {
+        self.callId = callId
+        self.mediaType = mediaType
+    }
+}
+
+public struct ChangeMediaTypeResponse: Codable, Equatable, Sendable {
+    public var transactionId: TransactionID
+    public init(transactionId: TransactionID) { self.transactionId = transactionId }
+}
+
+/// Agree to or decline the peer's media-type change.
+public struct ReplyMediaTypeChangeRequest: SignalingRequest {
+    public typealias Response = Empty
+    public static let type = RequestType.replyMediaTypeChange
+
+    public var callId: CallID
+    public var transactionId: TransactionID
+    public var agree: Bool
+
+    public init(callId: CallID, transactionId: TransactionID, agree: Bool) {
+        self.callId = callId
+        self.transactionId = transactionId
+        self.agree = agree
+    }
+}
+
+/// Withdraw your own media-type change before the peer answers.
+public struct CancelMediaTypeChangeRequest: SignalingRequest {
+    public typealias Response = Empty
+    public static let type = RequestType.cancelMediaTypeChange
+
+    public var callId: CallID
+    public var transactionId: TransactionID
+
+    public init(callId: CallID, transactionId: TransactionID) {
+        self.callId = callId
+        self.transactionId = transactionId
+    }
+}
+
+/// This member's media statistics, about once a second while in a call.
+public struct StatusReportRequest: SignalingRequest {
+    public typealias Response = Empty
+    public static let type = RequestType.reportStatus
+
+    public var callId: CallID
+    /// Packet loss, percent (0–100).
+    public var packetLoss: Double
+    /// Round-trip time, ms.
+    public var rtt: Int
+    /// Send bitrate, kbps.
+    public var bitrate: Int
+    /// Microphone level, 0–100.
+    public var audioLevel: Int
+
+    public init(callId: CallID, packetLoss: Double, rtt: Int, bitrate: Int, audioLevel: Int) {
+        self.callId = callId
+        self.packetLoss = packetLoss
+        self.rtt = rtt
+        self.bitrate = bitrate
+        self.audioLevel = audioLevel
     }
 }
 

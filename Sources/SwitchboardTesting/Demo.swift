@@ -9,6 +9,9 @@ public struct Demo: Sendable {
     public enum Scenario: String, CaseIterable, Sendable {
         /// alice and bob: a connected call, a rejected call, a canceled call, an unanswered call.
         case basic
+        /// alice calls bob (two devices), carol and dave; bob answers on his tablet, carol never
+        /// answers, dave declines and joins later, erin is refused a join and then invited.
+        case group
     }
 
     let serverURL: URL
@@ -44,6 +47,7 @@ public struct Demo: Sendable {
         do {
             switch scenario {
             case .basic: try await runBasic(timeline)
+            case .group: try await runGroup(timeline)
             }
         } catch {
             timeline.fail("stopped: \(error)")
@@ -107,6 +111,118 @@ public struct Demo: Sendable {
         try await bob.client.loginStore.logout()
     }
 
+    // MARK: - group
+
+    private func runGroup(_ timeline: Timeline) async throws {
+        let alice = try await login("alice", timeline)
+        let bobPhone = try await login("bob", timeline, device: "bob-phone")
+        let bobTablet = try await login("bob", timeline, device: "bob-tablet")
+        let carol = try await login("carol", timeline)
+        let dave = try await login("dave", timeline)
+        let erin = try await login("erin", timeline)
+
+        timeline.section("alice calls bob, carol and dave (10 s ring timeout)")
+        timeline.action("alice", "calls bob, carol, dave (audio, group)")
+        let call = try await alice.client.callStore.calls(
+            participantIds: ["bob", "carol", "dave"], mediaType: .audio, params: CallParams(timeout: 10)
+        ).callId
+        for participant in [bobPhone, bobTablet, carol, dave] {
+            try await timeline.expectEvent(participant, participant.name, timeout) {
+                if case .onCallReceived(call, _, _, _, _) = $0 { true } else { false }
+            }
+        }
+
+        timeline.section("bob answers on his tablet")
+        timeline.action("bob@tablet", "accepts")
+        try await bobTablet.client.callStore.accept()
+        try await timeline.expectEvent(bobPhone, "bob@phone", timeout) {
+            $0 == .onCallEnded(callId: call, mediaType: .audio, reason: .otherDeviceAccepted, userId: "bob")
+        }
+        try await timeline.expectEvent(bobPhone, "bob@phone", timeout) {
+            if case .onCallElsewhere(call, _, true) = $0 { true } else { false }
+        }
+        try await timeline.expectEvent(alice, "alice", timeout) { if case .onCallStarted(call, _, _) = $0 { true } else { false } }
+
+        timeline.section("dave declines")
+        timeline.action("dave", "rejects")
+        try await dave.client.callStore.reject()
+        try await timeline.expectEvent(alice, "alice", timeout) {
+            $0 == .onParticipantStatusChanged(callId: call, userId: "dave", status: .none, reason: .reject)
+        }
+
+        timeline.section("carol never answers")
+        timeline.action("-", "10 s pass")
+        try await pause(.seconds(10))
+        try await timeline.expectEvent(carol, "carol", timeout) {
+            $0 == .onCallEnded(callId: call, mediaType: .audio, reason: .noResponse, userId: "carol")
+        }
+        try await timeline.expectEvent(alice, "alice", timeout) {
+            $0 == .onParticipantStatusChanged(callId: call, userId: "carol", status: .none, reason: .noResponse)
+        }
+
+        timeline.section("erin may not join; dave changes his mind and joins late")
+        timeline.action("erin", "tries to join")
+        do {
+            try await erin.client.callStore.join(callId: call)
+            timeline.fail("erin joined a call she was not invited to")
+        } catch let error as SwitchboardError where error.code == .joinNotAllowed {
+            timeline.action("erin", "refused: \(error.code.name)")
+        }
+        timeline.action("dave", "joins")
+        try await dave.client.callStore.join(callId: call)
+        try await timeline.expectEvent(alice, "alice", timeout) {
+            $0 == .onParticipantStatusChanged(callId: call, userId: "dave", status: .accept, reason: nil)
+        }
+
+        timeline.section("alice invites erin mid-call")
+        timeline.action("alice", "invites erin")
+        try await alice.client.callStore.invite(participantIds: ["erin"])
+        try await timeline.expectEvent(erin, "erin", timeout) { if case .onCallReceived(call, _, "alice", _, _) = $0 { true } else { false } }
+        timeline.action("erin", "accepts")
+        try await erin.client.callStore.accept()
+        try await timeline.expectEvent(bobTablet, "bob@tablet", timeout) {
+            $0 == .onParticipantStatusChanged(callId: call, userId: "erin", status: .accept, reason: nil)
+        }
+
+        timeline.section("live status: bob speaks")
+        timeline.action("bob@tablet", "reports 0.5% loss, 60 ms, audio level 80")
+        try await bobTablet.client.callStore.reportStatus(packetLoss: 0.5, rtt: 60, bitrate: 48, audioLevel: 80)
+        try await timeline.expectEvent(alice, "alice", timeout) {
+            $0 == .onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .excellent, volumeLevel: .peak)
+        }
+        try await timeline.expectState(alice, timeout, "bob is the active speaker") { $0.activeSpeakerId == "bob" }
+        try await timeline.expectState(erin, timeout, "4 members in the call") {
+            $0.allParticipants.filter { $0.status == .accept }.count == 4
+        }
+
+        timeline.section("everyone leaves")
+        for (participant, name) in [(erin, "erin"), (dave, "dave"), (bobTablet, "bob@tablet")] {
+            timeline.action(name, "hangs up")
+            try await participant.client.callStore.hangup()
+        }
+        try await timeline.expectEvent(alice, "alice", timeout) {
+            $0 == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob")
+        }
+        try await timeline.expectEvent(bobPhone, "bob@phone", timeout) {
+            if case .onCallElsewhere(call, _, false) = $0 { true } else { false }
+        }
+        for participant in [alice, bobTablet, carol, dave, erin] {
+            try await timeline.expectEvent(participant, participant.name, timeout) {
+                if case .onCallRecord(let record) = $0 { record.callId == call } else { false }
+            }
+        }
+
+        timeline.section("records")
+        try await timeline.expectRecords(alice, "alice", [call: .answered])
+        try await timeline.expectRecords(bobPhone, "bob", [call: .answered])
+        try await timeline.expectRecords(carol, "carol", [call: .missed])
+        try await timeline.expectRecords(dave, "dave", [call: .answered])
+        try await timeline.expectRecords(erin, "erin", [call: .answered])
+        for participant in [alice, bobPhone, bobTablet, carol, dave, erin] {
+            try await participant.client.loginStore.logout()
+        }
+    }
+
     private func expectEnd(
         _ callId: CallID, _ reason: CallEndReason, by user: UserID, _ a: Participant, _ b: Participant,
         _ timeline: Timeline
@@ -137,14 +253,15 @@ public struct Demo: Sendable {
         }
     }
 
-    private func login(_ name: String, _ timeline: Timeline) async throws -> Participant {
+    private func login(_ name: String, _ timeline: Timeline, device: String? = nil) async throws -> Participant {
         let client = SwitchboardClient(
-            configuration: SwitchboardConfiguration(serverURL: serverURL, platform: "demo", clock: clock))
-        let participant = Participant(name: name, client: client)
+            configuration: SwitchboardConfiguration(
+                serverURL: serverURL, deviceId: device.map(DeviceID.init(rawValue:)), platform: "demo", clock: clock))
+        let participant = Participant(name: device.map { "bob@\($0.dropFirst(4))" } ?? name, client: client)
         // As a real app does: the microphone is on for calls, the camera for video calls.
         client.deviceStore.openLocalMicrophone()
         try await client.loginStore.login(sdkAppID: sdkAppID, userID: name, userSig: userSig(name))
-        timeline.action(name, "logged in (device \(client.loginStore.state.deviceId?.rawValue.prefix(8) ?? "?"))")
+        timeline.action(participant.name, "logged in (device \(client.loginStore.state.deviceId?.rawValue.prefix(10) ?? "?"))")
         timeline.watch(participant)
         return participant
     }
@@ -187,7 +304,7 @@ final class Timeline: Sendable {
     func section(_ title: String) { output("\n== \(title)") }
 
     func action(_ who: String, _ text: String) {
-        output("\(stamp())  \(who.padding(toLength: 6, withPad: " ", startingAt: 0)) → \(text)")
+        output("\(stamp())  \(who.padding(toLength: 10, withPad: " ", startingAt: 0)) → \(text)")
     }
 
     func fail(_ text: String) {
@@ -200,7 +317,7 @@ final class Timeline: Sendable {
         let events = participant.client.callStore.events
         let task = Task { [self] in
             for await event in events {
-                output("\(stamp())  \(participant.name.padding(toLength: 6, withPad: " ", startingAt: 0)) ← \(event.summary)")
+                output("\(stamp())  \(participant.name.padding(toLength: 10, withPad: " ", startingAt: 0)) ← \(event.summary)")
             }
         }
         state.withLockedValue { $0.watchers.append(task) }
@@ -223,7 +340,7 @@ final class Timeline: Sendable {
     ) async throws {
         do {
             try await Recorder(participant.client.callStore.stateUpdates).first(timeout: timeout, where: predicate)
-            output("\(stamp())  \(participant.name.padding(toLength: 6, withPad: " ", startingAt: 0)) ✓ \(description)")
+            output("\(stamp())  \(participant.name.padding(toLength: 10, withPad: " ", startingAt: 0)) ✓ \(description)")
         } catch {
             fail("\(participant.name): \(description) not reached")
         }
@@ -253,7 +370,9 @@ extension CallStoreEvent {
             .onCallEnded(_, let mediaType, _, _):
             mediaType
         case .onCallRecord(let record): record.mediaType
-        case .onRemoteDeviceChanged: nil
+        case .onMediaTypeChangeRequested(_, _, let mediaType, _), .onMediaTypeChangeResult(_, _, let mediaType, _, _):
+            mediaType
+        case .onRemoteDeviceChanged, .onParticipantStatusChanged, .onMemberStatusChanged, .onCallElsewhere: nil
         }
     }
 
@@ -270,6 +389,17 @@ extension CallStoreEvent {
             "onCallRecord \(record.callId.rawValue.prefix(8)) result=\(record.result.rawValue) duration=\(record.duration) s"
         case .onRemoteDeviceChanged(let callId, let userId, let microphoneOn, let cameraOn):
             "onRemoteDeviceChanged \(callId.rawValue.prefix(8)) \(userId) mic=\(microphoneOn ? "on" : "off") camera=\(cameraOn ? "on" : "off")"
+        case .onParticipantStatusChanged(let callId, let userId, let status, let reason):
+            "onParticipantStatusChanged \(callId.rawValue.prefix(8)) \(userId) → \(status.rawValue)"
+                + (reason.map { " (\($0.rawValue))" } ?? "")
+        case .onMediaTypeChangeRequested(let callId, _, let mediaType, let userId):
+            "onMediaTypeChangeRequested \(callId.rawValue.prefix(8)) \(userId) asks for \(mediaType.rawValue)"
+        case .onMediaTypeChangeResult(let callId, _, let mediaType, _, let result):
+            "onMediaTypeChangeResult \(callId.rawValue.prefix(8)) \(mediaType.rawValue): \(result.rawValue)"
+        case .onMemberStatusChanged(let callId, let userId, let quality, let volume):
+            "onMemberStatusChanged \(callId.rawValue.prefix(8)) \(userId) network=\(quality.rawValue) volume=\(volume.rawValue)"
+        case .onCallElsewhere(let callId, let deviceId, let active):
+            "onCallElsewhere \(callId.rawValue.prefix(8)) on device \(deviceId.rawValue.prefix(8)) \(active ? "active" : "ended")"
         }
     }
 }

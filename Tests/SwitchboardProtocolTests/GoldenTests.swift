@@ -35,6 +35,19 @@ struct GoldenTests {
             CallParticipant(userId: "carol", status: .none, inviterId: "alice", endReason: .reject),
         ])
 
+    static let invitedGroup = CallInfo(
+        callId: "9e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", roomId: "9e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b",
+        callType: .group, mediaType: .audio, callerId: "alice", chatGroupId: "team", timeout: 30, createdAt: created,
+        startTime: created + 2000,
+        participants: [
+            CallParticipant(userId: "alice", status: .accept, networkQuality: .good, volumeLevel: .medium),
+            CallParticipant(userId: "bob", status: .accept, inviterId: "alice", microphoneOn: false),
+            CallParticipant(userId: "dave", status: .waiting, inviterId: "alice"),
+            CallParticipant(userId: "erin", status: .none, inviterId: "alice", endReason: .lineBusy),
+        ])
+
+    static let transaction: TransactionID = "0b7c2d1e-9f3a-4c5b-8d6e-1a2b3c4d5e6f"
+
     static let answeredRecord = CallRecord(
         callId: callId, roomId: "room-42", callType: .oneToOne, mediaType: .video, callerId: "alice",
         inviterId: "alice", participantIds: ["alice", "bob"], direction: .outgoing, result: .answered,
@@ -85,6 +98,59 @@ struct GoldenTests {
             "request.call.deviceState",
             RequestEnvelope(
                 id: "8", data: UpdateDeviceStateRequest(callId: Self.callId, microphoneOn: false, cameraOn: true)))
+    }
+
+    @Test func groupAndMediaRequests() throws {
+        let group: CallID = "9e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
+        try check(
+            "request.call.invite",
+            RequestEnvelope(id: "13", data: InviteToCallRequest(callId: group, participantIds: ["dave", "erin"])))
+        try check("request.call.join", RequestEnvelope(id: "14", data: JoinCallRequest(callId: group)))
+        try check(
+            "request.call.changeMediaType",
+            RequestEnvelope(id: "15", data: ChangeMediaTypeRequest(callId: Self.callId, mediaType: .video)))
+        try check(
+            "request.call.replyMediaType",
+            RequestEnvelope(
+                id: "16", data: ReplyMediaTypeChangeRequest(callId: Self.callId, transactionId: Self.transaction, agree: true)))
+        try check(
+            "request.call.cancelMediaType",
+            RequestEnvelope(
+                id: "17", data: CancelMediaTypeChangeRequest(callId: Self.callId, transactionId: Self.transaction)))
+        try check(
+            "request.call.statusReport",
+            RequestEnvelope(
+                id: "18",
+                data: StatusReportRequest(callId: group, packetLoss: 1.5, rtt: 120, bitrate: 850, audioLevel: 42)))
+        try check(
+            "response.call.invite",
+            ResponseEnvelope(id: "13", outcome: .success(InviteToCallResponse(busyUserIds: ["erin"], call: Self.invitedGroup))))
+        try check(
+            "response.call.changeMediaType",
+            ResponseEnvelope(id: "15", outcome: .success(ChangeMediaTypeResponse(transactionId: Self.transaction))))
+    }
+
+    @Test func groupAndMediaEvents() throws {
+        try check(
+            "event.mediaTypeChangeRequested",
+            ServerEvent.mediaTypeChangeRequested(
+                MediaTypeChangeRequestedEvent(
+                    callId: Self.callId, transactionId: Self.transaction, mediaType: .video, userId: "alice")))
+        try check(
+            "event.mediaTypeChangeResult",
+            ServerEvent.mediaTypeChangeResult(
+                MediaTypeChangeResultEvent(
+                    callId: Self.callId, transactionId: Self.transaction, mediaType: .video, userId: "alice",
+                    result: .agreed)))
+        try check(
+            "event.memberStatus",
+            ServerEvent.memberStatus(
+                MemberStatusEvent(
+                    callId: "9e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", userId: "bob", networkQuality: .poor,
+                    volumeLevel: .high)))
+        try check(
+            "event.callElsewhere",
+            ServerEvent.callElsewhere(CallElsewhereEvent(call: Self.connected, deviceId: "alice-iphone", active: true)))
     }
 
     @Test func recordRequests() throws {
@@ -179,6 +245,10 @@ struct GoldenTests {
             "response.records.query", "response.records.delete", "response.error", "response.error.noid",
             "event.callReceived", "event.callStarted", "event.callUpdated", "event.callEnded",
             "event.callEnded.server", "event.callRecord", "event.deviceChanged", "event.sessionEnded",
+            "request.call.invite", "request.call.join", "request.call.changeMediaType", "request.call.replyMediaType",
+            "request.call.cancelMediaType", "request.call.statusReport", "response.call.invite",
+            "response.call.changeMediaType", "event.mediaTypeChangeRequested", "event.mediaTypeChangeResult",
+            "event.memberStatus", "event.callElsewhere",
         ]
         #expect(Set(files) == checked)
     }

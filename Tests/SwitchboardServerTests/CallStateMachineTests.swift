@@ -72,6 +72,47 @@ struct CallStateMachineTests {
         .event(.updateDevice(command(user, device, call), microphoneOn: mic, cameraOn: camera))
     }
 
+    static func invite(
+        _ user: String, _ device: String, _ invitees: [String], call: String = "c1", online: [String]? = nil,
+        policy: BusyPolicy = .reject, maxParticipants: Int = 16
+    ) -> Step {
+        .event(
+            .invite(
+                InviteCommand(
+                    command: command(user, device, call), invitees: invitees.map(UserID.init(rawValue:)),
+                    settings: AppSettings(busyPolicy: policy, maxParticipants: maxParticipants),
+                    online: Set((online ?? invitees).map(UserID.init(rawValue:))), profiles: [:])))
+    }
+    static func join(
+        _ user: String, _ device: String, call: String = "c1", groupMember: Bool = false, policy: BusyPolicy = .reject
+    ) -> Step {
+        .event(
+            .join(
+                JoinCommand(
+                    command: command(user, device, call), isChatGroupMember: groupMember,
+                    settings: AppSettings(busyPolicy: policy), profile: nil)))
+    }
+    static func changeMedia(_ user: String, _ device: String, to media: CallMediaType, _ transaction: String = "t1") -> Step {
+        .event(.changeMediaType(command(user, device, "c1"), media, TransactionID(rawValue: transaction)))
+    }
+    static func replyMedia(_ user: String, _ device: String, agree: Bool, _ transaction: String = "t1") -> Step {
+        .event(.replyMediaType(command(user, device, "c1"), TransactionID(rawValue: transaction), agree: agree))
+    }
+    static func cancelMedia(_ user: String, _ device: String, _ transaction: String = "t1") -> Step {
+        .event(.cancelMediaType(command(user, device, "c1"), TransactionID(rawValue: transaction)))
+    }
+    static func mediaTimeout(_ transaction: String = "t1") -> Step {
+        .event(.timerFired(.mediaChange("c1", TransactionID(rawValue: transaction))))
+    }
+    static func report(
+        _ user: String, _ device: String, loss: Double = 0.5, rtt: Int = 50, level: Int = 80
+    ) -> Step {
+        .event(
+            .statusReport(
+                command(user, device, "c1"),
+                StatusReport(packetLoss: loss, rtt: rtt, bitrate: 500, audioLevel: level)))
+    }
+
     // MARK: - the table
 
     struct Row: Sendable, CustomTestStringConvertible {
@@ -88,6 +129,7 @@ struct CallStateMachineTests {
             step: start(),
             expected: [
                 "reply started busy=[] alice:waiting bob:waiting",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
                 "bob@* ← callReceived(from alice)",
                 "timer ring(c1,bob) +30000",
             ]),
@@ -96,7 +138,9 @@ struct CallStateMachineTests {
             step: start(online: []),
             expected: [
                 "reply started busy=[] alice:waiting bob:none",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
                 "alice@a1 ← callEnded(offline by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:offline/offline/0s bob:missed/offline/0s",
             ]),
         Row(
@@ -105,7 +149,9 @@ struct CallStateMachineTests {
             step: start(),
             expected: [
                 "reply started busy=[bob] alice:waiting bob:none",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
                 "alice@a1 ← callEnded(lineBusy by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:busy/lineBusy/0s bob:busy/lineBusy/0s",
             ]),
         Row(
@@ -114,7 +160,9 @@ struct CallStateMachineTests {
             step: start(),
             expected: [
                 "reply started busy=[bob] alice:waiting bob:none",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
                 "alice@a1 ← callEnded(lineBusy by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:busy/lineBusy/0s bob:busy/lineBusy/0s",
             ]),
         Row(
@@ -123,6 +171,7 @@ struct CallStateMachineTests {
             step: start(policy: .callWaiting),
             expected: [
                 "reply started busy=[] alice:waiting bob:waiting",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
                 "bob@* ← callReceived(from alice)",
                 "timer ring(c1,bob) +30000",
             ]),
@@ -139,6 +188,7 @@ struct CallStateMachineTests {
                 "cancel ring(c1,bob)",
                 "reply call alice:accept bob:accept",
                 "bob@*-b1 ← callEnded(otherDeviceAccepted by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 active)",
                 "alice@a1 ← callStarted",
                 "bob@b1 ← callStarted",
             ]),
@@ -182,6 +232,7 @@ struct CallStateMachineTests {
                 "bob@b1 ← callEnded(reject by bob)",
                 "bob@*-b1 ← callEnded(otherDeviceReject by bob)",
                 "alice@a1 ← callEnded(reject by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:rejected/reject/0s bob:rejected/reject/0s",
             ]),
         Row(
@@ -194,6 +245,7 @@ struct CallStateMachineTests {
                 "bob@b2 ← callEnded(reject by bob)",
                 "bob@*-b2 ← callEnded(otherDeviceReject by bob)",
                 "alice@a1 ← callEnded(reject by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:rejected/reject/0s bob:rejected/reject/0s",
             ]),
         Row(
@@ -213,6 +265,7 @@ struct CallStateMachineTests {
             expected: [
                 "reply ok",
                 "alice@a1 ← callEnded(canceled by alice)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "cancel ring(c1,bob)",
                 "bob@* ← callEnded(canceled by alice)",
                 "records alice:canceled/canceled/0s bob:missed/canceled/0s",
@@ -224,7 +277,9 @@ struct CallStateMachineTests {
             expected: [
                 "reply ok",
                 "alice@a1 ← callEnded(hangup by alice)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "bob@b1 ← callEnded(hangup by alice)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
                 "records alice:answered/hangup/61s bob:answered/hangup/61s",
             ]),
         Row(
@@ -234,7 +289,9 @@ struct CallStateMachineTests {
             expected: [
                 "reply ok",
                 "bob@b1 ← callEnded(hangup by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
                 "alice@a1 ← callEnded(hangup by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:answered/hangup/1s bob:answered/hangup/1s",
             ]),
         Row(
@@ -255,6 +312,7 @@ struct CallStateMachineTests {
                 "cancel ring(c1,bob)",
                 "bob@* ← callEnded(noResponse by bob)",
                 "alice@a1 ← callEnded(noResponse by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:missed/noResponse/0s bob:missed/noResponse/0s",
             ]),
         Row(
@@ -269,7 +327,9 @@ struct CallStateMachineTests {
             expected: [
                 "reply ok",
                 "alice@a1 ← callEnded(endByServer by server)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "bob@b1 ← callEnded(endByServer by server)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
                 "records alice:answered/endByServer/1s bob:answered/endByServer/1s",
             ]),
         Row(
@@ -279,6 +339,7 @@ struct CallStateMachineTests {
             expected: [
                 "reply ok",
                 "alice@a1 ← callEnded(endByServer by server)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "cancel ring(c1,bob)",
                 "bob@* ← callEnded(endByServer by server)",
                 "records alice:canceled/endByServer/0s bob:missed/endByServer/0s",
@@ -297,12 +358,14 @@ struct CallStateMachineTests {
                 "bob@b1 ← callEnded(reject by bob)",
                 "bob@*-b1 ← callEnded(otherDeviceReject by bob)",
                 "alice@a1 ← callEnded(reject by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
             ]),
         Row(
             name: "a custom timeout sets the ring timer",
             step: start(params: CallParams(roomId: "my-room", timeout: 5)),
             expected: [
                 "reply started busy=[] alice:waiting bob:waiting",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
                 "bob@* ← callReceived(from alice)",
                 "timer ring(c1,bob) +5000",
             ]),
@@ -330,7 +393,7 @@ struct CallStateMachineTests {
             expected: ["reply error invalidRoomID"]),
         Row(
             name: "chatGroupId too long",
-            step: start(params: CallParams(chatGroupId: String(repeating: "g", count: 65))),
+            step: start(params: CallParams(chatGroupId: ChatGroupID(rawValue: String(repeating: "g", count: 65)))),
             expected: ["reply error invalidChatGroupID"]),
     ]
 
@@ -339,7 +402,10 @@ struct CallStateMachineTests {
             name: "a dropped device gets the reconnect grace period",
             setup: [start(), accept("bob", "b1")],
             step: offline("bob", "b1"),
-            expected: ["timer reconnectGrace(c1,bob) +15000"]),
+            expected: [
+                "timer reconnectGrace(c1,bob) +15000",
+                "alice@a1 ← memberStatus(bob down mute)",
+            ]),
         Row(
             name: "a dropped ringing device changes nothing (other devices may answer)",
             setup: [start()],
@@ -349,14 +415,20 @@ struct CallStateMachineTests {
             name: "the device coming back in time resumes the call",
             setup: [start(), accept("bob", "b1"), offline("bob", "b1")],
             step: online("bob", "b1"),
-            expected: ["cancel reconnectGrace(c1,bob)", "bob@b1 ← callStarted"]),
+            expected: [
+                "cancel reconnectGrace(c1,bob)",
+                "alice@a1 ← memberStatus(bob unknown mute)",
+                "bob@b1 ← callStarted",
+            ]),
         Row(
             name: "the grace period running out ends the member's part",
             setup: [start(), accept("bob", "b1"), offline("bob", "b1")],
             step: graceTimeout("bob"),
             expected: [
                 "bob@b1 ← callEnded(endByServer by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
                 "alice@a1 ← callEnded(endByServer by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:answered/endByServer/2s bob:answered/endByServer/2s",
             ]),
         Row(
@@ -365,6 +437,7 @@ struct CallStateMachineTests {
             step: graceTimeout("alice"),
             expected: [
                 "alice@a1 ← callEnded(endByServer by alice)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "cancel ring(c1,bob)",
                 "bob@* ← callEnded(endByServer by alice)",
                 "records alice:canceled/endByServer/0s bob:missed/endByServer/0s",
@@ -375,17 +448,21 @@ struct CallStateMachineTests {
             step: online("bob", "b3"),
             expected: ["bob@b3 ← callReceived(from alice)"]),
         Row(
-            name: "another device of a member in a connected call gets nothing",
+            name: "another device of a member in a connected call learns the call is elsewhere",
             setup: [start(), accept("bob", "b1")],
             step: online("bob", "b2"),
-            expected: []),
+            expected: [
+                "bob@b2 ← callElsewhere(on b1 active)",
+            ]),
         Row(
             name: "logout hangs up the device's connected calls",
             setup: [start(), accept("bob", "b1")],
             step: logout("bob", "b1"),
             expected: [
                 "bob@b1 ← callEnded(hangup by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
                 "alice@a1 ← callEnded(hangup by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:answered/hangup/1s bob:answered/hangup/1s",
             ]),
         Row(
@@ -422,9 +499,12 @@ struct CallStateMachineTests {
                 "cancel ring(c1,bob)",
                 "reply call alice:accept bob:accept",
                 "bob@b1 ← callEnded(hangup by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
                 "carol@c9 ← callEnded(hangup by bob)",
+                "carol@*-c9 ← callElsewhere(on c9 ended)",
                 "records carol:answered/hangup/2s bob:answered/hangup/2s",
                 "bob@*-b2 ← callEnded(otherDeviceAccepted by bob)",
+                "bob@*-b2 ← callElsewhere(on b2 active)",
                 "alice@a1 ← callStarted",
                 "bob@b2 ← callStarted",
             ]),
@@ -434,17 +514,454 @@ struct CallStateMachineTests {
             step: .event(.shutdown),
             expected: [
                 "carol@c9 ← callEnded(endByServer by server)",
+                "carol@*-c9 ← callElsewhere(on c9 ended)",
                 "cancel ring(c0,dave)",
                 "dave@* ← callEnded(endByServer by server)",
                 "records carol:canceled/endByServer/0s dave:missed/endByServer/0s",
                 "alice@a1 ← callEnded(endByServer by server)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "cancel ring(c1,bob)",
                 "bob@* ← callEnded(endByServer by server)",
                 "records alice:canceled/endByServer/0s bob:missed/endByServer/0s",
             ]),
     ]
 
+
+    /// Group calls: bob (b1), carol (k1), dave (d1), erin (e1); alice (a1) calls.
+    static let group: [Row] = [
+        Row(
+            name: "a group call rings every invitee with its own timer",
+            step: start(to: ["bob", "carol"]),
+            expected: [
+                "reply started busy=[] alice:waiting bob:waiting carol:waiting",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
+                "bob@* ← callReceived(from alice)",
+                "timer ring(c1,bob) +30000",
+                "carol@* ← callReceived(from alice)",
+                "timer ring(c1,carol) +30000",
+            ]),
+        Row(
+            name: "busy and offline invitees leave at once while the others ring",
+            setup: [start("dave", "d1", to: ["bob"], call: "c0")],
+            step: start(to: ["bob", "carol", "erin"], online: ["bob", "carol"]),
+            expected: [
+                "reply started busy=[bob] alice:waiting bob:none carol:waiting erin:none",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
+                "carol@* ← callReceived(from alice)",
+                "timer ring(c1,carol) +30000",
+            ]),
+        Row(
+            name: "the first answer connects the call for the members in it",
+            setup: [start(to: ["bob", "carol"])],
+            step: accept("bob", "b1"),
+            expected: [
+                "cancel ring(c1,bob)",
+                "reply call alice:accept bob:accept carol:waiting",
+                "bob@*-b1 ← callEnded(otherDeviceAccepted by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 active)",
+                "alice@a1 ← callStarted",
+                "bob@b1 ← callStarted",
+                "carol@* ← callUpdated(alice:accept bob:accept carol:waiting)",
+            ]),
+        Row(
+            name: "a later answer starts the call for that member and updates the others",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: accept("carol", "k1"),
+            expected: [
+                "cancel ring(c1,carol)",
+                "reply call alice:accept bob:accept carol:accept",
+                "carol@*-k1 ← callEnded(otherDeviceAccepted by carol)",
+                "carol@*-k1 ← callElsewhere(on k1 active)",
+                "alice@a1 ← callUpdated(alice:accept bob:accept carol:accept)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept carol:accept)",
+                "carol@k1 ← callStarted",
+            ]),
+        Row(
+            name: "one invitee's timeout leaves the call going for the others",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: ringTimeout("carol"),
+            expected: [
+                "cancel ring(c1,carol)",
+                "carol@* ← callEnded(noResponse by carol)",
+                "alice@a1 ← callUpdated(alice:accept bob:accept carol:none)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept carol:none)",
+            ]),
+        Row(
+            name: "one invitee's reject leaves the call ringing for the others",
+            setup: [start(to: ["bob", "carol"])],
+            step: reject("bob", "b1"),
+            expected: [
+                "reply ok",
+                "cancel ring(c1,bob)",
+                "bob@b1 ← callEnded(reject by bob)",
+                "bob@*-b1 ← callEnded(otherDeviceReject by bob)",
+                "alice@a1 ← callUpdated(alice:waiting bob:none carol:waiting)",
+                "carol@* ← callUpdated(alice:waiting bob:none carol:waiting)",
+            ]),
+        Row(
+            name: "a member leaving a call of three leaves two talking",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1")],
+            step: hangup("bob", "b1"),
+            expected: [
+                "reply ok",
+                "bob@b1 ← callEnded(hangup by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
+                "alice@a1 ← callUpdated(alice:accept bob:none carol:accept)",
+                "carol@k1 ← callUpdated(alice:accept bob:none carol:accept)",
+            ]),
+        Row(
+            name: "the caller may leave a connected group call and it goes on",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1")],
+            step: hangup("alice", "a1"),
+            expected: [
+                "reply ok",
+                "alice@a1 ← callEnded(hangup by alice)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "bob@b1 ← callUpdated(alice:none bob:accept carol:accept)",
+                "carol@k1 ← callUpdated(alice:none bob:accept carol:accept)",
+            ]),
+        Row(
+            name: "one member joined and one ringing keeps the call alive",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: hangup("bob", "b1"),
+            expected: [
+                "reply ok",
+                "bob@b1 ← callEnded(hangup by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
+                "alice@a1 ← callUpdated(alice:accept bob:none carol:waiting)",
+                "carol@* ← callUpdated(alice:accept bob:none carol:waiting)",
+            ]),
+        Row(
+            name: "the last but one leaving ends the call, each member with their own record",
+            setup: [
+                start(to: ["bob", "carol", "dave"]), accept("bob", "b1"), reject("carol", "k1"),
+                ringTimeout("dave"), .wait(10_000),
+            ],
+            step: hangup("bob", "b1"),
+            expected: [
+                "reply ok",
+                "bob@b1 ← callEnded(hangup by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
+                "alice@a1 ← callEnded(hangup by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:answered/hangup/13s bob:answered/hangup/13s carol:rejected/reject/0s dave:missed/noResponse/0s",
+            ]),
+        Row(
+            name: "the caller's hang-up before any answer cancels for everyone",
+            setup: [start(to: ["bob", "carol"])],
+            step: hangup("alice", "a1"),
+            expected: [
+                "reply ok",
+                "alice@a1 ← callEnded(canceled by alice)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "cancel ring(c1,bob)",
+                "bob@* ← callEnded(canceled by alice)",
+                "cancel ring(c1,carol)",
+                "carol@* ← callEnded(canceled by alice)",
+                "records alice:canceled/canceled/0s bob:missed/canceled/0s carol:missed/canceled/0s",
+            ]),
+        Row(
+            name: "a chat group makes a call with one invitee a group call",
+            step: start(params: CallParams(chatGroupId: "team")),
+            expected: [
+                "reply started busy=[] alice:waiting bob:waiting",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
+                "bob@* ← callReceived(from alice)",
+                "timer ring(c1,bob) +30000",
+            ]),
+    ]
+
+    static let inviteAndJoin: [Row] = [
+        Row(
+            name: "an invite mid-call rings the new member and updates the others",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: invite("bob", "b1", ["dave"]),
+            expected: [
+                "reply invited busy=[] alice:accept bob:accept carol:waiting dave:waiting",
+                "dave@* ← callReceived(from bob)",
+                "timer ring(c1,dave) +30000",
+                "alice@a1 ← callUpdated(alice:accept bob:accept carol:waiting dave:waiting)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept carol:waiting dave:waiting)",
+                "carol@* ← callUpdated(alice:accept bob:accept carol:waiting dave:waiting)",
+            ]),
+        Row(
+            name: "inviting someone ringing or in the call changes nothing for them",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: invite("alice", "a1", ["carol", "bob"]),
+            expected: [
+                "reply invited busy=[] alice:accept bob:accept carol:waiting",
+                "alice@a1 ← callUpdated(alice:accept bob:accept carol:waiting)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept carol:waiting)",
+                "carol@* ← callUpdated(alice:accept bob:accept carol:waiting)",
+            ]),
+        Row(
+            name: "a busy invitee is listed and does not ring",
+            setup: [start("erin", "e1", to: ["dave"], call: "c0"), start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: invite("alice", "a1", ["dave"]),
+            expected: [
+                "reply invited busy=[dave] alice:accept bob:accept carol:waiting dave:none",
+                "alice@a1 ← callUpdated(alice:accept bob:accept carol:waiting dave:none)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept carol:waiting dave:none)",
+                "carol@* ← callUpdated(alice:accept bob:accept carol:waiting dave:none)",
+            ]),
+        Row(
+            name: "a ringing member cannot invite",
+            setup: [start(to: ["bob", "carol"])],
+            step: invite("bob", "b1", ["dave"]),
+            expected: ["reply error invalidCallState"]),
+        Row(
+            name: "a stranger cannot invite",
+            setup: [start(to: ["bob", "carol"])],
+            step: invite("mallory", "m1", ["dave"]),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "a one-to-one call takes no invitations",
+            setup: [start(), accept("bob", "b1")],
+            step: invite("alice", "a1", ["dave"]),
+            expected: ["reply error groupCallOnly"]),
+        Row(
+            name: "invitations beyond the app's limit are refused",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: invite("alice", "a1", ["dave", "erin"], maxParticipants: 4),
+            expected: ["reply error tooManyParticipants"]),
+        Row(
+            name: "an invited member who declined may join later",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), reject("carol", "k1")],
+            step: join("carol", "k1"),
+            expected: [
+                "reply call alice:accept bob:accept carol:accept",
+                "carol@*-k1 ← callElsewhere(on k1 active)",
+                "alice@a1 ← callUpdated(alice:accept bob:accept carol:accept)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept carol:accept)",
+                "carol@k1 ← callStarted",
+            ]),
+        Row(
+            name: "a ringing member joining is an accept",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: join("carol", "k1"),
+            expected: [
+                "cancel ring(c1,carol)",
+                "reply call alice:accept bob:accept carol:accept",
+                "carol@*-k1 ← callEnded(otherDeviceAccepted by carol)",
+                "carol@*-k1 ← callElsewhere(on k1 active)",
+                "alice@a1 ← callUpdated(alice:accept bob:accept carol:accept)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept carol:accept)",
+                "carol@k1 ← callStarted",
+            ]),
+        Row(
+            name: "a member of the call's chat group may join uninvited",
+            setup: [start(params: CallParams(chatGroupId: "team")), accept("bob", "b1")],
+            step: join("erin", "e1", groupMember: true),
+            expected: [
+                "reply call alice:accept bob:accept erin:accept",
+                "erin@*-e1 ← callElsewhere(on e1 active)",
+                "alice@a1 ← callUpdated(alice:accept bob:accept erin:accept)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept erin:accept)",
+                "erin@e1 ← callStarted",
+            ]),
+        Row(
+            name: "someone neither invited nor in the chat group may not join",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: join("mallory", "m1"),
+            expected: ["reply error joinNotAllowed"]),
+        Row(
+            name: "a one-to-one call cannot be joined",
+            setup: [start(), accept("bob", "b1")],
+            step: join("mallory", "m1", groupMember: true),
+            expected: ["reply error groupCallOnly"]),
+        Row(
+            name: "joining twice is refused",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: join("bob", "b1"),
+            expected: ["reply error alreadyAccepted"]),
+        Row(
+            name: "joining from another call is refused under busy-reject",
+            setup: [
+                start("dave", "d1", to: ["erin"], call: "c0"), accept("erin", "e1", "c0"),
+                start(params: CallParams(chatGroupId: "team")), accept("bob", "b1"),
+            ],
+            step: join("erin", "e1", groupMember: true),
+            expected: ["reply error alreadyInCall"]),
+        Row(
+            name: "joining an ended call says it is gone",
+            setup: [start(to: ["bob", "carol"]), hangup("alice", "a1")],
+            step: join("mallory", "m1", groupMember: true),
+            expected: ["reply error callNotFound"]),
+    ]
+
+    /// One-to-one media-type changes: alice (a1) and bob (b1) are in a connected audio call.
+    static let mediaChange: [Row] = [
+        Row(
+            name: "a change request reaches the peer with a transaction and a timer",
+            setup: [start(), accept("bob", "b1")],
+            step: changeMedia("alice", "a1", to: .video),
+            expected: [
+                "reply transaction t1",
+                "bob@b1 ← mediaTypeChangeRequested(video by alice)",
+                "timer mediaChange(c1,t1) +20000",
+            ]),
+        Row(
+            name: "agreeing changes the media type for both",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: replyMedia("bob", "b1", agree: true),
+            expected: [
+                "reply ok",
+                "cancel mediaChange(c1,t1)",
+                "alice@a1 ← mediaTypeChangeResult(video agreed)",
+                "bob@b1 ← mediaTypeChangeResult(video agreed)",
+                "alice@a1 ← callUpdated(alice:accept bob:accept)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept)",
+            ]),
+        Row(
+            name: "declining leaves the media type",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: replyMedia("bob", "b1", agree: false),
+            expected: [
+                "reply ok",
+                "cancel mediaChange(c1,t1)",
+                "alice@a1 ← mediaTypeChangeResult(video declined)",
+                "bob@b1 ← mediaTypeChangeResult(video declined)",
+            ]),
+        Row(
+            name: "the requester may cancel",
+            setup: [start(), accept("bob", "b1"), changeMedia("bob", "b1", to: .video)],
+            step: cancelMedia("bob", "b1"),
+            expected: [
+                "reply ok",
+                "cancel mediaChange(c1,t1)",
+                "alice@a1 ← mediaTypeChangeResult(video canceled)",
+                "bob@b1 ← mediaTypeChangeResult(video canceled)",
+            ]),
+        Row(
+            name: "no answer in time counts as declined",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: mediaTimeout(),
+            expected: [
+                "cancel mediaChange(c1,t1)",
+                "alice@a1 ← mediaTypeChangeResult(video timedOut)",
+                "bob@b1 ← mediaTypeChangeResult(video timedOut)",
+            ]),
+        Row(
+            name: "a second request while one is open is refused",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: changeMedia("bob", "b1", to: .video, "t2"),
+            expected: ["reply error mediaChangeInProgress"]),
+        Row(
+            name: "the requester cannot answer their own request",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: replyMedia("alice", "a1", agree: true),
+            expected: ["reply error invalidCallState"]),
+        Row(
+            name: "only the requester cancels",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: cancelMedia("bob", "b1"),
+            expected: ["reply error invalidCallState"]),
+        Row(
+            name: "an unknown transaction is refused",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: replyMedia("bob", "b1", agree: true, "t9"),
+            expected: ["reply error transactionNotFound"]),
+        Row(
+            name: "a stranger cannot answer",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: replyMedia("mallory", "m1", agree: true),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "group calls have no media-type changes",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: changeMedia("alice", "a1", to: .video),
+            expected: ["reply error oneToOneOnly"]),
+        Row(
+            name: "not before the call connects",
+            setup: [start()],
+            step: changeMedia("alice", "a1", to: .video),
+            expected: ["reply error invalidCallState"]),
+        Row(
+            name: "not to the media type the call already has",
+            setup: [start(), accept("bob", "b1")],
+            step: changeMedia("alice", "a1", to: .audio),
+            expected: ["reply error invalidParams"]),
+        Row(
+            name: "the call ending drops the open change",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: hangup("bob", "b1"),
+            expected: [
+                "reply ok",
+                "bob@b1 ← callEnded(hangup by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
+                "cancel mediaChange(c1,t1)",
+                "alice@a1 ← callEnded(hangup by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:answered/hangup/2s bob:answered/hangup/2s",
+            ]),
+    ]
+
+    /// Status reports in a group call of alice (a1), bob (b1) and carol (k1).
+    static let status: [Row] = [
+        Row(
+            name: "a report tells the other members quality and volume",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1")],
+            step: report("bob", "b1"),
+            expected: [
+                "reply ok",
+                "alice@a1 ← memberStatus(bob excellent peak)",
+                "carol@k1 ← memberStatus(bob excellent peak)",
+            ]),
+        Row(
+            name: "an unchanged report sends nothing",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1"), report("bob", "b1")],
+            step: report("bob", "b1", level: 90),
+            expected: ["reply ok"]),
+        Row(
+            name: "a worse network is told",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1"), report("bob", "b1")],
+            step: report("bob", "b1", loss: 10, rtt: 300, level: 30),
+            expected: [
+                "reply ok",
+                "alice@a1 ← memberStatus(bob bad medium)",
+                "carol@k1 ← memberStatus(bob bad medium)",
+            ]),
+        Row(
+            name: "turning the microphone off mutes the volume level",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1"), report("bob", "b1")],
+            step: devices("bob", "b1", mic: false, camera: nil),
+            expected: [
+                "reply ok",
+                "alice@a1 ← deviceChanged(bob mic=off camera=off)",
+                "carol@k1 ← deviceChanged(bob mic=off camera=off)",
+                "alice@a1 ← memberStatus(bob excellent mute)",
+                "carol@k1 ← memberStatus(bob excellent mute)",
+            ]),
+        Row(
+            name: "a dropped member is down for the others and unknown when back",
+            setup: [
+                start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1"), report("bob", "b1"),
+                offline("bob", "b1"),
+            ],
+            step: online("bob", "b1"),
+            expected: [
+                "cancel reconnectGrace(c1,bob)",
+                "alice@a1 ← memberStatus(bob unknown peak)",
+                "carol@k1 ← memberStatus(bob unknown peak)",
+                "bob@b1 ← callStarted",
+            ]),
+        Row(
+            name: "values out of range are refused",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: report("bob", "b1", loss: 120),
+            expected: ["reply error invalidParams"]),
+        Row(
+            name: "a ringing member does not report",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: report("carol", "k1"),
+            expected: ["reply error invalidCallState"]),
+    ]
+
     @Test(arguments: oneToOne) func oneToOneCalls(_ row: Row) { check(row) }
+    @Test(arguments: group) func groupCalls(_ row: Row) { check(row) }
+    @Test(arguments: inviteAndJoin) func invitingAndJoining(_ row: Row) { check(row) }
+    @Test(arguments: mediaChange) func mediaTypeChanges(_ row: Row) { check(row) }
+    @Test(arguments: status) func statusReports(_ row: Row) { check(row) }
     @Test(arguments: validation) func startValidation(_ row: Row) { check(row) }
     @Test(arguments: devices) func devicesAndConnections(_ row: Row) { check(row) }
     @Test(arguments: callWaiting) func callWaitingAndShutdown(_ row: Row) { check(row) }
@@ -479,6 +996,10 @@ struct CallStateMachineTests {
             return "reply started busy=[\(response.busyUserIds.map(\.rawValue).joined(separator: ","))] "
                 + statuses(response.call)
         case .reply(.call(let info)): return "reply call " + statuses(info)
+        case .reply(.invited(let response)):
+            return "reply invited busy=[\(response.busyUserIds.map(\.rawValue).joined(separator: ","))] "
+                + statuses(response.call)
+        case .reply(.mediaChange(let transaction)): return "reply transaction \(transaction)"
         case .send(let event, let recipient): return "\(describe(recipient)) ← \(describe(event))"
         case .setTimer(let key, let deadline): return "timer \(describe(key)) +\(deadline - now)"
         case .cancelTimer(let key): return "cancel \(describe(key))"
@@ -506,6 +1027,7 @@ struct CallStateMachineTests {
         switch key {
         case .ring(let call, let user): "ring(\(call),\(user))"
         case .reconnectGrace(let call, let user): "reconnectGrace(\(call),\(user))"
+        case .mediaChange(let call, let transaction): "mediaChange(\(call),\(transaction))"
         }
     }
 
@@ -518,6 +1040,10 @@ struct CallStateMachineTests {
         case .callRecord: "callRecord"
         case .deviceChanged(let e):
             "deviceChanged(\(e.userId) mic=\(e.microphoneOn ? "on" : "off") camera=\(e.cameraOn ? "on" : "off"))"
+        case .mediaTypeChangeRequested(let e): "mediaTypeChangeRequested(\(e.mediaType.rawValue) by \(e.userId))"
+        case .mediaTypeChangeResult(let e): "mediaTypeChangeResult(\(e.mediaType.rawValue) \(e.result.rawValue))"
+        case .memberStatus(let e): "memberStatus(\(e.userId) \(e.networkQuality.rawValue) \(e.volumeLevel.rawValue))"
+        case .callElsewhere(let e): "callElsewhere(on \(e.deviceId) \(e.active ? "active" : "ended"))"
         case .sessionEnded: "sessionEnded"
         }
     }

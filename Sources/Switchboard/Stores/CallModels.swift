@@ -17,7 +17,7 @@ public struct ActiveCall: Equatable, Sendable {
     public var mediaType: CallMediaType { info.mediaType }
     public var callType: CallType { info.callType }
     public var callerId: UserID { info.callerId }
-    public var chatGroupId: String? { info.chatGroupId }
+    public var chatGroupId: ChatGroupID? { info.chatGroupId }
     public var userData: String? { info.userData }
     /// When the call connected, Unix ms on the server's clock.
     public var startTime: Int64? { info.startTime }
@@ -33,10 +33,15 @@ public struct CallParticipantInfo: Equatable, Sendable {
     public var cameraOn: Bool
     /// Why the member left, once their status is back to `none`.
     public var endReason: CallEndReason?
+    /// From the member's status reports; `down` while their connection is dropped.
+    public var networkQuality: NetworkQuality
+    /// From the member's status reports; `mute` with the microphone off.
+    public var volumeLevel: VolumeLevel
 
     public init(
         userId: UserID, nickname: String? = nil, avatarURL: String? = nil, status: CallParticipantStatus = .none,
-        microphoneOn: Bool = false, cameraOn: Bool = false, endReason: CallEndReason? = nil
+        microphoneOn: Bool = false, cameraOn: Bool = false, endReason: CallEndReason? = nil,
+        networkQuality: NetworkQuality = .unknown, volumeLevel: VolumeLevel = .mute
     ) {
         self.userId = userId
         self.nickname = nickname
@@ -45,14 +50,27 @@ public struct CallParticipantInfo: Equatable, Sendable {
         self.microphoneOn = microphoneOn
         self.cameraOn = cameraOn
         self.endReason = endReason
+        self.networkQuality = networkQuality
+        self.volumeLevel = volumeLevel
     }
 
     init(_ participant: CallParticipant) {
         self.init(
             userId: participant.userId, nickname: participant.nickname, avatarURL: participant.avatarURL,
             status: participant.status, microphoneOn: participant.microphoneOn, cameraOn: participant.cameraOn,
-            endReason: participant.endReason)
+            endReason: participant.endReason, networkQuality: participant.networkQuality ?? .unknown,
+            volumeLevel: participant.volumeLevel ?? .mute)
     }
+}
+
+/// An open request to change a one-to-one call's media type.
+public struct MediaTypeChange: Equatable, Sendable {
+    public var callId: CallID
+    public var transactionId: TransactionID
+    /// The media type asked for.
+    public var mediaType: CallMediaType
+    /// Who asked: you (waiting for the peer) or the peer (waiting for your answer).
+    public var requesterId: UserID
 }
 
 /// What ``CallStore`` reports as it happens, named as in the reference SDKs.
@@ -67,6 +85,18 @@ public enum CallStoreEvent: Equatable, Sendable {
     case onCallRecord(CallRecord)
     /// Another member turned their microphone or camera on or off.
     case onRemoteDeviceChanged(callId: CallID, userId: UserID, microphoneOn: Bool, cameraOn: Bool)
+    /// A member's status changed (`waiting` → `accept` → `none`); `reason` says why a member left.
+    case onParticipantStatusChanged(callId: CallID, userId: UserID, status: CallParticipantStatus, reason: CallEndReason?)
+    /// The other member asks to switch media type; answer with ``CallStore/replyMediaTypeChange(transactionId:agree:)``.
+    case onMediaTypeChangeRequested(callId: CallID, transactionId: TransactionID, mediaType: CallMediaType, userId: UserID)
+    /// A media-type change ended (for both members); `userId` is who asked.
+    case onMediaTypeChangeResult(
+        callId: CallID, transactionId: TransactionID, mediaType: CallMediaType, userId: UserID,
+        result: MediaTypeChangeResult)
+    /// Another member's network quality or volume level changed.
+    case onMemberStatusChanged(callId: CallID, userId: UserID, networkQuality: NetworkQuality, volumeLevel: VolumeLevel)
+    /// You are in a call on another of your devices (`active`), or no longer are.
+    case onCallElsewhere(callId: CallID, deviceId: DeviceID, active: Bool)
 }
 
 /// The result of ``CallStore/calls(participantIds:mediaType:params:)``.

@@ -2,8 +2,8 @@ import Foundation
 import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
-/// Calls: place, answer, reject, hang up; the active call's state with a live duration; call
-/// events; call records. `CallStore.shared` is the store of ``SwitchboardClient/shared``.
+/// Calls: place, answer, reject, hang up, invite, join; the active call's state with a live
+/// duration; call events; call records. `CallStore.shared` is the store of ``SwitchboardClient/shared``.
 public final class CallStore: Sendable {
     /// The store's one state value (STYLE habit 6).
     public struct State: Equatable, Sendable {
@@ -13,13 +13,27 @@ public final class CallStore: Sendable {
         public var selfInfo: CallParticipantInfo
         /// Every member of the active call, you included, the caller first.
         public var allParticipants: [CallParticipantInfo]
+        /// The member other than you who is speaking loudest in the active call (the pip layout
+        /// shows them); it stays on the last speaker through silence.
+        public var activeSpeakerId: UserID?
         /// Calls ringing while you are in another one (call waiting), newest last.
         public var waitingCalls: [CallInfo]
+        /// An open media-type change in the active call.
+        public var mediaTypeChange: MediaTypeChange?
+        /// Calls you are in on another of your devices.
+        public var callsOnOtherDevices: [CallInfo]
 
         /// Every call this device takes part in, by id.
         var calls: [CallID: Tracked] = [:]
         /// The order calls arrived in, to pick the newest.
         var arrival: [CallID] = []
+        /// Your own quality and volume, from your reports.
+        var ownStatus: OwnStatus?
+
+        struct OwnStatus: Equatable, Sendable {
+            var quality: NetworkQuality
+            var volume: VolumeLevel
+        }
 
         struct Tracked: Equatable, Sendable {
             var info: CallInfo
@@ -32,7 +46,10 @@ public final class CallStore: Sendable {
             self.activeCall = nil
             self.selfInfo = CallParticipantInfo(userId: userId)
             self.allParticipants = []
+            self.activeSpeakerId = nil
             self.waitingCalls = []
+            self.mediaTypeChange = nil
+            self.callsOnOtherDevices = []
         }
     }
 
@@ -63,7 +80,7 @@ public final class CallStore: Sendable {
     /// Call events from now on.
     public var events: AsyncStream<CallStoreEvent> { broadcaster.subscribe() }
 
-    // MARK: - actions
+    // MARK: - placing and answering
 
     /// Places a call: one participant for one-to-one, several for a group call.
     @discardableResult
@@ -73,12 +90,10 @@ public final class CallStore: Sendable {
         let request = StartCallRequest(
             participantIds: participantIds.map(UserID.init(rawValue:)), mediaType: mediaType, params: params)
         let response = try await signaling.send(request) { [self] response in
-            cell.update { state in
-                state.track(
-                    State.Tracked(info: response.call, direction: .outgoing, inviterId: response.call.callerId))
-                state.refresh(selfId: selfId.withLockedValue { $0 })
+            apply {
+                $0.track(State.Tracked(info: response.call, direction: .outgoing, inviterId: response.call.callerId))
+                return []
             }
-            afterChange()
         }
         reportDevices(for: response.callId)
         return CallStartResult(callId: response.callId, roomId: response.roomId, busyUserIds: response.busyUserIds)
@@ -89,13 +104,39 @@ public final class CallStore: Sendable {
     public func accept(callId: CallID? = nil) async throws {
         let id = try ringingCallId(callId)
         _ = try await signaling.send(AcceptCallRequest(callId: id)) { [self] response in
-            cell.update { state in
-                state.calls[id]?.info = response.call
-                state.refresh(selfId: selfId.withLockedValue { $0 })
-            }
-            afterChange()
+            apply { $0.update(with: response.call) }
         }
         reportDevices(for: id)
+    }
+
+    /// Joins a group call you were invited to or whose chat group you are in.
+    public func join(callId: CallID) async throws {
+        _ = try await signaling.send(JoinCallRequest(callId: callId)) { [self] response in
+            let me = selfId.withLockedValue { $0 }
+            apply { state in
+                if state.calls[callId] == nil {
+                    state.track(
+                        State.Tracked(
+                            info: response.call, direction: .incoming,
+                            inviterId: response.call.participant(me)?.inviterId ?? response.call.callerId))
+                    return []
+                }
+                return state.update(with: response.call)
+            }
+        }
+        reportDevices(for: callId)
+    }
+
+    /// Invites more people into the active group call (or `callId`); returns who was busy.
+    @discardableResult
+    public func invite(participantIds: [String], callId: CallID? = nil) async throws -> [UserID] {
+        let id = try currentCallId(callId)
+        let response = try await signaling.send(
+            InviteToCallRequest(callId: id, participantIds: participantIds.map(UserID.init(rawValue:)))
+        ) { [self] response in
+            apply { $0.update(with: response.call) }
+        }
+        return response.busyUserIds
     }
 
     /// Rejects a ringing call (the active one when `callId` is nil) on all your devices.
@@ -106,8 +147,60 @@ public final class CallStore: Sendable {
     /// Leaves a call (the active one when `callId` is nil): hang up when connected, cancel when
     /// calling, reject when ringing.
     public func hangup(callId: CallID? = nil) async throws {
-        guard let id = callId ?? state.activeCall?.callId else { throw SwitchboardError(.callNotFound, "no active call") }
-        _ = try await signaling.send(HangupCallRequest(callId: id))
+        _ = try await signaling.send(HangupCallRequest(callId: try currentCallId(callId)))
+    }
+
+    // MARK: - media type
+
+    /// Asks the other member of the active one-to-one call to switch to `mediaType`.
+    @discardableResult
+    public func requestMediaTypeChange(to mediaType: CallMediaType, callId: CallID? = nil) async throws -> TransactionID {
+        let id = try currentCallId(callId)
+        let me = selfId.withLockedValue { $0 }
+        let response = try await signaling.send(ChangeMediaTypeRequest(callId: id, mediaType: mediaType)) { [self] response in
+            apply { state in
+                state.mediaTypeChange = MediaTypeChange(
+                    callId: id, transactionId: response.transactionId, mediaType: mediaType, requesterId: me)
+                return []
+            }
+        }
+        return response.transactionId
+    }
+
+    /// Agrees to or declines the other member's media-type change.
+    public func replyMediaTypeChange(transactionId: TransactionID, agree: Bool) async throws {
+        guard let change = state.mediaTypeChange, change.transactionId == transactionId else {
+            throw SwitchboardError(.transactionNotFound)
+        }
+        _ = try await signaling.send(
+            ReplyMediaTypeChangeRequest(callId: change.callId, transactionId: transactionId, agree: agree))
+    }
+
+    /// Withdraws your own media-type change before the peer answers.
+    public func cancelMediaTypeChange(transactionId: TransactionID) async throws {
+        guard let change = state.mediaTypeChange, change.transactionId == transactionId else {
+            throw SwitchboardError(.transactionNotFound)
+        }
+        _ = try await signaling.send(CancelMediaTypeChangeRequest(callId: change.callId, transactionId: transactionId))
+    }
+
+    // MARK: - live status
+
+    /// Reports this member's media statistics; call it about once a second while in a call (the
+    /// media engine does). The other members see your network quality and volume level.
+    public func reportStatus(packetLoss: Double, rtt: Int, bitrate: Int, audioLevel: Int) async throws {
+        let id = try currentCallId(nil)
+        let microphoneOn = devices.state.microphoneStatus == .on
+        _ = try await signaling.send(
+            StatusReportRequest(callId: id, packetLoss: packetLoss, rtt: rtt, bitrate: bitrate, audioLevel: audioLevel)
+        ) { [self] _ in
+            apply { state in
+                state.ownStatus = State.OwnStatus(
+                    quality: NetworkQuality.from(packetLoss: packetLoss, rtt: rtt),
+                    volume: VolumeLevel.from(audioLevel: audioLevel, microphoneOn: microphoneOn))
+                return []
+            }
+        }
     }
 
     // MARK: - records
@@ -136,88 +229,138 @@ public final class CallStore: Sendable {
 
     func loggedIn(as user: UserID) {
         selfId.withLockedValue { $0 = user }
-        cell.update { $0.refresh(selfId: user) }
+        apply { _ in [] }
     }
 
     /// Forgets every call (after a logout).
     func reset() {
-        cell.update { state in
-            state.calls = [:]
-            state.arrival = []
-            state.refresh(selfId: selfId.withLockedValue { $0 })
+        apply { state in
+            state = State(userId: state.selfInfo.userId)
+            return []
         }
-        afterChange()
     }
 
     func handle(_ event: ServerEvent) {
         let me = selfId.withLockedValue { $0 }
-        var announce: [CallStoreEvent] = []
         switch event {
         case .callReceived(let e):
-            cell.update { state in
-                if state.calls[e.call.callId] == nil {
-                    announce.append(
+            apply { state in
+                let isNew = state.calls[e.call.callId] == nil
+                state.track(State.Tracked(info: e.call, direction: .incoming, inviterId: e.inviterId))
+                return isNew
+                    ? [
                         .onCallReceived(
                             callId: e.call.callId, callerId: e.call.callerId, inviterId: e.inviterId,
-                            mediaType: e.call.mediaType, userData: e.call.userData))
-                }
-                state.track(State.Tracked(info: e.call, direction: .incoming, inviterId: e.inviterId))
-                state.refresh(selfId: me)
+                            mediaType: e.call.mediaType, userData: e.call.userData)
+                    ] : []
             }
         case .callStarted(let e):
-            cell.update { state in
+            apply { state in
+                var events: [CallStoreEvent] = []
                 if state.calls[e.call.callId] == nil {
-                    state.track(
-                        State.Tracked(
-                            info: e.call, direction: e.call.callerId == me ? .outgoing : .incoming,
-                            inviterId: e.call.participant(me)?.inviterId ?? e.call.callerId))
+                    state.track(State.Tracked(info: e.call, direction: Self.direction(e.call, me), inviterId: Self.inviter(e.call, me)))
+                } else {
+                    events = state.update(with: e.call)
                 }
-                state.calls[e.call.callId]?.info = e.call
                 if state.calls[e.call.callId]?.announcedStart == false, let start = e.call.startTime {
                     state.calls[e.call.callId]?.announcedStart = true
-                    announce.append(.onCallStarted(callId: e.call.callId, mediaType: e.call.mediaType, startTime: start))
+                    events.append(.onCallStarted(callId: e.call.callId, mediaType: e.call.mediaType, startTime: start))
                 }
-                state.refresh(selfId: me)
+                return events
             }
         case .callUpdated(let e):
-            cell.update { state in
+            apply { state in
                 if state.calls[e.call.callId] == nil {
-                    state.track(
-                        State.Tracked(
-                            info: e.call, direction: e.call.callerId == me ? .outgoing : .incoming,
-                            inviterId: e.call.participant(me)?.inviterId ?? e.call.callerId))
+                    state.track(State.Tracked(info: e.call, direction: Self.direction(e.call, me), inviterId: Self.inviter(e.call, me)))
+                    return []
                 }
-                state.calls[e.call.callId]?.info = e.call
-                state.refresh(selfId: me)
+                return state.update(with: e.call)
             }
         case .callEnded(let e):
-            cell.update { state in
+            apply { state in
                 state.calls[e.callId] = nil
                 state.arrival.removeAll { $0 == e.callId }
-                state.refresh(selfId: me)
+                if state.mediaTypeChange?.callId == e.callId { state.mediaTypeChange = nil }
+                return [.onCallEnded(callId: e.callId, mediaType: e.mediaType, reason: e.reason, userId: e.userId)]
             }
-            announce.append(.onCallEnded(callId: e.callId, mediaType: e.mediaType, reason: e.reason, userId: e.userId))
         case .callRecord(let e):
-            announce.append(.onCallRecord(e.record))
+            broadcaster.publish(.onCallRecord(e.record))
         case .deviceChanged(let e):
-            cell.update { state in
-                if let index = state.calls[e.callId]?.info.participants.firstIndex(where: { $0.userId == e.userId }) {
-                    state.calls[e.callId]?.info.participants[index].microphoneOn = e.microphoneOn
-                    state.calls[e.callId]?.info.participants[index].cameraOn = e.cameraOn
+            apply { state in
+                state.updateParticipant(e.callId, e.userId) {
+                    $0.microphoneOn = e.microphoneOn
+                    $0.cameraOn = e.cameraOn
                 }
-                state.refresh(selfId: me)
+                return [
+                    .onRemoteDeviceChanged(
+                        callId: e.callId, userId: e.userId, microphoneOn: e.microphoneOn, cameraOn: e.cameraOn)
+                ]
             }
-            announce.append(
-                .onRemoteDeviceChanged(
-                    callId: e.callId, userId: e.userId, microphoneOn: e.microphoneOn, cameraOn: e.cameraOn))
+        case .memberStatus(let e):
+            apply { state in
+                state.updateParticipant(e.callId, e.userId) {
+                    $0.networkQuality = e.networkQuality == .unknown ? nil : e.networkQuality
+                    $0.volumeLevel = e.volumeLevel
+                }
+                return [
+                    .onMemberStatusChanged(
+                        callId: e.callId, userId: e.userId, networkQuality: e.networkQuality, volumeLevel: e.volumeLevel)
+                ]
+            }
+        case .mediaTypeChangeRequested(let e):
+            apply { state in
+                state.mediaTypeChange = MediaTypeChange(
+                    callId: e.callId, transactionId: e.transactionId, mediaType: e.mediaType, requesterId: e.userId)
+                return [
+                    .onMediaTypeChangeRequested(
+                        callId: e.callId, transactionId: e.transactionId, mediaType: e.mediaType, userId: e.userId)
+                ]
+            }
+        case .mediaTypeChangeResult(let e):
+            apply { state in
+                if state.mediaTypeChange?.transactionId == e.transactionId { state.mediaTypeChange = nil }
+                return [
+                    .onMediaTypeChangeResult(
+                        callId: e.callId, transactionId: e.transactionId, mediaType: e.mediaType, userId: e.userId,
+                        result: e.result)
+                ]
+            }
+            // CallPlus: switching to audio turns the camera off, switching to video turns it on.
+            if e.result == .agreed {
+                if e.mediaType == .audio { devices.closeLocalCamera() } else { devices.openLocalCamera() }
+            }
+        case .callElsewhere(let e):
+            apply { state in
+                state.callsOnOtherDevices.removeAll { $0.callId == e.call.callId }
+                if e.active { state.callsOnOtherDevices.append(e.call) }
+                return [.onCallElsewhere(callId: e.call.callId, deviceId: e.deviceId, active: e.active)]
+            }
         case .sessionEnded:
             break
         }
-        afterChange()
-        announce.forEach(broadcaster.publish)
     }
 
     // MARK: - internals
+
+    /// Changes the state, then publishes the events the change produced and keeps the ticker right.
+    private func apply(_ change: (inout State) -> [CallStoreEvent]) {
+        let me = selfId.withLockedValue { $0 }
+        let events = cell.update { state -> [CallStoreEvent] in
+            let events = change(&state)
+            state.refresh(selfId: me)
+            return events
+        }
+        afterChange()
+        events.forEach(broadcaster.publish)
+    }
+
+    private static func direction(_ call: CallInfo, _ me: UserID) -> CallDirection {
+        call.callerId == me ? .outgoing : .incoming
+    }
+
+    private static func inviter(_ call: CallInfo, _ me: UserID) -> UserID {
+        call.participant(me)?.inviterId ?? call.callerId
+    }
 
     private func ringingCallId(_ callId: CallID?) throws -> CallID {
         if let callId { return callId }
@@ -227,6 +370,11 @@ public final class CallStore: Sendable {
         }
         if let waiting = current.waitingCalls.last { return waiting.callId }
         throw SwitchboardError(.callNotFound, "no ringing call")
+    }
+
+    private func currentCallId(_ callId: CallID?) throws -> CallID {
+        guard let id = callId ?? state.activeCall?.callId else { throw SwitchboardError(.callNotFound, "no active call") }
+        return id
     }
 
     /// Tells the other members this device's microphone and camera state once it is in a call,
@@ -251,7 +399,8 @@ public final class CallStore: Sendable {
 
     /// Keeps the duration ticking while the active call is connected.
     private func afterChange() {
-        let startTime = state.activeCall?.startTime
+        let current = state
+        let startTime = current.activeCall?.startTime
         let stale = ticker.withLockedValue { ticker -> Task<Void, Never>? in
             guard ticker.startTime != startTime else { return nil }
             let old = ticker.task
@@ -260,12 +409,10 @@ public final class CallStore: Sendable {
             return old
         }
         stale?.cancel()
-        if startTime == nil {
+        if current.activeCall == nil {
             deviceReports.withLockedValue { reports in
-                if state.activeCall == nil {
-                    reports?.cancel()
-                    reports = nil
-                }
+                reports?.cancel()
+                reports = nil
             }
         }
     }
@@ -295,6 +442,25 @@ extension CallStore.State {
         calls[call.info.callId] = call
     }
 
+    /// Replaces a tracked call's snapshot, returning an event for each member whose status changed.
+    mutating func update(with info: CallInfo) -> [CallStoreEvent] {
+        guard let old = calls[info.callId]?.info else { return [] }
+        calls[info.callId]?.info = info
+        return info.participants.compactMap { participant in
+            let before = old.participant(participant.userId)?.status
+            guard before != participant.status else { return nil }
+            return .onParticipantStatusChanged(
+                callId: info.callId, userId: participant.userId, status: participant.status,
+                reason: participant.endReason)
+        }
+    }
+
+    /// Changes one participant of a tracked call's snapshot.
+    mutating func updateParticipant(_ callId: CallID, _ userId: UserID, _ change: (inout CallParticipant) -> Void) {
+        guard let index = calls[callId]?.info.participants.firstIndex(where: { $0.userId == userId }) else { return }
+        change(&calls[callId]!.info.participants[index])
+    }
+
     /// Recomputes the public fields from the tracked calls.
     mutating func refresh(selfId: UserID) {
         func isIn(_ call: Tracked) -> Bool {
@@ -307,7 +473,10 @@ extension CallStore.State {
             activeCall = nil
             selfInfo = CallParticipantInfo(userId: selfId)
             allParticipants = []
+            activeSpeakerId = nil
             waitingCalls = []
+            mediaTypeChange = nil
+            ownStatus = nil
             return
         }
         let duration = activeCall?.callId == current.info.callId ? activeCall?.duration ?? 0 : 0
@@ -315,7 +484,25 @@ extension CallStore.State {
             info: current.info, direction: current.direction, inviterId: current.inviterId,
             duration: current.info.startTime == nil ? 0 : duration)
         allParticipants = current.info.participants.map(CallParticipantInfo.init)
+        if let ownStatus, let index = allParticipants.firstIndex(where: { $0.userId == selfId }) {
+            allParticipants[index].networkQuality = ownStatus.quality
+            allParticipants[index].volumeLevel = ownStatus.volume
+        }
         selfInfo = allParticipants.first { $0.userId == selfId } ?? CallParticipantInfo(userId: selfId)
         waitingCalls = ordered.filter { $0.info.callId != current.info.callId }.map(\.info)
+        activeSpeakerId = Self.speaker(allParticipants, previous: activeSpeakerId, selfId: selfId)
+    }
+
+    /// The loudest other member in the call; through silence (or a tie) the previous speaker stays.
+    static func speaker(_ participants: [CallParticipantInfo], previous: UserID?, selfId: UserID) -> UserID? {
+        let others = participants.filter { $0.userId != selfId && $0.status == .accept }
+        guard !others.isEmpty else { return nil }
+        let loudest = others.max { $0.volumeLevel < $1.volumeLevel }!
+        if let previous, let current = others.first(where: { $0.userId == previous }),
+            current.volumeLevel >= loudest.volumeLevel || loudest.volumeLevel == .mute
+        {
+            return previous
+        }
+        return loudest.volumeLevel == .mute ? others.first?.userId : loudest.userId
     }
 }

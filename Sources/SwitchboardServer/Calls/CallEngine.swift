@@ -43,6 +43,11 @@ actor CallEngine {
     /// Number of calls in progress.
     var activeCallCount: Int { machine.calls.count }
 
+    /// The chat group of a call in progress in `app`.
+    func chatGroup(of callId: CallID, app: SdkAppID) -> ChatGroupID? {
+        machine.chatGroup(of: callId, app: app)
+    }
+
     /// The wire snapshot of a call in progress.
     func callInfo(_ id: CallID) -> CallInfo? {
         machine.calls[id].map(machine.info)

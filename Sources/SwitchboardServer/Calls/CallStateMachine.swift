@@ -17,6 +17,8 @@ struct CallStateMachine: Sendable {
         /// How long a member's dropped device may take to come back before the server ends the
         /// member's part (`endByServer`).
         var reconnectGrace: Int64 = 15_000
+        /// How long the peer has to answer a media-type change.
+        var mediaChangeTimeout = Int64(CallLimits.mediaChangeTimeoutSeconds) * 1000
         /// How long an ended call is remembered, to answer `callAlreadyEnded` instead of `callNotFound`.
         var endedCallRetention: Int64 = 10 * 60_000
         /// The most ended calls remembered at once.
@@ -35,8 +37,8 @@ struct CallStateMachine: Sendable {
 
     struct Member: Equatable, Sendable {
         let userId: UserID
-        /// Who invited this member; nil for the caller.
-        let inviterId: UserID?
+        /// Who invited this member; nil for the caller and for chat-group members who joined.
+        var inviterId: UserID?
         let isCaller: Bool
         var phase: Phase
         /// The device that answered (or placed) the call; events for a joined member go there only.
@@ -50,6 +52,18 @@ struct CallStateMachine: Sendable {
         /// The member's device dropped and the reconnect grace timer runs.
         var isDown = false
         var profile: UserProfile?
+        /// Time spent in the connected call, over every time the member joined.
+        var connectedMs: Int64 = 0
+        /// When the call first connected for this member.
+        var firstConnectedAt: Int64?
+        var quality: NetworkQuality = .unknown
+        var volume: VolumeLevel?
+    }
+
+    struct MediaChange: Equatable, Sendable {
+        let id: TransactionID
+        let requester: UserID
+        let mediaType: CallMediaType
     }
 
     struct Call: Equatable, Sendable {
@@ -59,18 +73,20 @@ struct CallStateMachine: Sendable {
         let type: CallType
         var mediaType: CallMediaType
         let callerId: UserID
-        let chatGroupId: String?
+        let chatGroupId: ChatGroupID?
         let userData: String?
         let isEphemeral: Bool
         let timeout: Int
         let createdAt: Int64
         var startTime: Int64?
         var members: [Member]
+        var mediaChange: MediaChange?
         var isEnded = false
 
         func index(of user: UserID) -> Int? { members.firstIndex { $0.userId == user } }
         var joinedCount: Int { members.count { $0.phase == .joined } }
         var ringingCount: Int { members.count { $0.phase == .ringing } }
+        var activeCount: Int { members.count { $0.phase != .left } }
     }
 
     struct EndedCall: Equatable, Sendable {
@@ -98,6 +114,10 @@ struct CallStateMachine: Sendable {
         switch event {
         case .start(let command):
             start(command, now: now, out: &out)
+        case .invite(let command):
+            invite(command, now: now, out: &out)
+        case .join(let command):
+            join(command, now: now, out: &out)
         case .accept(let command):
             accept(command, now: now, out: &out)
         case .reject(let command):
@@ -106,6 +126,14 @@ struct CallStateMachine: Sendable {
             hangup(command, now: now, out: &out)
         case .updateDevice(let command, let microphoneOn, let cameraOn):
             updateDevice(command, microphoneOn: microphoneOn, cameraOn: cameraOn, out: &out)
+        case .changeMediaType(let command, let mediaType, let transaction):
+            changeMediaType(command, mediaType, transaction, now: now, out: &out)
+        case .replyMediaType(let command, let transaction, let agree):
+            replyMediaType(command, transaction, agree: agree, out: &out)
+        case .cancelMediaType(let command, let transaction):
+            cancelMediaType(command, transaction, out: &out)
+        case .statusReport(let command, let report):
+            statusReport(command, report, out: &out)
         case .timerFired(let key):
             timerFired(key, now: now, out: &out)
         case .endByServer(let callId):
@@ -138,12 +166,16 @@ struct CallStateMachine: Sendable {
                     userId: member.userId, status: status(of: member, in: call), inviterId: member.inviterId,
                     microphoneOn: member.microphoneOn, cameraOn: member.cameraOn,
                     endReason: member.phase == .left ? member.endReason : nil,
-                    nickname: member.profile?.nickname, avatarURL: member.profile?.avatarURL)
+                    nickname: member.profile?.nickname, avatarURL: member.profile?.avatarURL,
+                    networkQuality: member.phase == .joined && member.quality != .unknown ? member.quality : nil,
+                    volumeLevel: member.phase == .joined ? member.volume : nil)
             })
     }
 
-    /// Whether a call was seen recently enough to still be remembered, ended or not.
-    func knows(_ callId: CallID) -> Bool { calls[callId] != nil || endedCalls[callId] != nil }
+    /// The chat group of a call in progress in `app`.
+    func chatGroup(of callId: CallID, app: SdkAppID) -> ChatGroupID? {
+        calls[callId].flatMap { $0.app == app ? $0.chatGroupId : nil }
+    }
 
     /// Broken rules, for tests and the fuzzer; empty when the state is consistent.
     func invariantViolations() -> [String] {
@@ -156,6 +188,9 @@ struct CallStateMachine: Sendable {
             }
             if call.startTime == nil && !call.members.contains(where: { $0.isCaller && $0.phase == .joined }) {
                 problems.append("\(id) is not connected and its caller is gone")
+            }
+            if let change = call.mediaChange, call.type != .oneToOne || call.index(of: change.requester) == nil {
+                problems.append("\(id) has a media change it cannot have")
             }
             for member in call.members where member.phase != .left {
                 expected[UserKey(app: call.app, user: member.userId), default: []].insert(id)
@@ -174,7 +209,7 @@ struct CallStateMachine: Sendable {
         return problems
     }
 
-    // MARK: - start
+    // MARK: - start and invite
 
     private mutating func start(_ command: StartCallCommand, now: Int64, out: inout [CallAction]) {
         if let error = validate(command) {
@@ -183,10 +218,8 @@ struct CallStateMachine: Sendable {
         }
         let request = command.request
         let params = request.params ?? CallParams()
-        var invitees: [UserID] = []
-        for id in request.participantIds where !invitees.contains(id) { invitees.append(id) }
+        let invitees = Self.deduplicated(request.participantIds)
         let app = command.caller.app
-        let cameraOn = request.mediaType == .video
         var call = Call(
             id: command.callId, app: app, roomId: params.roomId ?? command.generatedRoomId,
             type: invitees.count > 1 || params.chatGroupId != nil ? .group : .oneToOne,
@@ -196,45 +229,24 @@ struct CallStateMachine: Sendable {
             members: [
                 Member(
                     userId: command.caller.user, inviterId: nil, isCaller: true, phase: .joined,
-                    device: command.device, joinedAt: now, cameraOn: cameraOn,
+                    device: command.device, joinedAt: now, cameraOn: request.mediaType == .video,
                     profile: command.profiles[command.caller.user])
             ])
-        var busy: [UserID] = []
-        var unreachable: [(UserID, CallEndReason)] = []
-        for invitee in invitees {
-            var member = Member(
-                userId: invitee, inviterId: command.caller.user, isCaller: false, phase: .ringing, cameraOn: cameraOn,
-                profile: command.profiles[invitee])
-            let key = UserKey(app: app, user: invitee)
-            if command.settings.busyPolicy == .reject, !(activeCalls[key]?.isEmpty ?? true) {
-                member.phase = .left
-                member.leftAt = now
-                member.result = .busy
-                member.endReason = .lineBusy
-                busy.append(invitee)
-                unreachable.append((invitee, .lineBusy))
-            } else if !command.online.contains(invitee) {
-                member.phase = .left
-                member.leftAt = now
-                member.result = .missed
-                member.endReason = .offline
-                unreachable.append((invitee, .offline))
-            }
-            call.members.append(member)
-        }
-        for member in call.members where member.phase != .left {
-            activeCalls[UserKey(app: app, user: member.userId), default: []].insert(call.id)
-        }
+        activeCalls[command.caller, default: []].insert(call.id)
+        let added = addInvitees(
+            invitees, inviter: command.caller.user, to: &call, settings: command.settings, online: command.online,
+            profiles: command.profiles, now: now)
         let snapshot = info(call)
         out.append(
-            .reply(.started(StartCallResponse(callId: call.id, roomId: call.roomId, busyUserIds: busy, call: snapshot))))
-        let deadline = now + Int64(call.timeout) * 1000
-        for member in call.members where member.phase == .ringing {
-            let key = UserKey(app: app, user: member.userId)
-            out.append(.send(.callReceived(CallReceivedEvent(call: snapshot, inviterId: command.caller.user)), to: .user(key)))
-            out.append(.setTimer(.ring(call.id, member.userId), at: deadline))
-        }
-        if let (lastUnreachable, reason) = unreachable.last, call.ringingCount == 0 {
+            .reply(
+                .started(
+                    StartCallResponse(callId: call.id, roomId: call.roomId, busyUserIds: added.busy, call: snapshot))))
+        out.append(
+            .send(
+                .callElsewhere(CallElsewhereEvent(call: snapshot, deviceId: command.device, active: true)),
+                to: .userExcept(command.caller, command.device)))
+        ring(added.ringing, in: call, inviter: command.caller.user, snapshot: snapshot, now: now, out: &out)
+        if let (lastUnreachable, reason) = added.unreachable.last, call.ringingCount == 0 {
             endCall(&call, reason: reason, by: lastUnreachable, now: now, out: &out)
         }
         store(call, now: now, out: &out)
@@ -245,15 +257,7 @@ struct CallStateMachine: Sendable {
         if !(activeCalls[command.caller]?.isEmpty ?? true) {
             return SwitchboardError(.alreadyInCall)
         }
-        if request.participantIds.isEmpty {
-            return SwitchboardError(.noParticipants)
-        }
-        if let bad = request.participantIds.first(where: { !$0.isValid }) {
-            return SwitchboardError(.invalidUserID, "participantIds: '\(bad.rawValue.prefix(40))' is not a valid userID")
-        }
-        if request.participantIds.contains(command.caller.user) {
-            return SwitchboardError(.cannotCallSelf)
-        }
+        if let error = validateInvitees(request.participantIds, inviter: command.caller.user) { return error }
         let count = Set(request.participantIds).count + 1
         if count > command.settings.maxParticipants {
             return SwitchboardError(
@@ -271,9 +275,24 @@ struct CallStateMachine: Sendable {
         if let roomId = params.roomId, !Self.isValidToken(roomId.rawValue, maxLength: RoomID.maxLength) {
             return SwitchboardError(.invalidRoomID, "roomId must be 1-\(RoomID.maxLength) visible characters")
         }
-        if let group = params.chatGroupId, !Self.isValidToken(group, maxLength: CallLimits.maxChatGroupIDLength) {
+        if let group = params.chatGroupId,
+            !Self.isValidToken(group.rawValue, maxLength: CallLimits.maxChatGroupIDLength)
+        {
             return SwitchboardError(
                 .invalidChatGroupID, "chatGroupId must be 1-\(CallLimits.maxChatGroupIDLength) visible characters")
+        }
+        return nil
+    }
+
+    private func validateInvitees(_ invitees: [UserID], inviter: UserID) -> SwitchboardError? {
+        if invitees.isEmpty {
+            return SwitchboardError(.noParticipants)
+        }
+        if let bad = invitees.first(where: { !$0.isValid }) {
+            return SwitchboardError(.invalidUserID, "participantIds: '\(bad.rawValue.prefix(40))' is not a valid userID")
+        }
+        if invitees.contains(inviter) {
+            return SwitchboardError(.cannotCallSelf)
         }
         return nil
     }
@@ -284,43 +303,221 @@ struct CallStateMachine: Sendable {
         return !bytes.isEmpty && bytes.count <= maxLength && bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
-    // MARK: - member actions
-
-    /// Finds the call and the member for a command, or the error to answer with.
-    private func lookup(_ command: CallCommand) -> Result<(Call, Int), SwitchboardError> {
-        guard let call = calls[command.callId], call.app == command.user.app else {
-            if let ended = endedCalls[command.callId], ended.app == command.user.app {
-                return .failure(
-                    SwitchboardError(ended.members.contains(command.user.user) ? .callAlreadyEnded : .notInCall))
-            }
-            return .failure(SwitchboardError(.callNotFound))
-        }
-        guard let index = call.index(of: command.user.user) else {
-            return .failure(SwitchboardError(.notInCall))
-        }
-        return .success((call, index))
+    static func deduplicated(_ ids: [UserID]) -> [UserID] {
+        var seen = Set<UserID>()
+        return ids.filter { seen.insert($0).inserted }
     }
 
-    private mutating func accept(_ command: CallCommand, now: Int64, out: inout [CallAction]) {
+    /// Adds (or re-invites) members: busy ones under the reject policy and offline ones leave at
+    /// once; the others ring.
+    private mutating func addInvitees(
+        _ invitees: [UserID], inviter: UserID, to call: inout Call, settings: AppSettings, online: Set<UserID>,
+        profiles: [UserID: UserProfile], now: Int64
+    ) -> (ringing: [UserID], busy: [UserID], unreachable: [(UserID, CallEndReason)]) {
+        var ringing: [UserID] = []
+        var busy: [UserID] = []
+        var unreachable: [(UserID, CallEndReason)] = []
+        for invitee in invitees {
+            let key = UserKey(app: call.app, user: invitee)
+            var member = Member(
+                userId: invitee, inviterId: inviter, isCaller: false, phase: .ringing,
+                cameraOn: call.mediaType == .video, profile: profiles[invitee])
+            if let index = call.index(of: invitee) {
+                // A member who left is invited again; their call time so far is kept.
+                member.connectedMs = call.members[index].connectedMs
+                member.firstConnectedAt = call.members[index].firstConnectedAt
+                member.profile = member.profile ?? call.members[index].profile
+            }
+            if settings.busyPolicy == .reject, !(activeCalls[key]?.isEmpty ?? true) {
+                member.phase = .left
+                member.leftAt = now
+                member.result = .busy
+                member.endReason = .lineBusy
+                busy.append(invitee)
+                unreachable.append((invitee, .lineBusy))
+            } else if !online.contains(invitee) {
+                member.phase = .left
+                member.leftAt = now
+                member.result = .missed
+                member.endReason = .offline
+                unreachable.append((invitee, .offline))
+            } else {
+                ringing.append(invitee)
+                activeCalls[key, default: []].insert(call.id)
+            }
+            if let index = call.index(of: invitee) {
+                call.members[index] = member
+            } else {
+                call.members.append(member)
+            }
+        }
+        return (ringing, busy, unreachable)
+    }
+
+    /// Sends the invitations and sets the ring timers.
+    private func ring(
+        _ invitees: [UserID], in call: Call, inviter: UserID, snapshot: CallInfo, now: Int64, out: inout [CallAction]
+    ) {
+        let deadline = now + Int64(call.timeout) * 1000
+        for invitee in invitees {
+            out.append(
+                .send(
+                    .callReceived(CallReceivedEvent(call: snapshot, inviterId: inviter)),
+                    to: .user(UserKey(app: call.app, user: invitee))))
+            out.append(.setTimer(.ring(call.id, invitee), at: deadline))
+        }
+    }
+
+    private mutating func invite(_ command: InviteCommand, now: Int64, out: inout [CallAction]) {
         let found: Call
         let index: Int
-        switch lookup(command) {
+        switch lookup(command.command) {
         case .failure(let error):
             out.append(.reply(.failure(error)))
             return
         case .success(let match):
             (found, index) = match
         }
-        switch found.members[index].phase {
-        case .joined:
+        guard found.type == .group else {
+            out.append(.reply(.failure(SwitchboardError(.groupCallOnly, "only group calls take more members"))))
+            return
+        }
+        guard found.members[index].phase == .joined else {
+            out.append(.reply(.failure(SwitchboardError(.invalidCallState, "join the call before inviting"))))
+            return
+        }
+        let inviter = command.command.user.user
+        if let error = validateInvitees(command.invitees, inviter: inviter) {
+            out.append(.reply(.failure(error)))
+            return
+        }
+        // Members already ringing or in the call are left as they are.
+        let fresh = Self.deduplicated(command.invitees).filter { id in
+            found.index(of: id).map { found.members[$0].phase == .left } ?? true
+        }
+        if found.activeCount + fresh.count > command.settings.maxParticipants {
+            out.append(
+                .reply(
+                    .failure(
+                        SwitchboardError(
+                            .tooManyParticipants, "at most \(command.settings.maxParticipants) members at once"))))
+            return
+        }
+        var call = found
+        let added = addInvitees(
+            fresh, inviter: inviter, to: &call, settings: command.settings, online: command.online,
+            profiles: command.profiles, now: now)
+        let snapshot = info(call)
+        out.append(.reply(.invited(InviteToCallResponse(busyUserIds: added.busy, call: snapshot))))
+        ring(added.ringing, in: call, inviter: inviter, snapshot: snapshot, now: now, out: &out)
+        let newcomers = Set(added.ringing)
+        let update = ServerEvent.callUpdated(CallUpdatedEvent(call: snapshot))
+        for member in call.members where member.phase != .left && !newcomers.contains(member.userId) {
+            out.append(.send(update, to: recipient(member, app: call.app)))
+        }
+        store(call, now: now, out: &out)
+    }
+
+    // MARK: - answering and joining
+
+    /// Finds the call and the member for a command, or the error to answer with.
+    private func lookup(_ command: CallCommand) -> Result<(Call, Int), SwitchboardError> {
+        switch findCall(command.callId, app: command.user.app, user: command.user.user) {
+        case .failure(let error):
+            return .failure(error)
+        case .success(let call):
+            guard let index = call.index(of: command.user.user) else {
+                return .failure(SwitchboardError(.notInCall))
+            }
+            return .success((call, index))
+        }
+    }
+
+    private func findCall(_ callId: CallID, app: SdkAppID, user: UserID) -> Result<Call, SwitchboardError> {
+        guard let call = calls[callId], call.app == app else {
+            if let ended = endedCalls[callId], ended.app == app {
+                return .failure(SwitchboardError(ended.members.contains(user) ? .callAlreadyEnded : .notInCall))
+            }
+            return .failure(SwitchboardError(.callNotFound))
+        }
+        return .success(call)
+    }
+
+    private mutating func accept(_ command: CallCommand, now: Int64, out: inout [CallAction]) {
+        switch lookup(command) {
+        case .failure(let error):
+            out.append(.reply(.failure(error)))
+        case .success(let (call, index)):
+            switch call.members[index].phase {
+            case .joined:
+                out.append(.reply(.failure(SwitchboardError(.alreadyAccepted))))
+            case .left:
+                out.append(.reply(.failure(SwitchboardError(.invalidCallState, "you already left this call"))))
+            case .ringing:
+                admit(command, index: index, profile: nil, now: now, out: &out)
+            }
+        }
+    }
+
+    private mutating func join(_ join: JoinCommand, now: Int64, out: inout [CallAction]) {
+        let command = join.command
+        let call: Call
+        switch findCall(command.callId, app: command.user.app, user: command.user.user) {
+        case .failure(let error):
+            // Someone outside an ended call learns nothing more than for a missing one.
+            out.append(
+                .reply(.failure(error.code == .notInCall ? SwitchboardError(.callNotFound) : error)))
+            return
+        case .success(let found):
+            call = found
+        }
+        guard call.type == .group else {
+            out.append(.reply(.failure(SwitchboardError(.groupCallOnly, "only group calls can be joined"))))
+            return
+        }
+        let existing = call.index(of: command.user.user)
+        if let existing, call.members[existing].phase == .joined {
             out.append(.reply(.failure(SwitchboardError(.alreadyAccepted))))
             return
-        case .left:
-            out.append(.reply(.failure(SwitchboardError(.invalidCallState, "you already left this call"))))
-            return
-        case .ringing:
-            break
         }
+        guard existing != nil || join.isChatGroupMember else {
+            out.append(
+                .reply(.failure(SwitchboardError(.joinNotAllowed, "you were not invited and are not in its chat group"))))
+            return
+        }
+        if existing.map({ call.members[$0].phase == .left }) ?? true,
+            call.activeCount + 1 > join.settings.maxParticipants
+        {
+            out.append(.reply(.failure(SwitchboardError(.tooManyParticipants))))
+            return
+        }
+        let inOtherCall = (activeCalls[command.user] ?? []).contains { id in
+            id != call.id && calls[id]?.index(of: command.user.user).map { calls[id]!.members[$0].phase == .joined } == true
+        }
+        if inOtherCall && join.settings.busyPolicy == .reject {
+            out.append(.reply(.failure(SwitchboardError(.alreadyInCall))))
+            return
+        }
+        var updated = call
+        let index: Int
+        if let existing {
+            index = existing
+        } else {
+            updated.members.append(
+                Member(
+                    userId: command.user.user, inviterId: nil, isCaller: false, phase: .left,
+                    cameraOn: call.mediaType == .video, profile: join.profile))
+            index = updated.members.count - 1
+        }
+        calls[call.id] = updated
+        admit(command, index: index, profile: join.profile, now: now, out: &out)
+    }
+
+    /// Puts a ringing, left or new member into the call on `command.device`: hangs up the user's
+    /// other call (call waiting), connects the call if this is its second member, and tells everyone.
+    private mutating func admit(
+        _ command: CallCommand, index: Int, profile: UserProfile?, now: Int64, out: inout [CallAction]
+    ) {
         // Call waiting: answering hangs up the call the user is in (no hold), as CallPlus does.
         var pending: [CallAction] = []
         for otherId in (activeCalls[command.user] ?? []).sorted() where otherId != command.callId {
@@ -332,19 +529,35 @@ struct CallStateMachine: Sendable {
         }
         guard var call = calls[command.callId] else { return }
         let key = command.user
-        out.append(.cancelTimer(.ring(call.id, key.user)))
+        let wasRinging = call.members[index].phase == .ringing
+        if wasRinging { out.append(.cancelTimer(.ring(call.id, key.user))) }
         call.members[index].phase = .joined
         call.members[index].device = command.device
         call.members[index].joinedAt = now
+        call.members[index].leftAt = nil
+        call.members[index].result = nil
+        call.members[index].endReason = nil
+        call.members[index].isDown = false
+        call.members[index].quality = .unknown
+        call.members[index].volume = nil
+        if let profile { call.members[index].profile = profile }
+        activeCalls[key, default: []].insert(call.id)
         let connectsNow = call.startTime == nil
         if connectsNow { call.startTime = now }
         let snapshot = info(call)
         out.append(.reply(.call(snapshot)))
         out.append(contentsOf: pending)
+        if wasRinging {
+            out.append(
+                .send(
+                    .callEnded(
+                        CallEndedEvent(
+                            callId: call.id, mediaType: call.mediaType, reason: .otherDeviceAccepted, userId: key.user)),
+                    to: .userExcept(key, command.device)))
+        }
         out.append(
             .send(
-                .callEnded(
-                    CallEndedEvent(callId: call.id, mediaType: call.mediaType, reason: .otherDeviceAccepted, userId: key.user)),
+                .callElsewhere(CallElsewhereEvent(call: snapshot, deviceId: command.device, active: true)),
                 to: .userExcept(key, command.device)))
         for member in call.members where member.phase != .left {
             let recipient = self.recipient(member, app: call.app)
@@ -418,6 +631,8 @@ struct CallStateMachine: Sendable {
         }
     }
 
+    // MARK: - in the call
+
     private mutating func updateDevice(
         _ command: CallCommand, microphoneOn: Bool?, cameraOn: Bool?, out: inout [CallAction]
     ) {
@@ -432,6 +647,8 @@ struct CallStateMachine: Sendable {
             var call = found
             if let microphoneOn { call.members[index].microphoneOn = microphoneOn }
             if let cameraOn { call.members[index].cameraOn = cameraOn }
+            let mutedNow = microphoneOn == false && call.members[index].volume.map { $0 != .mute } == true
+            if mutedNow { call.members[index].volume = .mute }
             calls[call.id] = call
             out.append(.reply(.ok))
             let member = call.members[index]
@@ -440,6 +657,148 @@ struct CallStateMachine: Sendable {
                     callId: call.id, userId: member.userId, microphoneOn: member.microphoneOn, cameraOn: member.cameraOn))
             for other in call.members where other.phase != .left && other.userId != member.userId {
                 out.append(.send(event, to: recipient(other, app: call.app)))
+            }
+            if mutedNow { broadcastStatus(of: member, in: call, out: &out) }
+        }
+    }
+
+    private mutating func statusReport(_ command: CallCommand, _ report: StatusReport, out: inout [CallAction]) {
+        switch lookup(command) {
+        case .failure(let error):
+            out.append(.reply(.failure(error)))
+        case .success(let (found, index)):
+            guard found.members[index].phase == .joined else {
+                out.append(.reply(.failure(SwitchboardError(.invalidCallState, "answer the call first"))))
+                return
+            }
+            guard (0...100).contains(report.packetLoss), report.rtt >= 0, report.bitrate >= 0,
+                (0...100).contains(report.audioLevel)
+            else {
+                out.append(
+                    .reply(
+                        .failure(
+                            SwitchboardError(
+                                .invalidParams, "packetLoss and audioLevel must be 0-100, rtt and bitrate >= 0"))))
+                return
+            }
+            var call = found
+            let member = call.members[index]
+            let quality = NetworkQuality.from(packetLoss: report.packetLoss, rtt: report.rtt)
+            let volume = VolumeLevel.from(audioLevel: report.audioLevel, microphoneOn: member.microphoneOn)
+            out.append(.reply(.ok))
+            guard quality != member.quality || volume != member.volume else { return }
+            call.members[index].quality = quality
+            call.members[index].volume = volume
+            calls[call.id] = call
+            broadcastStatus(of: call.members[index], in: call, out: &out)
+        }
+    }
+
+    /// Tells the other joined members a member's quality and volume.
+    private func broadcastStatus(of member: Member, in call: Call, out: inout [CallAction]) {
+        let event = ServerEvent.memberStatus(
+            MemberStatusEvent(
+                callId: call.id, userId: member.userId, networkQuality: member.quality,
+                volumeLevel: member.volume ?? .mute))
+        for other in call.members where other.phase == .joined && other.userId != member.userId {
+            out.append(.send(event, to: recipient(other, app: call.app)))
+        }
+    }
+
+    private mutating func changeMediaType(
+        _ command: CallCommand, _ mediaType: CallMediaType, _ transaction: TransactionID, now: Int64,
+        out: inout [CallAction]
+    ) {
+        switch lookup(command) {
+        case .failure(let error):
+            out.append(.reply(.failure(error)))
+        case .success(let (found, index)):
+            var call = found
+            let refusal: SwitchboardError? =
+                if call.type != .oneToOne {
+                    SwitchboardError(.oneToOneOnly, "media type changes are for one-to-one calls")
+                } else if call.members[index].phase != .joined || call.startTime == nil {
+                    SwitchboardError(.invalidCallState, "the call is not connected")
+                } else if call.mediaChange != nil {
+                    SwitchboardError(.mediaChangeInProgress)
+                } else if call.mediaType == mediaType {
+                    SwitchboardError(.invalidParams, "the call is already \(mediaType.rawValue)")
+                } else {
+                    nil
+                }
+            if let refusal {
+                out.append(.reply(.failure(refusal)))
+                return
+            }
+            call.mediaChange = MediaChange(id: transaction, requester: command.user.user, mediaType: mediaType)
+            calls[call.id] = call
+            out.append(.reply(.mediaChange(transaction)))
+            let event = ServerEvent.mediaTypeChangeRequested(
+                MediaTypeChangeRequestedEvent(
+                    callId: call.id, transactionId: transaction, mediaType: mediaType, userId: command.user.user))
+            for other in call.members where other.phase == .joined && other.userId != command.user.user {
+                out.append(.send(event, to: recipient(other, app: call.app)))
+            }
+            out.append(.setTimer(.mediaChange(call.id, transaction), at: now + configuration.mediaChangeTimeout))
+        }
+    }
+
+    private mutating func replyMediaType(
+        _ command: CallCommand, _ transaction: TransactionID, agree: Bool, out: inout [CallAction]
+    ) {
+        switch lookup(command) {
+        case .failure(let error):
+            out.append(.reply(.failure(error)))
+        case .success(let (call, index)):
+            guard let change = call.mediaChange, change.id == transaction else {
+                out.append(.reply(.failure(SwitchboardError(.transactionNotFound))))
+                return
+            }
+            guard change.requester != command.user.user, call.members[index].phase == .joined else {
+                out.append(.reply(.failure(SwitchboardError(.invalidCallState, "only the other member answers"))))
+                return
+            }
+            out.append(.reply(.ok))
+            finishMediaChange(call.id, result: agree ? .agreed : .declined, out: &out)
+        }
+    }
+
+    private mutating func cancelMediaType(_ command: CallCommand, _ transaction: TransactionID, out: inout [CallAction]) {
+        switch lookup(command) {
+        case .failure(let error):
+            out.append(.reply(.failure(error)))
+        case .success(let (call, _)):
+            guard let change = call.mediaChange, change.id == transaction else {
+                out.append(.reply(.failure(SwitchboardError(.transactionNotFound))))
+                return
+            }
+            guard change.requester == command.user.user else {
+                out.append(.reply(.failure(SwitchboardError(.invalidCallState, "only the requester cancels"))))
+                return
+            }
+            out.append(.reply(.ok))
+            finishMediaChange(call.id, result: .canceled, out: &out)
+        }
+    }
+
+    /// Closes the open media change: both members hear the result; an agreement changes the call.
+    private mutating func finishMediaChange(_ callId: CallID, result: MediaTypeChangeResult, out: inout [CallAction]) {
+        guard var call = calls[callId], let change = call.mediaChange else { return }
+        call.mediaChange = nil
+        out.append(.cancelTimer(.mediaChange(call.id, change.id)))
+        if result == .agreed { call.mediaType = change.mediaType }
+        calls[call.id] = call
+        let event = ServerEvent.mediaTypeChangeResult(
+            MediaTypeChangeResultEvent(
+                callId: call.id, transactionId: change.id, mediaType: change.mediaType, userId: change.requester,
+                result: result))
+        let snapshot = result == .agreed ? ServerEvent.callUpdated(CallUpdatedEvent(call: info(call))) : nil
+        for member in call.members where member.phase == .joined {
+            out.append(.send(event, to: recipient(member, app: call.app)))
+        }
+        if let snapshot {
+            for member in call.members where member.phase == .joined {
+                out.append(.send(snapshot, to: recipient(member, app: call.app)))
             }
         }
     }
@@ -457,6 +816,7 @@ struct CallStateMachine: Sendable {
             guard var call = calls[callId], let index = call.index(of: user), call.members[index].phase == .joined,
                 call.members[index].isDown
             else { return }
+            // The timer has fired: nothing left to cancel.
             call.members[index].isDown = false
             if call.members[index].isCaller && call.startTime == nil {
                 endCall(&call, reason: .endByServer, by: user, now: now, out: &out)
@@ -466,6 +826,9 @@ struct CallStateMachine: Sendable {
                     out: &out)
             }
             store(call, now: now, out: &out)
+        case .mediaChange(let callId, let transaction):
+            guard calls[callId]?.mediaChange?.id == transaction else { return }
+            finishMediaChange(callId, result: .timedOut, out: &out)
         }
     }
 
@@ -497,8 +860,10 @@ struct CallStateMachine: Sendable {
                 // The same device is back: resume the call where it was.
                 if member.isDown {
                     call.members[index].isDown = false
+                    call.members[index].quality = .unknown
                     out.append(.cancelTimer(.reconnectGrace(call.id, user.user)))
                     calls[call.id] = call
+                    broadcastStatus(of: call.members[index], in: call, out: &out)
                 }
                 let snapshot = info(call)
                 out.append(
@@ -506,7 +871,14 @@ struct CallStateMachine: Sendable {
                         call.startTime != nil
                             ? .callStarted(CallStartedEvent(call: snapshot)) : .callUpdated(CallUpdatedEvent(call: snapshot)),
                         to: .device(user, device)))
-            case .joined, .left:
+            case .joined:
+                if let bound = member.device {
+                    out.append(
+                        .send(
+                            .callElsewhere(CallElsewhereEvent(call: info(call), deviceId: bound, active: true)),
+                            to: .device(user, device)))
+                }
+            case .left:
                 break
             }
         }
@@ -518,8 +890,10 @@ struct CallStateMachine: Sendable {
             let member = call.members[index]
             guard member.phase == .joined, member.device == device, !member.isDown else { continue }
             call.members[index].isDown = true
+            call.members[index].quality = .down
             calls[call.id] = call
             out.append(.setTimer(.reconnectGrace(call.id, user.user), at: now + configuration.reconnectGrace))
+            broadcastStatus(of: call.members[index], in: call, out: &out)
         }
     }
 
@@ -541,10 +915,11 @@ struct CallStateMachine: Sendable {
     ) {
         let member = call.members[index]
         let key = UserKey(app: call.app, user: member.userId)
-        finish(&call, index, result: result, reason: reason, now: now, out: &out)
+        let elsewhere = finish(&call, index, result: result, reason: reason, now: now, out: &out)
         let event = CallEndedEvent(callId: call.id, mediaType: call.mediaType, reason: reason, userId: by)
         if let device = member.device {
             out.append(.send(.callEnded(event), to: .device(key, device)))
+            out.append(contentsOf: elsewhere)
         } else if let actingDevice {
             out.append(.send(.callEnded(event), to: .device(key, actingDevice)))
             var others = event
@@ -556,6 +931,7 @@ struct CallStateMachine: Sendable {
         if call.joinedCount < 2 && call.ringingCount == 0 {
             endCall(&call, reason: reason, by: by, now: now, out: &out)
         } else {
+            if call.mediaChange?.requester == member.userId { call.mediaChange = nil }
             let update = ServerEvent.callUpdated(CallUpdatedEvent(call: info(call)))
             for other in call.members where other.phase != .left {
                 out.append(.send(update, to: recipient(other, app: call.app)))
@@ -569,6 +945,10 @@ struct CallStateMachine: Sendable {
     ) {
         let event = ServerEvent.callEnded(
             CallEndedEvent(callId: call.id, mediaType: call.mediaType, reason: reason, userId: by))
+        if let change = call.mediaChange {
+            out.append(.cancelTimer(.mediaChange(call.id, change.id)))
+            call.mediaChange = nil
+        }
         for index in call.members.indices where call.members[index].phase != .left {
             let member = call.members[index]
             let result: CallRecordResult
@@ -577,8 +957,9 @@ struct CallStateMachine: Sendable {
             } else {
                 result = .missed
             }
-            finish(&call, index, result: result, reason: reason, now: now, out: &out)
+            let elsewhere = finish(&call, index, result: result, reason: reason, now: now, out: &out)
             out.append(.send(event, to: recipient(member, app: call.app)))
+            out.append(contentsOf: elsewhere)
         }
         call.isEnded = true
     }
@@ -595,22 +976,37 @@ struct CallStateMachine: Sendable {
         }
     }
 
-    /// Marks a member as left and stops their timers.
+    /// Marks a member as left, adds up their time in the call and stops their timers. Returns the
+    /// notice for the user's other devices that the call they saw elsewhere is over, which the
+    /// caller sends after the member's own `callEnded`.
     private mutating func finish(
         _ call: inout Call, _ index: Int, result: CallRecordResult, reason: CallEndReason, now: Int64,
         out: inout [CallAction]
-    ) {
+    ) -> [CallAction] {
         let member = call.members[index]
+        let key = UserKey(app: call.app, user: member.userId)
         if member.phase == .ringing { out.append(.cancelTimer(.ring(call.id, member.userId))) }
         if member.isDown { out.append(.cancelTimer(.reconnectGrace(call.id, member.userId))) }
+        if member.phase == .joined, let startTime = call.startTime, let joinedAt = member.joinedAt {
+            let from = max(startTime, joinedAt)
+            call.members[index].connectedMs += max(0, now - from)
+            call.members[index].firstConnectedAt = member.firstConnectedAt ?? from
+        }
+        var elsewhere: [CallAction] = []
+        if member.phase == .joined, let device = member.device {
+            elsewhere.append(
+                .send(
+                    .callElsewhere(CallElsewhereEvent(call: info(call), deviceId: device, active: false)),
+                    to: .userExcept(key, device)))
+        }
         call.members[index].phase = .left
         call.members[index].leftAt = now
         call.members[index].result = result
         call.members[index].endReason = reason
         call.members[index].isDown = false
-        let key = UserKey(app: call.app, user: member.userId)
         activeCalls[key]?.remove(call.id)
         if activeCalls[key]?.isEmpty == true { activeCalls[key] = nil }
+        return elsewhere
     }
 
     /// Saves a changed call; an ended one is forgotten (but remembered as ended) and its records written.
@@ -630,20 +1026,17 @@ struct CallStateMachine: Sendable {
     private func records(of call: Call, now: Int64) -> [RecordDraft] {
         let participantIds = call.members.map(\.userId)
         return call.members.map { member in
-            let end = member.leftAt ?? now
-            var start: Int64?
-            if member.result == .answered, let startTime = call.startTime, let joinedAt = member.joinedAt {
-                start = max(startTime, joinedAt)
-            }
+            let connected = member.firstConnectedAt != nil
             return RecordDraft(
                 owner: UserKey(app: call.app, user: member.userId),
                 record: CallRecord(
                     callId: call.id, roomId: call.roomId, callType: call.type, mediaType: call.mediaType,
                     callerId: call.callerId, inviterId: member.inviterId ?? call.callerId,
                     participantIds: participantIds, chatGroupId: call.chatGroupId,
-                    direction: member.isCaller ? .outgoing : .incoming, result: member.result ?? .unknown,
-                    startTime: start, endTime: end, duration: start.map { Int(max(0, end - $0) / 1000) } ?? 0,
-                    endReason: member.endReason ?? .unknown, syncTime: 0))
+                    direction: member.isCaller ? .outgoing : .incoming,
+                    result: connected ? .answered : member.result ?? .unknown,
+                    startTime: member.firstConnectedAt, endTime: member.leftAt ?? now,
+                    duration: Int(member.connectedMs / 1000), endReason: member.endReason ?? .unknown, syncTime: 0))
         }
     }
 

@@ -41,6 +41,8 @@ enum TimerKey: Hashable, Sendable {
     case ring(CallID, UserID)
     /// How long a member's dropped device may take to come back.
     case reconnectGrace(CallID, UserID)
+    /// How long the peer has to answer a media-type change.
+    case mediaChange(CallID, TransactionID)
 }
 
 /// A record to store for `owner`; the store assigns its `syncTime`.
@@ -52,7 +54,9 @@ struct RecordDraft: Equatable, Sendable {
 /// The answer to the request that caused an event.
 enum CallReply: Equatable, Sendable {
     case started(StartCallResponse)
+    case invited(InviteToCallResponse)
     case call(CallInfo)
+    case mediaChange(TransactionID)
     case ok
     case failure(SwitchboardError)
 }
@@ -90,13 +94,46 @@ struct StartCallCommand: Equatable, Sendable {
     var profiles: [UserID: UserProfile]
 }
 
+/// Invitations into a call in progress, with what the engine gathered about the invitees.
+struct InviteCommand: Equatable, Sendable {
+    var command: CallCommand
+    var invitees: [UserID]
+    var settings: AppSettings
+    /// Invitees that have at least one connected device.
+    var online: Set<UserID>
+    var profiles: [UserID: UserProfile]
+}
+
+/// A user joining a group call by themselves.
+struct JoinCommand: Equatable, Sendable {
+    var command: CallCommand
+    /// Whether the user is in the call's chat group (looked up by the engine).
+    var isChatGroupMember: Bool
+    var settings: AppSettings
+    var profile: UserProfile?
+}
+
+/// One status report of a member's media.
+struct StatusReport: Equatable, Sendable {
+    var packetLoss: Double
+    var rtt: Int
+    var bitrate: Int
+    var audioLevel: Int
+}
+
 /// The inputs of the call state machine.
 enum CallEvent: Equatable, Sendable {
     case start(StartCallCommand)
+    case invite(InviteCommand)
+    case join(JoinCommand)
     case accept(CallCommand)
     case reject(CallCommand)
     case hangup(CallCommand)
     case updateDevice(CallCommand, microphoneOn: Bool?, cameraOn: Bool?)
+    case changeMediaType(CallCommand, CallMediaType, TransactionID)
+    case replyMediaType(CallCommand, TransactionID, agree: Bool)
+    case cancelMediaType(CallCommand, TransactionID)
+    case statusReport(CallCommand, StatusReport)
     case timerFired(TimerKey)
     /// The admin API (or an operator) ends a call.
     case endByServer(CallID)

@@ -74,6 +74,8 @@ enum AdminAPI {
             }
         }
 
+        registerAppManagement(on: admin, node: node)
+
         admin.get("/apps/:app/online") { _, context in
             guard let app = knownApp(try context.parameters.require("app"), node) else {
                 return Self.error(SwitchboardError(.unknownApp))
@@ -83,6 +85,104 @@ enum AdminAPI {
                     userId: user, devices: devices.map { OnlineUser.Device(deviceId: $0.0, platform: $0.1) })
             }
             return encoded(OnlineUsers(users: users))
+        }
+    }
+
+    struct SettingsBody: Codable, Sendable, Equatable {
+        var busyPolicy: BusyPolicy?
+        var maxParticipants: Int?
+    }
+
+    struct GroupMembers: Codable, Sendable, Equatable {
+        var groupId: ChatGroupID?
+        var userIds: [UserID]
+    }
+
+    /// Reads a JSON body of at most 1 MiB.
+    static func body<T: Decodable>(_ type: T.Type, _ request: Request) async -> Result<T, SwitchboardError> {
+        do {
+            let buffer = try await request.body.collect(upTo: 1 << 20)
+            return .success(try SwitchboardJSON.decode(type, from: Data(buffer.readableBytesView)))
+        } catch let error as DecodingError {
+            return .failure(SwitchboardError(.invalidParams, SwitchboardJSON.describe(error)))
+        } catch {
+            return .failure(SwitchboardError(.invalidParams, "body must be JSON of at most 1 MiB"))
+        }
+    }
+
+    static func registerAppManagement(on admin: RouterGroup<BasicWebSocketRequestContext>, node: NodeContext) {
+        admin.get("/apps/:app/settings") { _, context in
+            guard let app = node.apps.app(knownApp(try context.parameters.require("app"), node) ?? 0) else {
+                return Self.error(SwitchboardError(.unknownApp))
+            }
+            return encoded(SettingsBody(busyPolicy: app.settings.busyPolicy, maxParticipants: app.settings.maxParticipants))
+        }
+
+        admin.put("/apps/:app/settings") { request, context in
+            guard var app = node.apps.app(knownApp(try context.parameters.require("app"), node) ?? 0) else {
+                return Self.error(SwitchboardError(.unknownApp))
+            }
+            switch await body(SettingsBody.self, request) {
+            case .failure(let error):
+                return Self.error(error)
+            case .success(let settings):
+                if let count = settings.maxParticipants {
+                    guard (2...CallLimits.maxChatGroupMembers).contains(count) else {
+                        return Self.error(SwitchboardError(.invalidParams, "maxParticipants must be 2-1000"))
+                    }
+                    app.settings.maxParticipants = count
+                }
+                if let policy = settings.busyPolicy { app.settings.busyPolicy = policy }
+                do {
+                    try await node.storage.saveApp(app)
+                } catch {
+                    return Self.error(SwitchboardError(.storageUnavailable))
+                }
+                node.apps.update(app)
+                return encoded(
+                    SettingsBody(busyPolicy: app.settings.busyPolicy, maxParticipants: app.settings.maxParticipants))
+            }
+        }
+
+        admin.put("/apps/:app/groups/:group/members") { request, context in
+            guard let app = knownApp(try context.parameters.require("app"), node) else {
+                return Self.error(SwitchboardError(.unknownApp))
+            }
+            let group = ChatGroupID(rawValue: try context.parameters.require("group"))
+            guard CallStateMachine.isValidToken(group.rawValue, maxLength: CallLimits.maxChatGroupIDLength) else {
+                return Self.error(SwitchboardError(.invalidChatGroupID))
+            }
+            switch await body(GroupMembers.self, request) {
+            case .failure(let error):
+                return Self.error(error)
+            case .success(let members):
+                guard members.userIds.count <= CallLimits.maxChatGroupMembers else {
+                    return Self.error(SwitchboardError(.invalidParams, "at most 1000 members per group"))
+                }
+                if let bad = members.userIds.first(where: { !$0.isValid }) {
+                    return Self.error(SwitchboardError(.invalidUserID, "'\(bad.rawValue.prefix(40))' is not a valid userID"))
+                }
+                do {
+                    try await node.storage.setChatGroupMembers(app: app, group: group, members: members.userIds)
+                    let stored = try await node.storage.chatGroupMembers(app: app, group: group)
+                    return encoded(GroupMembers(groupId: group, userIds: stored))
+                } catch {
+                    return Self.error(SwitchboardError(.storageUnavailable))
+                }
+            }
+        }
+
+        admin.get("/apps/:app/groups/:group/members") { _, context in
+            guard let app = knownApp(try context.parameters.require("app"), node) else {
+                return Self.error(SwitchboardError(.unknownApp))
+            }
+            let group = ChatGroupID(rawValue: try context.parameters.require("group"))
+            do {
+                return encoded(
+                    GroupMembers(groupId: group, userIds: try await node.storage.chatGroupMembers(app: app, group: group)))
+            } catch {
+                return Self.error(SwitchboardError(.storageUnavailable))
+            }
         }
     }
 

@@ -64,6 +64,17 @@ final class SQLiteStorage: SwitchboardStorage {
                     CREATE UNIQUE INDEX call_records_by_sync_time ON call_records (sdk_app_id, user_id, sync_time);
                     """)
         }
+        migrator.registerMigration("v2-chat-groups") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE chat_group_members (
+                        sdk_app_id INTEGER NOT NULL,
+                        group_id TEXT NOT NULL,
+                        user_id TEXT NOT NULL,
+                        PRIMARY KEY (sdk_app_id, group_id, user_id)
+                    );
+                    """)
+        }
         return migrator
     }
 
@@ -131,6 +142,39 @@ final class SQLiteStorage: SwitchboardStorage {
         }
     }
 
+    // MARK: chat groups
+
+    func setChatGroupMembers(app: SdkAppID, group: ChatGroupID, members: [UserID]) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "DELETE FROM chat_group_members WHERE sdk_app_id = ? AND group_id = ?",
+                arguments: [app.rawValue, group.rawValue])
+            for member in Set(members) {
+                try db.execute(
+                    sql: "INSERT INTO chat_group_members (sdk_app_id, group_id, user_id) VALUES (?, ?, ?)",
+                    arguments: [app.rawValue, group.rawValue, member.rawValue])
+            }
+        }
+    }
+
+    func chatGroupMembers(app: SdkAppID, group: ChatGroupID) async throws -> [UserID] {
+        try await pool.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT user_id FROM chat_group_members WHERE sdk_app_id = ? AND group_id = ? ORDER BY user_id",
+                arguments: [app.rawValue, group.rawValue]
+            ).map(UserID.init(rawValue:))
+        }
+    }
+
+    func isChatGroupMember(app: SdkAppID, group: ChatGroupID, user: UserID) async throws -> Bool {
+        try await pool.read { db in
+            try Bool.fetchOne(
+                db,
+                sql: "SELECT EXISTS (SELECT 1 FROM chat_group_members WHERE sdk_app_id = ? AND group_id = ? AND user_id = ?)",
+                arguments: [app.rawValue, group.rawValue, user.rawValue]) ?? false
+        }
+    }
+
     // MARK: records
 
     func insertRecords(_ drafts: [RecordDraft]) async throws -> [StoredRecord] {
@@ -155,7 +199,7 @@ final class SQLiteStorage: SwitchboardStorage {
                         draft.owner.app.rawValue, draft.owner.user.rawValue, record.callId.rawValue, record.endTime,
                         draft.owner.app.rawValue, draft.owner.user.rawValue, record.roomId.rawValue,
                         record.callType.rawValue, record.mediaType.rawValue, record.callerId.rawValue,
-                        record.inviterId.rawValue, participants, record.chatGroupId, record.direction.rawValue,
+                        record.inviterId.rawValue, participants, record.chatGroupId?.rawValue, record.direction.rawValue,
                         record.result.rawValue, record.startTime, record.endTime, record.duration,
                         record.endReason.rawValue,
                     ])
@@ -221,7 +265,8 @@ final class SQLiteStorage: SwitchboardStorage {
             callType: CallType(rawValue: row["call_type"]) ?? .oneToOne,
             mediaType: CallMediaType(rawValue: row["media_type"]) ?? .audio,
             callerId: UserID(rawValue: row["caller_id"]), inviterId: UserID(rawValue: row["inviter_id"]),
-            participantIds: participants.map(UserID.init(rawValue:)), chatGroupId: row["chat_group_id"],
+            participantIds: participants.map(UserID.init(rawValue:)),
+            chatGroupId: (row["chat_group_id"] as String?).map(ChatGroupID.init(rawValue:)),
             direction: CallDirection(rawValue: row["direction"]) ?? .incoming,
             result: CallRecordResult(rawValue: row["result"]) ?? .unknown, startTime: row["start_time"],
             endTime: row["end_time"], duration: row["duration"],

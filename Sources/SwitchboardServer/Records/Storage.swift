@@ -45,5 +45,13 @@ protocol CallRecordStore: Sendable {
     func deleteAllRecords(owner: UserKey) async throws -> Int
 }
 
+/// The registry of chat groups whose members may join the group's calls (set by the admin API).
+protocol ChatGroupStore: Sendable {
+    /// Replaces the members of a group; an empty list deletes it.
+    func setChatGroupMembers(app: SdkAppID, group: ChatGroupID, members: [UserID]) async throws
+    func chatGroupMembers(app: SdkAppID, group: ChatGroupID) async throws -> [UserID]
+    func isChatGroupMember(app: SdkAppID, group: ChatGroupID, user: UserID) async throws -> Bool
+}
+
 /// Everything the server keeps in its database.
-typealias SwitchboardStorage = AppStore & ProfileStore & CallRecordStore
+typealias SwitchboardStorage = AppStore & ProfileStore & CallRecordStore & ChatGroupStore

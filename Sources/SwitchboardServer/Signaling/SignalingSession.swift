@@ -136,6 +136,7 @@ final class SignalingSession {
     /// The requests that need a logged-in session.
     private static let sessionRequests: Set<RequestType> = [
         .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
+        .inviteToCall, .joinCall, .changeMediaType, .replyMediaTypeChange, .cancelMediaTypeChange, .reportStatus,
         .queryRecords, .deleteRecords, .deleteAllRecords,
     ]
 
@@ -189,6 +190,36 @@ final class SignalingSession {
                     .updateDevice(
                         command(identity, request.callId), microphoneOn: request.microphoneOn,
                         cameraOn: request.cameraOn), id: id)
+            }
+        case .inviteToCall:
+            if let request = decode(InviteToCallRequest.self, id: id, data: data) {
+                await invite(request, identity, id: id)
+            }
+        case .joinCall:
+            if let request = decode(JoinCallRequest.self, id: id, data: data) {
+                await join(request, identity, id: id)
+            }
+        case .changeMediaType:
+            if let request = decode(ChangeMediaTypeRequest.self, id: id, data: data) {
+                let transaction = TransactionID(rawValue: UUID().uuidString.lowercased())
+                await call(.changeMediaType(command(identity, request.callId), request.mediaType, transaction), id: id)
+            }
+        case .replyMediaTypeChange:
+            if let request = decode(ReplyMediaTypeChangeRequest.self, id: id, data: data) {
+                await call(
+                    .replyMediaType(command(identity, request.callId), request.transactionId, agree: request.agree),
+                    id: id)
+            }
+        case .cancelMediaTypeChange:
+            if let request = decode(CancelMediaTypeChangeRequest.self, id: id, data: data) {
+                await call(.cancelMediaType(command(identity, request.callId), request.transactionId), id: id)
+            }
+        case .reportStatus:
+            if let request = decode(StatusReportRequest.self, id: id, data: data) {
+                let report = StatusReport(
+                    packetLoss: request.packetLoss, rtt: request.rtt, bitrate: request.bitrate,
+                    audioLevel: request.audioLevel)
+                await call(.statusReport(command(identity, request.callId), report), id: id)
             }
         case .queryRecords:
             if let request = decode(QueryRecordsRequest.self, id: id, data: data) {
@@ -337,6 +368,46 @@ final class SignalingSession {
         await call(.start(command), id: id)
     }
 
+    private func invite(_ request: InviteToCallRequest, _ identity: Identity, id: RequestID) async {
+        let app = identity.user.app
+        guard let settings = node.apps.app(app)?.settings else {
+            fail(id, SwitchboardError(.unknownApp))
+            return
+        }
+        let invitees = Array(Set(request.participantIds.filter(\.isValid))).prefix(settings.maxParticipants)
+        guard let profiles = await storage(id, { try await self.node.profiles.profiles(app: app, users: Array(invitees)) })
+        else { return }
+        let online = Set(invitees.filter { node.registry.isOnline(UserKey(app: app, user: $0)) })
+        await call(
+            .invite(
+                InviteCommand(
+                    command: command(identity, request.callId), invitees: request.participantIds, settings: settings,
+                    online: online, profiles: profiles)), id: id)
+    }
+
+    private func join(_ request: JoinCallRequest, _ identity: Identity, id: RequestID) async {
+        let user = identity.user
+        guard let settings = node.apps.app(user.app)?.settings else {
+            fail(id, SwitchboardError(.unknownApp))
+            return
+        }
+        var isMember = false
+        if let group = await node.engine.chatGroup(of: request.callId, app: user.app) {
+            guard
+                let found = await storage(
+                    id, { try await self.node.storage.isChatGroupMember(app: user.app, group: group, user: user.user) })
+            else { return }
+            isMember = found
+        }
+        guard let profiles = await storage(id, { try await self.node.profiles.profiles(app: user.app, users: [user.user]) })
+        else { return }
+        await call(
+            .join(
+                JoinCommand(
+                    command: command(identity, request.callId), isChatGroupMember: isMember, settings: settings,
+                    profile: profiles[user.user])), id: id)
+    }
+
     private func call(_ event: CallEvent, id: RequestID) async {
         let connection = self.connection
         await node.engine.handle(event) { reply in
@@ -349,9 +420,14 @@ final class SignalingSession {
         switch reply {
         case .started(let response):
             text = try? SwitchboardJSON.encodeString(ResponseEnvelope(id: id, outcome: .success(response)))
+        case .invited(let response):
+            text = try? SwitchboardJSON.encodeString(ResponseEnvelope(id: id, outcome: .success(response)))
         case .call(let info):
             text = try? SwitchboardJSON.encodeString(
                 ResponseEnvelope(id: id, outcome: .success(CallSnapshotResponse(call: info))))
+        case .mediaChange(let transaction):
+            text = try? SwitchboardJSON.encodeString(
+                ResponseEnvelope(id: id, outcome: .success(ChangeMediaTypeResponse(transactionId: transaction))))
         case .ok:
             text = try? SwitchboardJSON.encodeString(ResponseEnvelope(id: id, outcome: .success(Empty())))
         case .failure(let error):
