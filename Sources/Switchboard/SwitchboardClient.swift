@@ -12,8 +12,10 @@ public struct SwitchboardConfiguration: Sendable {
     public var deviceId: DeviceID?
     /// Shown in the server's online list, e.g. `ios`.
     public var platform: String
-    /// How long a request may wait for its response.
+    /// How long a request may wait for its response (also while reconnecting).
     public var requestTimeout: Duration
+    /// How the client comes back after a drop.
+    public var reconnectPolicy: ReconnectPolicy
     /// The time source of every SDK timer; tests pass a test clock.
     public var clock: any SwitchboardClock
     public var transport: any SignalingTransport
@@ -22,6 +24,7 @@ public struct SwitchboardConfiguration: Sendable {
     public init(
         serverURL: URL = URL(string: "ws://127.0.0.1:8080/v1/ws")!, deviceId: DeviceID? = nil,
         platform: String = SwitchboardConfiguration.defaultPlatform, requestTimeout: Duration = .seconds(10),
+        reconnectPolicy: ReconnectPolicy = ReconnectPolicy(),
         clock: any SwitchboardClock = SystemClock(), transport: any SignalingTransport = WebSocketTransport(),
         logger: Logger = Logger(label: "switchboard")
     ) {
@@ -29,6 +32,7 @@ public struct SwitchboardConfiguration: Sendable {
         self.deviceId = deviceId
         self.platform = platform
         self.requestTimeout = requestTimeout
+        self.reconnectPolicy = reconnectPolicy
         self.clock = clock
         self.transport = transport
         self.logger = logger
@@ -64,16 +68,17 @@ public final class SwitchboardClient: Sendable {
         let settings = NIOLockedValueBox(configuration)
         let signaling = SignalingClient(
             transport: configuration.transport, clock: configuration.clock,
-            requestTimeout: configuration.requestTimeout, logger: configuration.logger)
+            requestTimeout: configuration.requestTimeout, policy: configuration.reconnectPolicy,
+            logger: configuration.logger)
         let deviceStore = DeviceStore()
         let callStore = CallStore(signaling: signaling, clock: configuration.clock, devices: deviceStore)
         let loginStore = LoginStore(signaling: signaling, callStore: callStore, configuration: settings)
         signaling.handlers.withLockedValue { handlers in
-            handlers.event = { event in
-                if case .sessionEnded(let ended) = event { loginStore.sessionEnded(ended.error) }
-                callStore.handle(event)
+            handlers.event = { event in callStore.handle(event) }
+            handlers.connection = { event in
+                loginStore.connectionChanged(event)
+                if case .sessionLost = event { callStore.reset() }
             }
-            handlers.disconnected = { error in loginStore.disconnected(error) }
         }
         self.settings = settings
         self.signaling = signaling

@@ -130,6 +130,19 @@ public struct CallElsewhereEvent: Codable, Equatable, Sendable {
     }
 }
 
+/// Sent to a device right after it logged in, once the server has sent it everything it missed:
+/// the ends of calls that ended while it was away, pending invitations and resumed calls.
+/// `callIds` are the calls the device is part of now and `elsewhereCallIds` the calls the user is in
+/// on other devices; a client forgets any other call it still shows.
+public struct CallsSyncedEvent: Codable, Equatable, Sendable {
+    public var callIds: [CallID]
+    public var elsewhereCallIds: [CallID]
+    public init(callIds: [CallID], elsewhereCallIds: [CallID] = []) {
+        self.callIds = callIds
+        self.elsewhereCallIds = elsewhereCallIds
+    }
+}
+
 /// The server is about to close this session (same device logged in elsewhere, server shutdown).
 public struct SessionEndedEvent: Codable, Equatable, Sendable {
     public var error: SwitchboardError
@@ -148,6 +161,7 @@ public enum ServerEvent: Equatable, Sendable {
     case mediaTypeChangeResult(MediaTypeChangeResultEvent)
     case memberStatus(MemberStatusEvent)
     case callElsewhere(CallElsewhereEvent)
+    case callsSynced(CallsSyncedEvent)
     case sessionEnded(SessionEndedEvent)
 
     /// The wire name in the frame's `event` field.
@@ -163,6 +177,7 @@ public enum ServerEvent: Equatable, Sendable {
         case .mediaTypeChangeResult: "mediaTypeChangeResult"
         case .memberStatus: "memberStatus"
         case .callElsewhere: "callElsewhere"
+        case .callsSynced: "callsSynced"
         case .sessionEnded: "sessionEnded"
         }
     }
@@ -180,7 +195,7 @@ public enum ServerEvent: Equatable, Sendable {
         case .mediaTypeChangeResult(let e): e.callId
         case .memberStatus(let e): e.callId
         case .callElsewhere(let e): e.call.callId
-        case .sessionEnded: nil
+        case .callsSynced, .sessionEnded: nil
         }
     }
 }
@@ -204,6 +219,7 @@ extension ServerEvent: Codable {
             self = .mediaTypeChangeResult(try container.decode(MediaTypeChangeResultEvent.self, forKey: .data))
         case "memberStatus": self = .memberStatus(try container.decode(MemberStatusEvent.self, forKey: .data))
         case "callElsewhere": self = .callElsewhere(try container.decode(CallElsewhereEvent.self, forKey: .data))
+        case "callsSynced": self = .callsSynced(try container.decode(CallsSyncedEvent.self, forKey: .data))
         case "sessionEnded": self = .sessionEnded(try container.decode(SessionEndedEvent.self, forKey: .data))
         default:
             throw DecodingError.dataCorruptedError(
@@ -225,6 +241,7 @@ extension ServerEvent: Codable {
         case .mediaTypeChangeResult(let e): try container.encode(e, forKey: .data)
         case .memberStatus(let e): try container.encode(e, forKey: .data)
         case .callElsewhere(let e): try container.encode(e, forKey: .data)
+        case .callsSynced(let e): try container.encode(e, forKey: .data)
         case .sessionEnded(let e): try container.encode(e, forKey: .data)
         }
     }

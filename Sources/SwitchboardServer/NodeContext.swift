@@ -15,6 +15,7 @@ final class NodeContext: Sendable {
     let registry: ConnectionRegistry
     let engine: CallEngine
     let recordWriter: RecordWriter
+    let ledger = RequestLedger()
     let clock: any SwitchboardClock
     let logger: Logger
     private let counters = NIOLockedValueBox<(connections: UInt64, shuttingDown: Bool)>((0, false))

@@ -14,6 +14,7 @@ public final class TestClock: SwitchboardClock {
         var sleepers: [UInt64: Sleeper] = [:]
         var cancelled: Set<UInt64> = []
         var nextID: UInt64 = 0
+        var countWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let state: NIOLockedValueBox<State>
@@ -35,13 +36,18 @@ public final class TestClock: SwitchboardClock {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let outcome = state.withLockedValue { state -> Result<Void, any Error>? in
-                    if state.cancelled.remove(id) != nil { return .failure(CancellationError()) }
-                    if deadline <= state.now { return .success(()) }
+                let (outcome, ready) = state.withLockedValue {
+                    state -> (Result<Void, any Error>?, [CheckedContinuation<Void, Never>]) in
+                    if state.cancelled.remove(id) != nil { return (.failure(CancellationError()), []) }
+                    if deadline <= state.now { return (.success(()), []) }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    return nil
+                    let count = state.sleepers.count
+                    let ready = state.countWaiters.filter { $0.count <= count }.map(\.continuation)
+                    state.countWaiters.removeAll { $0.count <= count }
+                    return (nil, ready)
                 }
                 if let outcome { continuation.resume(with: outcome) }
+                ready.forEach { $0.resume() }
             }
         } onCancel: {
             let sleeper = state.withLockedValue { state -> Sleeper? in
@@ -52,6 +58,19 @@ public final class TestClock: SwitchboardClock {
                 return sleeper
             }
             sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Returns once at least `count` tasks are sleeping on this clock: a deterministic way to know
+    /// that a timer has been armed (and its deadline fixed) before moving time.
+    public func waitForSleepers(atLeast count: Int) async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLockedValue { state -> Bool in
+                if state.sleepers.count >= count { return true }
+                state.countWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
         }
     }
 

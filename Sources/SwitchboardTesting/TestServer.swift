@@ -59,17 +59,31 @@ public final class TestServer: Sendable {
     }
 
     /// An SDK client for this server on the test clock, logged in as `user` unless `login` is false.
-    public func client(_ user: String, deviceId: String? = nil, login: Bool = true) async throws -> SwitchboardClient {
+    ///
+    /// - Parameters:
+    ///   - url: connect here instead (a ``TCPProxy`` in front of the server).
+    ///   - reconnectPolicy: by default without jitter: the first retry 1 s after a drop, at most 8 s apart.
+    public func client(
+        _ user: String, deviceId: String? = nil, login: Bool = true, url: URL? = nil,
+        userSigExpire: Int64 = 86_400,
+        reconnectPolicy: ReconnectPolicy = ReconnectPolicy(initialDelay: .seconds(1), maxDelay: .seconds(8), jitter: 0)
+    ) async throws -> SwitchboardClient {
         var logger = Logger(label: "switchboard.test-client.\(user)")
-        logger.logLevel = .critical
+        logger.logLevel = ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
         let client = SwitchboardClient(
             configuration: SwitchboardConfiguration(
-                serverURL: url, deviceId: deviceId.map(DeviceID.init(rawValue:)), platform: "test", clock: clock,
-                logger: logger))
+                serverURL: url ?? self.url, deviceId: deviceId.map(DeviceID.init(rawValue:)), platform: "test",
+                reconnectPolicy: reconnectPolicy, clock: clock, logger: logger))
         if login {
-            try await client.loginStore.login(sdkAppID: app.sdkAppID, userID: user, userSig: userSig(user))
+            try await client.loginStore.login(
+                sdkAppID: app.sdkAppID, userID: user, userSig: userSig(user, expire: userSigExpire))
         }
         return client
+    }
+
+    /// The WebSocket URL through a proxy.
+    public func url(via proxy: TCPProxy) -> URL {
+        URL(string: "ws://127.0.0.1:\(proxy.port)/v1/ws")!
     }
 
     /// Gracefully stops the server and deletes its files.

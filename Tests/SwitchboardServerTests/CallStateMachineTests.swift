@@ -419,6 +419,7 @@ struct CallStateMachineTests {
                 "cancel reconnectGrace(c1,bob)",
                 "alice@a1 ← memberStatus(bob unknown mute)",
                 "bob@b1 ← callStarted",
+                "bob@b1 ← callsSynced([c1] elsewhere [])",
             ]),
         Row(
             name: "the grace period running out ends the member's part",
@@ -446,14 +447,55 @@ struct CallStateMachineTests {
             name: "a device logging in while the call rings gets the invitation",
             setup: [start()],
             step: online("bob", "b3"),
-            expected: ["bob@b3 ← callReceived(from alice)"]),
+            expected: [
+                "bob@b3 ← callReceived(from alice)",
+                "bob@b3 ← callsSynced([c1] elsewhere [])",
+            ]),
         Row(
             name: "another device of a member in a connected call learns the call is elsewhere",
             setup: [start(), accept("bob", "b1")],
             step: online("bob", "b2"),
             expected: [
                 "bob@b2 ← callElsewhere(on b1 active)",
+                "bob@b2 ← callsSynced([] elsewhere [c1])",
             ]),
+        Row(
+            name: "a device that comes back after its call ended hears how it ended",
+            setup: [start(), accept("bob", "b1"), offline("bob", "b1"), graceTimeout("bob")],
+            step: online("bob", "b1"),
+            expected: [
+                "bob@b1 ← callEnded(endByServer by bob)",
+                "bob@b1 ← callsSynced([] elsewhere [])",
+            ]),
+        Row(
+            name: "a device that missed a canceled invitation hears it was canceled",
+            setup: [start(), hangup("alice", "a1")],
+            step: online("bob", "b5"),
+            expected: [
+                "bob@b5 ← callEnded(canceled by alice)",
+                "bob@b5 ← callsSynced([] elsewhere [])",
+            ]),
+        Row(
+            name: "another device hears that the call was answered elsewhere",
+            setup: [start(), accept("bob", "b1"), hangup("alice", "a1")],
+            step: online("bob", "b5"),
+            expected: [
+                "bob@b5 ← callEnded(otherDeviceAccepted by bob)",
+                "bob@b5 ← callsSynced([] elsewhere [])",
+            ]),
+        Row(
+            name: "another device hears that the call was rejected elsewhere",
+            setup: [start(), reject("bob", "b1")],
+            step: online("bob", "b5"),
+            expected: [
+                "bob@b5 ← callEnded(otherDeviceReject by bob)",
+                "bob@b5 ← callsSynced([] elsewhere [])",
+            ]),
+        Row(
+            name: "ended calls are forgotten after ten minutes",
+            setup: [start(), hangup("alice", "a1"), .wait(10 * 60_000)],
+            step: online("bob", "b5"),
+            expected: ["bob@b5 ← callsSynced([] elsewhere [])"]),
         Row(
             name: "logout hangs up the device's connected calls",
             setup: [start(), accept("bob", "b1")],
@@ -944,6 +986,7 @@ struct CallStateMachineTests {
                 "alice@a1 ← memberStatus(bob unknown peak)",
                 "carol@k1 ← memberStatus(bob unknown peak)",
                 "bob@b1 ← callStarted",
+                "bob@b1 ← callsSynced([c1] elsewhere [])",
             ]),
         Row(
             name: "values out of range are refused",
@@ -1044,6 +1087,8 @@ struct CallStateMachineTests {
         case .mediaTypeChangeResult(let e): "mediaTypeChangeResult(\(e.mediaType.rawValue) \(e.result.rawValue))"
         case .memberStatus(let e): "memberStatus(\(e.userId) \(e.networkQuality.rawValue) \(e.volumeLevel.rawValue))"
         case .callElsewhere(let e): "callElsewhere(on \(e.deviceId) \(e.active ? "active" : "ended"))"
+        case .callsSynced(let e):
+            "callsSynced([\(e.callIds.map(\.rawValue).joined(separator: ","))] elsewhere [\(e.elsewhereCallIds.map(\.rawValue).joined(separator: ","))])"
         case .sessionEnded: "sessionEnded"
         }
     }

@@ -3,20 +3,77 @@ import Logging
 import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
+/// How the SDK comes back after the network drops.
+public struct ReconnectPolicy: Sendable {
+    /// The wait before the first attempt.
+    public var initialDelay: Duration
+    /// The longest wait between attempts.
+    public var maxDelay: Duration
+    /// Each failed attempt multiplies the wait by this.
+    public var multiplier: Double
+    /// Each wait is shortened by a random fraction up to this (0…1), so that many clients
+    /// dropped together do not come back together.
+    public var jitter: Double
+
+    public init(
+        initialDelay: Duration = .milliseconds(500), maxDelay: Duration = .seconds(30), multiplier: Double = 2,
+        jitter: Double = 0.5
+    ) {
+        self.initialDelay = initialDelay
+        self.maxDelay = maxDelay
+        self.multiplier = multiplier
+        self.jitter = jitter
+    }
+
+    /// The wait before attempt `attempt` (0-based), given a random number in 0..<1.
+    public func delay(attempt: Int, random: Double) -> Duration {
+        let base = Double(initialDelay.milliseconds) * pow(multiplier, Double(attempt))
+        let capped = min(base, Double(maxDelay.milliseconds))
+        return .milliseconds(Int64(capped * (1 - jitter * random)))
+    }
+}
+
 /// The SDK's connection to the server: sends requests and matches their responses, delivers
-/// events, keeps the heartbeat and measures the clock offset.
+/// events, keeps the heartbeat, measures the clock offset, and reconnects by itself.
 ///
 /// Responses and events are handled in the order they arrive, in this actor: a response's
 /// `onResponse` state update runs before any event that followed it on the wire, so the stores
 /// never see an event for a call before the answer that created it.
+///
+/// After a drop it reconnects with backoff and logs in again with the same device id; the server
+/// resumes the device's calls. Requests made meanwhile wait, and requests whose answer was lost are
+/// sent again with the same id, which the server answers without applying them twice.
 actor SignalingClient {
+    enum ConnectionEvent: Sendable {
+        /// The connection dropped; the client is reconnecting.
+        case reconnecting(SwitchboardError)
+        /// A reconnect attempt failed; the next one is scheduled.
+        case reconnectAttemptFailed(attempt: Int, SwitchboardError)
+        /// A heartbeat went unanswered; one more and the connection counts as lost.
+        case heartbeatMissed
+        /// The server answered again after a missed heartbeat.
+        case heartbeatAnswered
+        /// Logged in again after a drop.
+        case reconnected(LoginResponse)
+        /// The session is over and will not come back by itself (refused login, replaced device).
+        case sessionLost(SwitchboardError)
+    }
+
     struct Handlers: Sendable {
         var event: @Sendable (ServerEvent) -> Void = { _ in }
-        /// The connection dropped (not after a logout).
-        var disconnected: @Sendable (SwitchboardError) -> Void = { _ in }
+        var connection: @Sendable (ConnectionEvent) -> Void = { _ in }
+    }
+
+    private enum Status {
+        case idle
+        case connected
+        case reconnecting
     }
 
     private struct Pending {
+        let text: String
+        /// Sent again after a reconnect (state-changing requests); pings and logins are not.
+        let resendable: Bool
         let complete: (Data) -> Void
         let fail: (SwitchboardError) -> Void
         let timeout: Task<Void, Never>
@@ -25,75 +82,86 @@ actor SignalingClient {
     private let transport: any SignalingTransport
     private let clock: any SwitchboardClock
     private let requestTimeout: Duration
+    private let policy: ReconnectPolicy
     private let logger: Logger
     /// Set once by the client that owns this actor, before anything connects.
     nonisolated let handlers = NIOLockedValueBox(Handlers())
+    private var status = Status.idle
     private var connection: (any SignalingConnection)?
     private var connectionGeneration = 0
     private var pending: [RequestID: Pending] = [:]
+    private var order: [RequestID] = []
+    /// Request ids are unique per device across reconnects and app launches: a random session
+    /// prefix and a counter.
+    private let sessionPrefix = String(UInt32.random(in: .min ... .max), radix: 36)
     private var nextRequest: UInt64 = 0
+    private var url: URL?
+    private var loginRequest: LoginRequest?
     private var heartbeat: Task<Void, Never>?
+    private var heartbeatInterval: Duration = .seconds(10)
+    /// When the next heartbeat tick is due; fixed before each ping goes out.
+    private var nextTick: Int64 = 0
+    private var heardSinceTick = true
+    private var silentTicks = 0
+    private var reconnectTask: Task<Void, Never>?
     /// Server time minus local time, in ms.
     private(set) var clockOffset: Int64 = 0
 
-    init(transport: any SignalingTransport, clock: any SwitchboardClock, requestTimeout: Duration, logger: Logger) {
+    init(
+        transport: any SignalingTransport, clock: any SwitchboardClock, requestTimeout: Duration,
+        policy: ReconnectPolicy, logger: Logger
+    ) {
         self.transport = transport
         self.clock = clock
         self.requestTimeout = requestTimeout
+        self.policy = policy
         self.logger = logger
     }
 
-    var isConnected: Bool { connection != nil }
+    var isConnected: Bool { status == .connected }
 
-    /// Opens a new connection, closing any previous one.
-    func connect(to url: URL) async throws {
-        disconnect(error: SwitchboardError(.connectionLost), notify: false)
-        let opened = try await transport.connect(to: url)
-        connectionGeneration += 1
-        let generation = connectionGeneration
-        connection = opened
-        Task { [weak self] in
-            for await text in opened.incoming {
-                await self?.received(text, generation: generation)
-            }
-            await self?.closed(generation: generation)
+    /// Opens a connection and logs in; from then on the client keeps the session up by itself.
+    func login(to url: URL, _ request: LoginRequest) async throws -> LoginResponse {
+        stop(error: SwitchboardError(.notConnected))
+        try await open(url)
+        do {
+            let response = try await loginOnOpenConnection(request)
+            self.url = url
+            self.loginRequest = request
+            return response
+        } catch {
+            stop(error: SwitchboardError(.notConnected))
+            throw error
         }
     }
 
-    /// Logs in on the open connection and starts the heartbeat.
-    func login(_ request: LoginRequest) async throws -> LoginResponse {
-        let sent = clock.now()
-        let response = try await send(request)
-        let received = clock.now()
-        clockOffset = response.serverTime - (sent + received) / 2
-        startHeartbeat(every: .seconds(max(1, response.heartbeatInterval)))
-        return response
-    }
-
-    /// Closes the connection without reporting a drop (a logout, or a failed login).
+    /// Ends the session: no reconnect, pending requests fail, the connection closes.
     func close() {
-        disconnect(error: SwitchboardError(.notConnected), notify: false)
+        stop(error: SwitchboardError(.notConnected))
     }
 
-    /// Sends a request and waits for its response.
+    /// Sends a request and waits for its response. While reconnecting the request waits for the
+    /// connection; it fails only when its timeout runs out or the session is lost.
     ///
     /// - Parameter onResponse: runs with a successful result in arrival order, before any later
     ///   event is delivered.
     func send<R: SignalingRequest>(
         _ request: R, onResponse: (@Sendable (R.Response) -> Void)? = nil
     ) async throws -> R.Response {
-        guard let connection else { throw SwitchboardError(.notConnected) }
+        guard status != .idle else { throw SwitchboardError(.notConnected) }
         nextRequest += 1
-        let id = RequestID(rawValue: String(nextRequest))
+        let id = RequestID(rawValue: "\(sessionPrefix).\(nextRequest)")
         let text = try SwitchboardJSON.encodeString(RequestEnvelope(id: id, data: request))
         let deadline = clock.now() + requestTimeout.milliseconds
         let clock = self.clock
+        let resendable = !(request is PingRequest || request is LoginRequest)
         return try await withCheckedThrowingContinuation { continuation in
             let timeout = Task { [weak self] in
                 guard (try? await clock.sleep(until: deadline)) != nil else { return }
                 await self?.timedOut(id)
             }
             pending[id] = Pending(
+                text: text, resendable: resendable,
                 complete: { data in
                     do {
                         switch try SwitchboardJSON.decode(ResponseEnvelope<R.Response>.self, from: data).outcome {
@@ -109,7 +177,80 @@ actor SignalingClient {
                 },
                 fail: { continuation.resume(throwing: $0) },
                 timeout: timeout)
-            connection.send(text)
+            order.append(id)
+            if status == .connected { connection?.send(text) }
+        }
+    }
+
+    // MARK: - connection
+
+    /// Opens a connection, giving up after the request timeout: a server that closes the socket
+    /// before answering the upgrade can otherwise leave the attempt hanging.
+    private func connectBounded(_ url: URL) async throws -> any SignalingConnection {
+        let transport = self.transport
+        let clock = self.clock
+        let deadline = clock.now() + requestTimeout.milliseconds
+        let outcome = OneShotValue<any SignalingConnection>()
+        let attempt = Task {
+            do {
+                let connection = try await transport.connect(to: url)
+                // Connected after the timeout gave up on it: nobody will use this one.
+                if !outcome.succeed(connection) { connection.close() }
+            } catch {
+                outcome.fail(error)
+            }
+        }
+        let timer = Task {
+            guard (try? await clock.sleep(until: deadline)) != nil else { return }
+            outcome.fail(SwitchboardError(.connectionFailed, "no answer from \(url.absoluteString) in time"))
+            attempt.cancel()
+        }
+        defer { timer.cancel() }
+        return try await outcome.wait()
+    }
+
+    private func open(_ url: URL) async throws {
+        let opened = try await connectBounded(url)
+        connectionGeneration += 1
+        let generation = connectionGeneration
+        connection = opened
+        status = .connected
+        heardSinceTick = true
+        silentTicks = 0
+        Task { [weak self] in
+            for await text in opened.incoming {
+                await self?.received(text, generation: generation)
+            }
+            await self?.closed(generation: generation)
+        }
+    }
+
+    private func loginOnOpenConnection(_ request: LoginRequest) async throws -> LoginResponse {
+        let sent = clock.now()
+        let response = try await send(request)
+        let received = clock.now()
+        clockOffset = response.serverTime - (sent + received) / 2
+        startHeartbeat(every: .seconds(max(1, response.heartbeatInterval)))
+        return response
+    }
+
+    /// Drops everything: used by logout, failed logins and lost sessions.
+    private func stop(error: SwitchboardError) {
+        reconnectTask?.cancel()
+        reconnectTask = nil
+        heartbeat?.cancel()
+        heartbeat = nil
+        connection?.close()
+        connection = nil
+        connectionGeneration += 1
+        status = .idle
+        loginRequest = nil
+        let failed = order.compactMap { pending[$0] }
+        pending = [:]
+        order = []
+        for request in failed {
+            request.timeout.cancel()
+            request.fail(error)
         }
     }
 
@@ -117,69 +258,230 @@ actor SignalingClient {
 
     private func received(_ text: String, generation: Int) {
         guard generation == connectionGeneration else { return }
+        heardSinceTick = true
         let data = Data(text.utf8)
         guard let header = try? SwitchboardJSON.decode(ServerFrameHeader.self, from: data) else {
             logger.warning("unreadable frame from server")
             return
         }
         if header.event != nil {
+            let event: ServerEvent
             do {
-                let event = try SwitchboardJSON.decode(ServerEvent.self, from: data)
-                handlers.withLockedValue { $0 }.event(event)
+                event = try SwitchboardJSON.decode(ServerEvent.self, from: data)
             } catch {
                 // A newer server may send events this SDK does not know; they are skipped.
                 logger.debug("skipped event", metadata: ["event": "\(header.event ?? "")", "error": "\(error)"])
+                return
             }
+            if case .sessionEnded(let ended) = event, ended.error.code == .sessionReplaced {
+                // Another connection of this device took over: coming back would fight it.
+                handlers.withLockedValue { $0 }.event(event)
+                stop(error: ended.error)
+                handlers.withLockedValue { $0 }.connection(.sessionLost(ended.error))
+                return
+            }
+            handlers.withLockedValue { $0 }.event(event)
         } else if let id = header.id, let request = pending.removeValue(forKey: id) {
+            order.removeAll { $0 == id }
             request.timeout.cancel()
             request.complete(data)
         } else {
-            logger.warning("response to an unknown request", metadata: ["id": "\(header.id?.rawValue ?? "null")"])
+            logger.debug("response to an unknown request", metadata: ["id": "\(header.id?.rawValue ?? "null")"])
         }
     }
 
     private func closed(generation: Int) {
-        guard generation == connectionGeneration, connection != nil else { return }
-        disconnect(error: SwitchboardError(.connectionLost), notify: true)
+        guard generation == connectionGeneration else { return }
+        connectionLost(SwitchboardError(.connectionLost))
     }
 
-    private func timedOut(_ id: RequestID) {
-        pending.removeValue(forKey: id)?.fail(SwitchboardError(.requestTimedOut))
-    }
-
-    private func disconnect(error: SwitchboardError, notify: Bool) {
+    private func connectionLost(_ error: SwitchboardError) {
         heartbeat?.cancel()
         heartbeat = nil
         connection?.close()
         connection = nil
         connectionGeneration += 1
-        let failed = pending
-        pending = [:]
-        for request in failed.values {
-            request.timeout.cancel()
-            request.fail(error)
+        guard let url, let loginRequest else {
+            stop(error: error)
+            return
         }
-        if notify { handlers.withLockedValue { $0 }.disconnected(error) }
+        status = .reconnecting
+        // Pings and logins answer a connection that is gone; state-changing requests are sent again.
+        for id in order where pending[id]?.resendable == false {
+            let request = pending.removeValue(forKey: id)
+            request?.timeout.cancel()
+            request?.fail(error)
+        }
+        order.removeAll { pending[$0] == nil }
+        reconnectTask?.cancel()
+        // Each deadline is fixed before anyone hears about the attempt, so a test that moves its
+        // clock right after seeing `reconnecting` (or a failed attempt) never races the timer.
+        var deadline = clock.now() + policy.delay(attempt: 0, random: Double.random(in: 0..<1)).milliseconds
+        handlers.withLockedValue { $0 }.connection(.reconnecting(error))
+        logger.info("connection lost, reconnecting", metadata: ["error": "\(error.code.name)"])
+        let clock = self.clock
+        let policy = self.policy
+        reconnectTask = Task { [weak self] in
+            var attempt = 0
+            while !Task.isCancelled {
+                guard (try? await clock.sleep(until: deadline)) != nil, let self else { return }
+                if await self.reconnect(url: url, login: loginRequest) { return }
+                attempt += 1
+                deadline = clock.now() + policy.delay(attempt: attempt, random: Double.random(in: 0..<1)).milliseconds
+                await self.attemptFailed(attempt)
+            }
+        }
+    }
+
+    private func attemptFailed(_ attempt: Int) {
+        guard status == .reconnecting else { return }
+        handlers.withLockedValue { $0 }.connection(
+            .reconnectAttemptFailed(attempt: attempt, SwitchboardError(.connectionFailed)))
+    }
+
+    /// One reconnect attempt; true when it is over (logged in again, or given up for good).
+    private func reconnect(url: URL, login: LoginRequest) async -> Bool {
+        guard status == .reconnecting else { return true }
+        let opened: any SignalingConnection
+        do {
+            opened = try await connectBounded(url)
+        } catch {
+            return false
+        }
+        guard status == .reconnecting else {
+            opened.close()
+            return true
+        }
+        connectionGeneration += 1
+        let generation = connectionGeneration
+        connection = opened
+        Task { [weak self] in
+            for await text in opened.incoming {
+                await self?.received(text, generation: generation)
+            }
+            await self?.closed(generation: generation)
+        }
+        // Log in on the new connection directly; queued requests wait until it succeeds.
+        let response: LoginResponse
+        do {
+            response = try await loginOnReconnectingConnection(opened, login)
+        } catch let error as SwitchboardError where Self.isFinal(error) {
+            logger.warning("reconnect refused", metadata: ["error": "\(error.code.name)"])
+            stop(error: error)
+            handlers.withLockedValue { $0 }.connection(.sessionLost(error))
+            return true
+        } catch {
+            if generation == connectionGeneration {
+                connection?.close()
+                connection = nil
+                connectionGeneration += 1
+            }
+            return false
+        }
+        guard generation == connectionGeneration else { return false }
+        status = .connected
+        heardSinceTick = true
+        silentTicks = 0
+        startHeartbeat(every: .seconds(max(1, response.heartbeatInterval)))
+        for id in order {
+            if let text = pending[id]?.text { opened.send(text) }
+        }
+        reconnectTask = nil
+        logger.info("reconnected")
+        handlers.withLockedValue { $0 }.connection(.reconnected(response))
+        return true
+    }
+
+    private func loginOnReconnectingConnection(
+        _ opened: any SignalingConnection, _ request: LoginRequest
+    ) async throws -> LoginResponse {
+        nextRequest += 1
+        let id = RequestID(rawValue: "\(sessionPrefix).\(nextRequest)")
+        let text = try SwitchboardJSON.encodeString(RequestEnvelope(id: id, data: request))
+        let sent = clock.now()
+        let deadline = sent + requestTimeout.milliseconds
+        let clock = self.clock
+        let response: LoginResponse = try await withCheckedThrowingContinuation { continuation in
+            let timeout = Task { [weak self] in
+                guard (try? await clock.sleep(until: deadline)) != nil else { return }
+                await self?.timedOut(id)
+            }
+            pending[id] = Pending(
+                text: text, resendable: false,
+                complete: { data in
+                    do {
+                        continuation.resume(
+                            with: try SwitchboardJSON.decode(ResponseEnvelope<LoginResponse>.self, from: data).outcome)
+                    } catch {
+                        continuation.resume(throwing: SwitchboardError(.invalidResponse))
+                    }
+                },
+                fail: { continuation.resume(throwing: $0) },
+                timeout: timeout)
+            // In the order list so that a drop during this login fails it like any ping.
+            order.append(id)
+            opened.send(text)
+        }
+        clockOffset = response.serverTime - (sent + clock.now()) / 2
+        return response
+    }
+
+    /// Errors after which trying again cannot help: the app must log in anew.
+    static func isFinal(_ error: SwitchboardError) -> Bool {
+        (2000..<3000).contains(error.code.rawValue) || error.code == .unsupportedProtocolVersion
+    }
+
+    private func timedOut(_ id: RequestID) {
+        guard let request = pending.removeValue(forKey: id) else { return }
+        order.removeAll { $0 == id }
+        request.fail(SwitchboardError(.requestTimedOut))
     }
 
     // MARK: - heartbeat
 
+    /// Pings every interval; two ticks in a row without a single frame from the server mean the
+    /// connection is dead even if the socket looks open. Counting ticks rather than elapsed time,
+    /// and scheduling each tick from the one before, keeps a test clock that jumps far ahead from
+    /// declaring a healthy connection dead.
     private func startHeartbeat(every interval: Duration) {
         heartbeat?.cancel()
+        heartbeatInterval = interval
+        nextTick = clock.now() + interval.milliseconds
         let clock = self.clock
         heartbeat = Task { [weak self] in
             while !Task.isCancelled {
-                guard (try? await clock.sleep(for: interval)) != nil else { return }
-                await self?.ping()
+                guard let deadline = await self?.nextTick, (try? await clock.sleep(until: deadline)) != nil,
+                    let self
+                else { return }
+                await self.tick()
             }
         }
+    }
+
+    private func tick() {
+        guard status == .connected else { return }
+        nextTick = clock.now() + heartbeatInterval.milliseconds
+        let wasSilent = silentTicks > 0
+        silentTicks = heardSinceTick ? 0 : silentTicks + 1
+        heardSinceTick = false
+        if silentTicks >= 2 {
+            logger.info("no answer to two heartbeats")
+            connectionLost(SwitchboardError(.connectionLost, "the server stopped answering"))
+            return
+        }
+        if silentTicks == 1 {
+            handlers.withLockedValue { $0 }.connection(.heartbeatMissed)
+        } else if wasSilent {
+            handlers.withLockedValue { $0 }.connection(.heartbeatAnswered)
+        }
+        // The ping is not awaited: a lost answer must not hold up the next tick.
+        Task { [weak self] in await self?.ping() }
     }
 
     private func ping() async {
         let sent = clock.now()
         guard let response = try? await send(PingRequest()) else { return }
-        let received = clock.now()
         // The midpoint of the round trip: accurate to half the RTT, plenty for a call timer.
-        clockOffset = response.serverTime - (sent + received) / 2
+        clockOffset = response.serverTime - (sent + clock.now()) / 2
     }
 }

@@ -34,7 +34,7 @@ public struct WebSocketTransport: SignalingTransport {
     public func connect(to url: URL) async throws -> any SignalingConnection {
         let (incoming, incomingContinuation) = AsyncStream<String>.makeStream()
         let (outgoing, outgoingContinuation) = AsyncStream<Outgoing>.makeStream()
-        let opened = OneShot()
+        let opened = OneShotValue<Void>()
         let logger = self.logger
         let task = Task {
             do {
@@ -43,7 +43,7 @@ public struct WebSocketTransport: SignalingTransport {
                     configuration: WebSocketClientConfiguration(maxFrameSize: 1 << 20),
                     logger: logger
                 ) { inbound, outbound, _ in
-                    opened.succeed()
+                    opened.succeed(())
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
                             for await item in outgoing {
@@ -69,7 +69,11 @@ public struct WebSocketTransport: SignalingTransport {
             incomingContinuation.finish()
         }
         do {
-            try await opened.wait()
+            try await withTaskCancellationHandler {
+                try await opened.wait()
+            } onCancel: {
+                opened.fail(CancellationError())
+            }
         } catch {
             task.cancel()
             throw SwitchboardError(.connectionFailed, "could not connect to \(url.absoluteString): \(error)")
@@ -96,27 +100,32 @@ public struct WebSocketTransport: SignalingTransport {
     }
 }
 
-/// A value that is set once, awaited by one waiter.
-final class OneShot: Sendable {
-    private let state = NIOLockedValueBox<(result: Result<Void, any Error>?, waiter: CheckedContinuation<Void, any Error>?)>(
+/// A value delivered once, awaited by one waiter; later deliveries are refused.
+final class OneShotValue<Value: Sendable>: Sendable {
+    private let state = NIOLockedValueBox<(result: Result<Value, any Error>?, waiter: CheckedContinuation<Value, any Error>?)>(
         (nil, nil))
 
-    func succeed() { complete(.success(())) }
-    func fail(_ error: any Error) { complete(.failure(error)) }
+    /// Delivers the value; false when a result was already delivered.
+    @discardableResult
+    func succeed(_ value: Value) -> Bool { complete(.success(value)) }
 
-    private func complete(_ result: Result<Void, any Error>) {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
-            guard state.result == nil else { return nil }
+    @discardableResult
+    func fail(_ error: any Error) -> Bool { complete(.failure(error)) }
+
+    private func complete(_ result: Result<Value, any Error>) -> Bool {
+        let (accepted, waiter) = state.withLockedValue { state -> (Bool, CheckedContinuation<Value, any Error>?) in
+            guard state.result == nil else { return (false, nil) }
             state.result = result
             defer { state.waiter = nil }
-            return state.waiter
+            return (true, state.waiter)
         }
         waiter?.resume(with: result)
+        return accepted
     }
 
-    func wait() async throws {
+    func wait() async throws -> Value {
         try await withCheckedThrowingContinuation { continuation in
-            let result = state.withLockedValue { state -> Result<Void, any Error>? in
+            let result = state.withLockedValue { state -> Result<Value, any Error>? in
                 if let result = state.result { return result }
                 state.waiter = continuation
                 return nil

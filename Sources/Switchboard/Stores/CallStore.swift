@@ -278,10 +278,23 @@ public final class CallStore: Sendable {
             }
         case .callEnded(let e):
             apply { state in
-                state.calls[e.callId] = nil
-                state.arrival.removeAll { $0 == e.callId }
-                if state.mediaTypeChange?.callId == e.callId { state.mediaTypeChange = nil }
+                // Ends of calls this device never knew (replayed after a login) are not news.
+                guard state.forget(e.callId) else { return [] }
                 return [.onCallEnded(callId: e.callId, mediaType: e.mediaType, reason: e.reason, userId: e.userId)]
+            }
+        case .callsSynced(let e):
+            apply { state in
+                // After a login everything missed has been replayed: a call still shown but not
+                // listed ended longer ago than the server remembers.
+                let current = Set(e.callIds)
+                let stale = state.arrival.filter { !current.contains($0) }
+                let events = stale.compactMap { id -> CallStoreEvent? in
+                    guard let mediaType = state.calls[id]?.info.mediaType, state.forget(id) else { return nil }
+                    return .onCallEnded(callId: id, mediaType: mediaType, reason: .endByServer, userId: nil)
+                }
+                let elsewhere = Set(e.elsewhereCallIds)
+                state.callsOnOtherDevices.removeAll { !elsewhere.contains($0.callId) }
+                return events
             }
         case .callRecord(let e):
             broadcaster.publish(.onCallRecord(e.record))
@@ -435,6 +448,14 @@ public final class CallStore: Sendable {
 }
 
 extension CallStore.State {
+    /// Stops tracking a call; false when it was not tracked.
+    mutating func forget(_ callId: CallID) -> Bool {
+        guard calls.removeValue(forKey: callId) != nil else { return false }
+        arrival.removeAll { $0 == callId }
+        if mediaTypeChange?.callId == callId { mediaTypeChange = nil }
+        return true
+    }
+
     mutating func track(_ call: Tracked) {
         if calls[call.info.callId] == nil { arrival.append(call.info.callId) }
         var call = call

@@ -9,8 +9,9 @@ public final class LoginStore: Sendable {
         case loggedOut
         case loggingIn
         case loggedIn
-        /// The connection dropped; calls in progress are kept by the server for the grace period.
-        case disconnected
+        /// The connection dropped and the SDK is reconnecting; the server keeps this device's calls
+        /// for its reconnect grace period, and requests made meanwhile wait.
+        case reconnecting
     }
 
     public struct State: Equatable, Sendable {
@@ -21,6 +22,11 @@ public final class LoginStore: Sendable {
         public var selfInfo: UserProfile?
         /// Why the last session ended, when the server or the network ended it.
         public var lastError: SwitchboardError?
+        /// Failed reconnect attempts since the connection dropped.
+        public var reconnectAttempts = 0
+        /// The last heartbeat went unanswered: the connection may be stalled (a second one in a row
+        /// counts as a drop).
+        public var isConnectionStalled = false
     }
 
     /// The store of the shared client.
@@ -51,8 +57,8 @@ public final class LoginStore: Sendable {
             state.lastError = nil
         }
         do {
-            try await signaling.connect(to: configuration.serverURL)
             let response = try await signaling.login(
+                to: configuration.serverURL,
                 LoginRequest(
                     sdkAppID: sdkAppID, userID: UserID(rawValue: userID), userSig: userSig,
                     deviceId: configuration.deviceId, platform: configuration.platform))
@@ -89,18 +95,31 @@ public final class LoginStore: Sendable {
         cell.update { $0.selfInfo = profile }
     }
 
-    func sessionEnded(_ error: SwitchboardError) {
+    func connectionChanged(_ event: SignalingClient.ConnectionEvent) {
         cell.update { state in
-            state.loginStatus = .loggedOut
-            state.lastError = error
-        }
-    }
-
-    func disconnected(_ error: SwitchboardError) {
-        cell.update { state in
-            guard state.loginStatus == .loggedIn else { return }
-            state.loginStatus = .disconnected
-            state.lastError = error
+            switch event {
+            case .reconnecting(let error):
+                guard state.loginStatus == .loggedIn || state.loginStatus == .reconnecting else { return }
+                state.loginStatus = .reconnecting
+                state.lastError = error
+                state.reconnectAttempts = 0
+                state.isConnectionStalled = false
+            case .reconnectAttemptFailed(let attempt, let error):
+                state.reconnectAttempts = attempt
+                state.lastError = error
+            case .heartbeatMissed:
+                state.isConnectionStalled = true
+            case .heartbeatAnswered:
+                state.isConnectionStalled = false
+            case .reconnected(let response):
+                state.loginStatus = .loggedIn
+                state.selfInfo = response.profile
+                state.lastError = nil
+                state.reconnectAttempts = 0
+            case .sessionLost(let error):
+                state = State()
+                state.lastError = error
+            }
         }
     }
 }

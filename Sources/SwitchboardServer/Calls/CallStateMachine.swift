@@ -47,6 +47,8 @@ struct CallStateMachine: Sendable {
         var leftAt: Int64?
         var result: CallRecordResult?
         var endReason: CallEndReason?
+        /// Who caused the member's end (the `userId` of their `callEnded`).
+        var endedBy: UserID?
         var microphoneOn = true
         var cameraOn: Bool
         /// The member's device dropped and the reconnect grace timer runs.
@@ -89,10 +91,31 @@ struct CallStateMachine: Sendable {
         var activeCount: Int { members.count { $0.phase != .left } }
     }
 
+    /// What is remembered of an ended call: enough to answer `callAlreadyEnded` and to tell a
+    /// device that comes back how the call ended for it.
     struct EndedCall: Equatable, Sendable {
+        struct Member: Equatable, Sendable {
+            var reason: CallEndReason
+            var endedBy: UserID?
+            var result: CallRecordResult
+            /// The device the member was in the call on, if any.
+            var device: DeviceID?
+        }
         let app: SdkAppID
-        let members: Set<UserID>
+        let mediaType: CallMediaType
+        let members: [UserID: Member]
         let endedAt: Int64
+
+        /// The end a device of `user` should hear about when it comes back, and who caused it.
+        func end(for user: UserID, device: DeviceID) -> (CallEndReason, UserID?)? {
+            guard let member = members[user] else { return nil }
+            if member.device == device { return (member.reason, member.endedBy) }
+            switch member.result {
+            case .answered where member.device != nil: return (.otherDeviceAccepted, user)
+            case .rejected: return (.otherDeviceReject, user)
+            default: return (member.reason, member.endedBy)
+            }
+        }
     }
 
     let configuration: Configuration
@@ -100,6 +123,8 @@ struct CallStateMachine: Sendable {
     /// The calls in which each user is ringing or joined.
     private(set) var activeCalls: [UserKey: Set<CallID>] = [:]
     private var endedCalls: [CallID: EndedCall] = [:]
+    /// The remembered ended calls of each user, oldest first.
+    private var endedByUser: [UserKey: [CallID]] = [:]
     private var endedOrder: [CallID] = []
     private var endedOrderHead = 0
 
@@ -436,7 +461,7 @@ struct CallStateMachine: Sendable {
     private func findCall(_ callId: CallID, app: SdkAppID, user: UserID) -> Result<Call, SwitchboardError> {
         guard let call = calls[callId], call.app == app else {
             if let ended = endedCalls[callId], ended.app == app {
-                return .failure(SwitchboardError(ended.members.contains(user) ? .callAlreadyEnded : .notInCall))
+                return .failure(SwitchboardError(ended.members[user] != nil ? .callAlreadyEnded : .notInCall))
             }
             return .failure(SwitchboardError(.callNotFound))
         }
@@ -846,18 +871,33 @@ struct CallStateMachine: Sendable {
     // MARK: - devices
 
     private mutating func deviceOnline(_ user: UserKey, _ device: DeviceID, now: Int64, out: inout [CallAction]) {
+        // Calls that ended while the device was away (or before it ever connected, when a push woke
+        // it): it hears how they ended. Clients drop ends of calls they never knew.
+        for callId in endedByUser[user] ?? [] {
+            guard let ended = endedCalls[callId], let (reason, by) = ended.end(for: user.user, device: device) else {
+                continue
+            }
+            out.append(
+                .send(
+                    .callEnded(CallEndedEvent(callId: callId, mediaType: ended.mediaType, reason: reason, userId: by)),
+                    to: .device(user, device)))
+        }
+        var current: [CallID] = []
+        var elsewhere: [CallID] = []
         for callId in (activeCalls[user] ?? []).sorted() {
             guard var call = calls[callId], let index = call.index(of: user.user) else { continue }
             let member = call.members[index]
             switch member.phase {
             case .ringing:
                 // A pending invitation: a device that logs in while the call rings rings too.
+                current.append(call.id)
                 out.append(
                     .send(
                         .callReceived(CallReceivedEvent(call: info(call), inviterId: member.inviterId ?? call.callerId)),
                         to: .device(user, device)))
             case .joined where member.device == device:
                 // The same device is back: resume the call where it was.
+                current.append(call.id)
                 if member.isDown {
                     call.members[index].isDown = false
                     call.members[index].quality = .unknown
@@ -873,6 +913,7 @@ struct CallStateMachine: Sendable {
                         to: .device(user, device)))
             case .joined:
                 if let bound = member.device {
+                    elsewhere.append(call.id)
                     out.append(
                         .send(
                             .callElsewhere(CallElsewhereEvent(call: info(call), deviceId: bound, active: true)),
@@ -882,6 +923,8 @@ struct CallStateMachine: Sendable {
                 break
             }
         }
+        out.append(
+            .send(.callsSynced(CallsSyncedEvent(callIds: current, elsewhereCallIds: elsewhere)), to: .device(user, device)))
     }
 
     private mutating func deviceOffline(_ user: UserKey, _ device: DeviceID, now: Int64, out: inout [CallAction]) {
@@ -915,7 +958,7 @@ struct CallStateMachine: Sendable {
     ) {
         let member = call.members[index]
         let key = UserKey(app: call.app, user: member.userId)
-        let elsewhere = finish(&call, index, result: result, reason: reason, now: now, out: &out)
+        let elsewhere = finish(&call, index, result: result, reason: reason, by: by, now: now, out: &out)
         let event = CallEndedEvent(callId: call.id, mediaType: call.mediaType, reason: reason, userId: by)
         if let device = member.device {
             out.append(.send(.callEnded(event), to: .device(key, device)))
@@ -957,7 +1000,7 @@ struct CallStateMachine: Sendable {
             } else {
                 result = .missed
             }
-            let elsewhere = finish(&call, index, result: result, reason: reason, now: now, out: &out)
+            let elsewhere = finish(&call, index, result: result, reason: reason, by: by, now: now, out: &out)
             out.append(.send(event, to: recipient(member, app: call.app)))
             out.append(contentsOf: elsewhere)
         }
@@ -980,7 +1023,7 @@ struct CallStateMachine: Sendable {
     /// notice for the user's other devices that the call they saw elsewhere is over, which the
     /// caller sends after the member's own `callEnded`.
     private mutating func finish(
-        _ call: inout Call, _ index: Int, result: CallRecordResult, reason: CallEndReason, now: Int64,
+        _ call: inout Call, _ index: Int, result: CallRecordResult, reason: CallEndReason, by: UserID?, now: Int64,
         out: inout [CallAction]
     ) -> [CallAction] {
         let member = call.members[index]
@@ -1003,6 +1046,7 @@ struct CallStateMachine: Sendable {
         call.members[index].leftAt = now
         call.members[index].result = result
         call.members[index].endReason = reason
+        call.members[index].endedBy = by
         call.members[index].isDown = false
         activeCalls[key]?.remove(call.id)
         if activeCalls[key]?.isEmpty == true { activeCalls[key] = nil }
@@ -1016,7 +1060,14 @@ struct CallStateMachine: Sendable {
             return
         }
         calls[call.id] = nil
-        endedCalls[call.id] = EndedCall(app: call.app, members: Set(call.members.map(\.userId)), endedAt: now)
+        var members: [UserID: EndedCall.Member] = [:]
+        for member in call.members {
+            members[member.userId] = EndedCall.Member(
+                reason: member.endReason ?? .unknown, endedBy: member.endedBy,
+                result: member.firstConnectedAt != nil ? .answered : member.result ?? .unknown, device: member.device)
+            endedByUser[UserKey(app: call.app, user: member.userId), default: []].append(call.id)
+        }
+        endedCalls[call.id] = EndedCall(app: call.app, mediaType: call.mediaType, members: members, endedAt: now)
         endedOrder.append(call.id)
         if !call.isEphemeral {
             out.append(.writeRecords(records(of: call, now: now)))
@@ -1052,6 +1103,11 @@ struct CallStateMachine: Sendable {
                 break
             }
             endedCalls[id] = nil
+            for user in ended.members.keys {
+                let key = UserKey(app: ended.app, user: user)
+                endedByUser[key]?.removeAll { $0 == id }
+                if endedByUser[key]?.isEmpty == true { endedByUser[key] = nil }
+            }
             endedOrderHead += 1
         }
         if endedOrderHead > 1024 && endedOrderHead * 2 > endedOrder.count {

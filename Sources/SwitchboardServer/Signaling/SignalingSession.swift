@@ -55,6 +55,8 @@ final class SignalingSession {
     private let node: NodeContext
     private let connection: ClientConnection
     private var identity: Identity?
+    /// The state-changing request being handled, whose answer the ledger keeps.
+    private var tracked: (id: RequestID, device: RequestLedger.DeviceKey)?
     private let logger: Logger
 
     init(node: NodeContext, connection: ClientConnection, logger: Logger) {
@@ -133,6 +135,14 @@ final class SignalingSession {
         await dispatch(RequestType(rawValue: type), id: id, data: data)
     }
 
+    /// Requests that change state: a resent one (same id, after a reconnect) gets the first answer
+    /// again instead of running twice. Reads, pings and status reports need no such care.
+    private static let idempotentRequests: Set<RequestType> = [
+        .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
+        .inviteToCall, .joinCall, .changeMediaType, .replyMediaTypeChange, .cancelMediaTypeChange,
+        .deleteRecords, .deleteAllRecords,
+    ]
+
     /// The requests that need a logged-in session.
     private static let sessionRequests: Set<RequestType> = [
         .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
@@ -160,6 +170,21 @@ final class SignalingSession {
         guard let identity else {
             fail(id, SwitchboardError(.notLoggedIn))
             return
+        }
+        if Self.idempotentRequests.contains(type) {
+            let device = RequestLedger.DeviceKey(user: identity.user, device: identity.device)
+            if let answer = await node.ledger.begin(id, device: device, now: node.clock.now()) {
+                connection.enqueue(answer)
+                return
+            }
+            tracked = (id, device)
+        }
+        defer {
+            // Every tracked request is answered on every path; this only guards against a path
+            // that forgot, so a duplicate never waits forever.
+            if let tracked {
+                fail(tracked.id, SwitchboardError(.internalError, "no answer"))
+            }
         }
         switch type {
         case .logout:
@@ -304,6 +329,7 @@ final class SignalingSession {
         _ = node.registry.remove(connection, user: identity.user, device: identity.device)
         self.identity = nil
         succeed(id, Empty())
+        node.ledger.forget(RequestLedger.DeviceKey(user: identity.user, device: identity.device))
         connection.close(nil)
     }
 
@@ -410,8 +436,18 @@ final class SignalingSession {
 
     private func call(_ event: CallEvent, id: RequestID) async {
         let connection = self.connection
-        await node.engine.handle(event) { reply in
-            connection.enqueue(Self.encode(reply, id: id))
+        let ledger = node.ledger
+        let tracked = self.tracked
+        self.tracked = nil
+        // The engine answers inside its critical section, before the events the request causes.
+        let reply = await node.engine.handle(event) { reply in
+            let text = Self.encode(reply, id: id)
+            if let tracked { ledger.finish(tracked.id, device: tracked.device, answer: text) }
+            connection.enqueue(text)
+        }
+        if reply == nil {
+            self.tracked = tracked
+            fail(id, SwitchboardError(.internalError, "the call engine gave no answer"))
         }
     }
 
@@ -493,14 +529,20 @@ final class SignalingSession {
     }
 
     private func succeed<R: Codable & Sendable & Equatable>(_ id: RequestID, _ result: R) {
-        if let text = try? SwitchboardJSON.encodeString(ResponseEnvelope(id: id, outcome: .success(result))) {
-            connection.enqueue(text)
-        }
+        answer(id, try? SwitchboardJSON.encodeString(ResponseEnvelope(id: id, outcome: .success(result))))
     }
 
     private func fail(_ id: RequestID?, _ error: SwitchboardError) {
-        if let text = try? SwitchboardJSON.encodeString(ResponseEnvelope<Empty>(id: id, outcome: .failure(error))) {
-            connection.enqueue(text)
+        answer(id, try? SwitchboardJSON.encodeString(ResponseEnvelope<Empty>(id: id, outcome: .failure(error))))
+    }
+
+    /// Sends an answer, and keeps it in the ledger when it answers the tracked request.
+    private func answer(_ id: RequestID?, _ text: String?) {
+        let text = text ?? #"{"id":null,"error":{"code":5001,"message":"could not encode the answer"}}"#
+        if let tracked, tracked.id == id {
+            node.ledger.finish(tracked.id, device: tracked.device, answer: text)
+            self.tracked = nil
         }
+        connection.enqueue(text)
     }
 }

@@ -1,0 +1,157 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// A TCP proxy on a free loopback port in front of a server, for tests that need the network to
+/// fail: ``cut()`` closes every connection at once, ``blackhole`` stops forwarding bytes without
+/// closing anything (a dead network that still looks open), ``blackholeDownstream`` drops only
+/// what the server sends (a request gets through, its answer is lost), ``refuseNew`` turns new
+/// connections away (an outage). ``dropped`` records the size of each chunk the proxy dropped.
+public final class TCPProxy: Sendable {
+    private struct State {
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        var blackholed = false
+        var downstreamBlackholed = false
+        var refusing = false
+    }
+
+    public let port: Int
+    /// The size of every chunk dropped while blackholed, in order.
+    public let dropped: Recorder<Int>
+    private let droppedSink: AsyncStream<Int>.Continuation
+    private let server: any Channel
+    private let state = NIOLockedValueBox(State())
+    private let acceptTask: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
+
+    private init(port: Int, server: any Channel) {
+        self.port = port
+        self.server = server
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        self.dropped = Recorder(stream)
+        self.droppedSink = continuation
+    }
+
+    /// Starts a proxy to `127.0.0.1:targetPort`.
+    public static func start(targetPort: Int) async throws -> TCPProxy {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let listener = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: "127.0.0.1", port: 0) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        let proxy = TCPProxy(port: listener.channel.localAddress?.port ?? 0, server: listener.channel)
+        let task = Task<Void, Never> {
+            do {
+                try await listener.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        Task { await proxy.serve(connection, targetPort: targetPort) }
+                    }
+                }
+            } catch {}
+        }
+        proxy.acceptTask.withLockedValue { $0 = task }
+        return proxy
+    }
+
+    /// Closes every connection through the proxy now; new ones are still accepted.
+    public func cut() {
+        let channels = state.withLockedValue { state in
+            defer { state.channels = [:] }
+            return Array(state.channels.values)
+        }
+        for channel in channels { channel.close(promise: nil) }
+    }
+
+    /// While true, bytes are dropped in both directions and nothing is closed.
+    public var blackhole: Bool {
+        get { state.withLockedValue { $0.blackholed } }
+        set { state.withLockedValue { $0.blackholed = newValue } }
+    }
+
+    /// While true, bytes from the server to clients are dropped; requests still get through.
+    public var blackholeDownstream: Bool {
+        get { state.withLockedValue { $0.downstreamBlackholed } }
+        set { state.withLockedValue { $0.downstreamBlackholed = newValue } }
+    }
+
+    /// While true, new connections are closed as soon as they arrive.
+    public var refuseNew: Bool {
+        get { state.withLockedValue { $0.refusing } }
+        set { state.withLockedValue { $0.refusing = newValue } }
+    }
+
+    /// Number of connections open through the proxy.
+    public var connectionCount: Int { state.withLockedValue { $0.channels.count / 2 } }
+
+    /// Stops listening and closes every connection.
+    public func stop() {
+        cut()
+        server.close(promise: nil)
+        acceptTask.withLockedValue { $0?.cancel() }
+    }
+
+    private func serve(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>, targetPort: Int) async {
+        if refuseNew {
+            // As a load balancer in an outage: 503 and close. (A bare close before the HTTP upgrade
+            // answer can leave NIO's client upgrade hanging; the SDK bounds that with a timeout.)
+            try? await client.executeThenClose { _, outbound in
+                try await outbound.write(
+                    ByteBuffer(string: "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
+            }
+            return
+        }
+        if blackhole {
+            // A dead network: swallow everything, answer nothing, close nothing.
+            try? await client.executeThenClose { inbound, _ in
+                for try await buffer in inbound { droppedSink.yield(buffer.readableBytes) }
+            }
+            return
+        }
+        do {
+            let upstream = try await ClientBootstrap(group: client.channel.eventLoop)
+                .connect(host: "127.0.0.1", port: targetPort) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+            state.withLockedValue { state in
+                state.channels[ObjectIdentifier(client.channel)] = client.channel
+                state.channels[ObjectIdentifier(upstream.channel)] = upstream.channel
+            }
+            try await client.executeThenClose { clientIn, clientOut in
+                try await upstream.executeThenClose { upstreamIn, upstreamOut in
+                    await withTaskGroup(of: Void.self) { group in
+                        group.addTask { await self.pump(clientIn, to: upstreamOut, downstream: false) }
+                        group.addTask { await self.pump(upstreamIn, to: clientOut, downstream: true) }
+                        await group.next()
+                        group.cancelAll()
+                    }
+                }
+            }
+            state.withLockedValue { state in
+                state.channels[ObjectIdentifier(client.channel)] = nil
+                state.channels[ObjectIdentifier(upstream.channel)] = nil
+            }
+        } catch {
+            try? await client.channel.close()
+        }
+    }
+
+    private func pump(
+        _ source: NIOAsyncChannelInboundStream<ByteBuffer>, to destination: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        downstream: Bool
+    ) async {
+        do {
+            for try await buffer in source {
+                let drop = state.withLockedValue { $0.blackholed || (downstream && $0.downstreamBlackholed) }
+                if drop {
+                    droppedSink.yield(buffer.readableBytes)
+                } else {
+                    try await destination.write(buffer)
+                }
+            }
+        } catch {}
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import Switchboard
+import SwitchboardProtocol
+import SwitchboardServer
+import SwitchboardTesting
+import Testing
+
+/// Network drops between the SDK and an in-process server, made with a TCP proxy; time moves on
+/// the test clock only.
+struct ReconnectTests {
+    struct Setup {
+        var server: TestServer
+        var proxy: TCPProxy
+        var alice: SwitchboardClient
+        var bob: SwitchboardClient
+        var aliceEvents: Recorder<CallStoreEvent>
+        var bobEvents: Recorder<CallStoreEvent>
+        var aliceLogin: Recorder<LoginStore.State>
+    }
+
+    /// alice (through the proxy) and bob (direct).
+    func setUp(_ configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> Setup {
+        let server = try await TestServer.start(configure: configure)
+        let proxy = try await TCPProxy.start(targetPort: server.port)
+        let alice = try await server.client("alice", deviceId: "alice-phone", url: server.url(via: proxy))
+        let bob = try await server.client("bob")
+        return Setup(
+            server: server, proxy: proxy, alice: alice, bob: bob, aliceEvents: Recorder(alice.callStore.events),
+            bobEvents: Recorder(bob.callStore.events), aliceLogin: Recorder(alice.loginStore.stateUpdates))
+    }
+
+    /// bob calls alice and she answers.
+    func connect(_ s: Setup) async throws -> CallID {
+        let call = try await s.bob.callStore.calls(participantIds: ["alice"], mediaType: .audio).callId
+        try await s.aliceEvents.first(where: isReceived)
+        try await s.alice.callStore.accept()
+        try await s.bobEvents.first(where: isStarted)
+        return call
+    }
+
+    func stop(_ s: Setup) async {
+        s.proxy.stop()
+        await s.server.stop()
+    }
+
+    @Test func aCallSurvivesADropAndTheTimerDoesNotJump() async throws {
+        let s = try await setUp()
+        s.alice.deviceStore.openLocalMicrophone()
+        let call = try await connect(s)
+        let startTime = try #require(s.alice.callStore.state.activeCall?.startTime)
+        s.server.clock.advance(by: .seconds(3))
+        let aliceStates = Recorder(s.alice.callStore.stateUpdates)
+        try await aliceStates.first { $0.activeCall?.duration == 3 }
+
+        s.proxy.cut()
+        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        try await s.bobEvents.first {
+            $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
+        }
+        // Changed during the drop: reaches bob once alice is back.
+        s.alice.deviceStore.closeLocalMicrophone()
+
+        s.server.clock.advance(by: .seconds(1))
+        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        try await s.bobEvents.first {
+            $0 == .onRemoteDeviceChanged(callId: call, userId: "alice", microphoneOn: false, cameraOn: false)
+        }
+        try await s.bobEvents.first {
+            $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .unknown, volumeLevel: .mute)
+        }
+        // Same call, same members, same start time: the timer goes on from where it was.
+        #expect(s.alice.callStore.state.activeCall?.callId == call)
+        #expect(s.alice.callStore.state.activeCall?.startTime == startTime)
+        #expect(s.alice.callStore.state.selfInfo.status == .accept)
+        try await aliceStates.first { $0.activeCall?.duration == 4 }
+        #expect(s.aliceEvents.values.filter(isEnded).isEmpty)
+        #expect(s.aliceEvents.values.filter(isStarted).count == 1)
+
+        try await s.bob.callStore.hangup()
+        #expect(try await s.aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
+        await stop(s)
+    }
+
+    @Test func afterTheGracePeriodTheServerEndsTheMembersPart() async throws {
+        let s = try await setUp()
+        let call = try await connect(s)
+        s.proxy.refuseNew = true
+        s.proxy.cut()
+        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        s.server.clock.advance(by: .seconds(15))
+        #expect(try await s.bobEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: "alice"))
+        try await s.bobEvents.first(where: isRecord)
+        // alice keeps trying; once the network is back she learns how the call ended.
+        try await s.aliceLogin.first { $0.reconnectAttempts >= 1 }
+        s.proxy.refuseNew = false
+        s.server.clock.advance(by: .seconds(8))
+        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        #expect(try await s.aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: "alice"))
+        #expect(s.alice.callStore.state.activeCall == nil)
+        await stop(s)
+    }
+
+    @Test func aRingingInvitationSurvivesADrop() async throws {
+        let s = try await setUp()
+        let call = try await s.bob.callStore.calls(participantIds: ["alice"], mediaType: .video).callId
+        try await s.aliceEvents.first(where: isReceived)
+        s.proxy.cut()
+        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        s.server.clock.advance(by: .seconds(1))
+        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        #expect(s.alice.callStore.state.activeCall?.callId == call)
+        try await s.alice.callStore.accept()
+        try await s.bobEvents.first(where: isStarted)
+        #expect(s.aliceEvents.values.filter(isReceived).count == 1)
+        await stop(s)
+    }
+
+    @Test func anAnswerLostInTheDropIsNotAppliedTwice() async throws {
+        let s = try await setUp()
+        let call = try await s.bob.callStore.calls(participantIds: ["alice"], mediaType: .audio).callId
+        try await s.aliceEvents.first(where: isReceived)
+        // The accept reaches the server, its answer does not come back.
+        s.proxy.blackholeDownstream = true
+        let accepted = Task { try await s.alice.callStore.accept(callId: call) }
+        try await s.bobEvents.first(where: isStarted)
+        s.proxy.cut()
+        s.proxy.blackholeDownstream = false
+        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        s.server.clock.advance(by: .seconds(1))
+        // Sent again with the same id: the server answers with the first answer (no alreadyAccepted).
+        try await accepted.value
+        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        let aliceStates = Recorder(s.alice.callStore.stateUpdates)
+        try await aliceStates.first { $0.selfInfo.status == .accept && $0.activeCall?.callId == call }
+        #expect(s.bobEvents.values.filter(isStarted).count == 1)
+        await stop(s)
+    }
+
+    @Test func aConnectionThatStopsAnsweringIsDetectedByTheHeartbeat() async throws {
+        let s = try await setUp()
+        s.proxy.blackhole = true
+        s.server.clock.advance(by: .seconds(10))
+        try await s.proxy.dropped.first { _ in true }  // the first ping went out and was lost
+        s.server.clock.advance(by: .seconds(10))
+        try await s.aliceLogin.first { $0.isConnectionStalled }
+        s.server.clock.advance(by: .seconds(10))
+        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        s.proxy.blackhole = false
+        s.proxy.cut()
+        s.server.clock.advance(by: .seconds(1))
+        try await s.aliceLogin.first { $0.loginStatus == .loggedIn && !$0.isConnectionStalled }
+        // The session works again.
+        #expect(try await s.alice.callStore.queryRecords().records.isEmpty)
+        await stop(s)
+    }
+
+    @Test func requestsWaitDuringADropAndTimeOutIfItLasts() async throws {
+        let s = try await setUp()
+        s.proxy.refuseNew = true
+        s.proxy.cut()
+        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        let sleeping = s.server.clock.sleeperCount
+        let query = Task { try await s.alice.callStore.queryRecords() }
+        // The request's timeout is armed (its deadline fixed) before time moves.
+        await s.server.clock.waitForSleepers(atLeast: sleeping + 1)
+        s.server.clock.advance(by: .seconds(10))
+        await expectError(.requestTimedOut) { _ = try await query.value }
+        s.proxy.refuseNew = false
+        s.server.clock.advance(by: .seconds(8))
+        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        await stop(s)
+    }
+
+    @Test func aReplacedSessionDoesNotComeBack() async throws {
+        let s = try await setUp()
+        let other = try await s.server.client("alice", deviceId: "alice-phone")
+        try await s.aliceLogin.first { $0.loginStatus == .loggedOut && $0.lastError?.code == .sessionReplaced }
+        s.server.clock.advance(by: .seconds(30))
+        #expect(s.alice.loginStore.state.loginStatus == .loggedOut)
+        #expect(other.loginStore.state.loginStatus == .loggedIn)
+        await stop(s)
+    }
+
+    @Test func aConnectAttemptThatNeverGetsAnAnswerIsBounded() async throws {
+        let s = try await setUp()
+        s.proxy.blackhole = true
+        s.proxy.cut()
+        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        s.server.clock.advance(by: .seconds(1))
+        // The attempt's TCP connection is accepted and then nothing answers the upgrade.
+        try await s.proxy.dropped.first { _ in true }
+        s.server.clock.advance(by: .seconds(10))
+        try await s.aliceLogin.first { $0.reconnectAttempts >= 1 }
+        s.proxy.blackhole = false
+        s.server.clock.advance(by: .seconds(8))
+        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        await stop(s)
+    }
+
+    @Test func anExpiredUserSigEndsTheSessionInsteadOfRetryingForever() async throws {
+        let server = try await TestServer.start()
+        let proxy = try await TCPProxy.start(targetPort: server.port)
+        let alice = try await server.client("alice", url: server.url(via: proxy), userSigExpire: 60)
+        let login = Recorder(alice.loginStore.stateUpdates)
+        proxy.refuseNew = true
+        proxy.cut()
+        try await login.first { $0.loginStatus == .reconnecting }
+        server.clock.advance(by: .seconds(120))
+        try await login.first { $0.reconnectAttempts >= 1 }
+        proxy.refuseNew = false
+        server.clock.advance(by: .seconds(8))
+        try await login.first { $0.loginStatus == .loggedOut && $0.lastError?.code == .userSigExpired }
+        proxy.stop()
+        await server.stop()
+    }
+}
