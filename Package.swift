@@ -77,6 +77,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "WSClient", package: "swift-websocket"),
             ]
         ),
         .executableTarget(
@@ -103,7 +105,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchboardCLITests",
-            dependencies: ["SwitchboardProtocol", "SwitchboardTesting"]
+            dependencies: ["SwitchboardProtocol", "SwitchboardTesting", "Switchboard"]
         ),
         .testTarget(
             name: "SwitchboardTests",

@@ -48,6 +48,7 @@ public final class SwitchboardNode: Sendable {
                 // Shutdown runs in reverse order: calls end while connections are still open.
                 .init(service: application),
                 .init(service: lifecycle),
+                .init(service: AliveMarker(context: context)),
             ],
             gracefulShutdownSignals: gracefulShutdownSignals,
             logger: context.logger)
@@ -111,9 +112,28 @@ struct SignalingLifecycle: Service {
         context.beginShutdown()
         context.logger.info("graceful shutdown: ending calls")
         await context.engine.shutdown()
-        await context.recordWriter.drain()
+        await context.writer.drain()
         for sink in context.registry.allSinks() {
             sink.close(SwitchboardError(.shuttingDown))
+        }
+    }
+}
+
+/// Notes every few seconds that the server is alive, so that calls cut by a crash can be dated.
+struct AliveMarker: Service {
+    let context: NodeContext
+    static let interval: Duration = .seconds(5)
+
+    func run() async throws {
+        while !Task.isCancelled && !context.isShuttingDown {
+            try? await context.storage.markAlive(at: context.clock.now())
+            do {
+                try await cancelWhenGracefulShutdown {
+                    try await context.clock.sleep(for: Self.interval)
+                }
+            } catch {
+                return
+            }
         }
     }
 }
@@ -154,15 +174,22 @@ public func buildApplication(
     }
 
     let registry = ConnectionRegistry()
-    let recordWriter = RecordWriter(store: storage, logger: logger) { stored in
+    let writer = PersistenceWriter(store: storage, logger: logger) { stored in
         for item in stored {
             registry.send(CallEngine.frame(.callRecord(CallRecordEvent(record: item.record))), to: .user(item.owner))
         }
     }
     let context = NodeContext(
         configuration: configuration, storage: storage, apps: AppDirectory(served), registry: registry,
-        recordWriter: recordWriter, clock: clock, logger: logger)
+        writer: writer, clock: clock, logger: logger)
     let adminSecret = configuration.adminSecret ?? randomHex(bytes: 24)
+
+    // Calls a crash (or kill -9) left open are ended now, with records, before anyone connects.
+    let journal = try await storage.loadJournal()
+    if !journal.isEmpty {
+        await context.engine.recover(journal, lastAlive: try await storage.lastAlive())
+        await writer.drain()
+    }
 
     let router = Router(context: BasicWebSocketRequestContext.self)
     if let webRoot = configuration.webRoot {

@@ -14,7 +14,7 @@ final class NodeContext: Sendable {
     let profiles: ProfileDirectory
     let registry: ConnectionRegistry
     let engine: CallEngine
-    let recordWriter: RecordWriter
+    let writer: PersistenceWriter
     let ledger = RequestLedger()
     let clock: any SwitchboardClock
     let logger: Logger
@@ -22,19 +22,19 @@ final class NodeContext: Sendable {
 
     init(
         configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
-        registry: ConnectionRegistry, recordWriter: RecordWriter, clock: any SwitchboardClock, logger: Logger
+        registry: ConnectionRegistry, writer: PersistenceWriter, clock: any SwitchboardClock, logger: Logger
     ) {
         self.configuration = configuration
         self.storage = storage
         self.apps = apps
         self.profiles = ProfileDirectory(store: storage)
         self.registry = registry
-        self.recordWriter = recordWriter
+        self.writer = writer
         self.clock = clock
         self.logger = logger
         self.engine = CallEngine(
             configuration: CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds),
-            registry: registry, recordWriter: recordWriter, clock: clock, logger: logger)
+            registry: registry, writer: writer, clock: clock, logger: logger)
     }
 
     /// Ends a call with `endByServer` (admin API, operators).

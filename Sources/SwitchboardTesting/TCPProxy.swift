@@ -9,6 +9,7 @@ import NIOPosix
 /// connections away (an outage). ``dropped`` records the size of each chunk the proxy dropped.
 public final class TCPProxy: Sendable {
     private struct State {
+        var targetPort: Int
         var channels: [ObjectIdentifier: any Channel] = [:]
         var blackholed = false
         var downstreamBlackholed = false
@@ -20,12 +21,13 @@ public final class TCPProxy: Sendable {
     public let dropped: Recorder<Int>
     private let droppedSink: AsyncStream<Int>.Continuation
     private let server: any Channel
-    private let state = NIOLockedValueBox(State())
+    private let state: NIOLockedValueBox<State>
     private let acceptTask: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
 
-    private init(port: Int, server: any Channel) {
+    private init(port: Int, server: any Channel, targetPort: Int) {
         self.port = port
         self.server = server
+        self.state = NIOLockedValueBox(State(targetPort: targetPort))
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         self.dropped = Recorder(stream)
         self.droppedSink = continuation
@@ -41,12 +43,13 @@ public final class TCPProxy: Sendable {
                     try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
-        let proxy = TCPProxy(port: listener.channel.localAddress?.port ?? 0, server: listener.channel)
+        let proxy = TCPProxy(
+            port: listener.channel.localAddress?.port ?? 0, server: listener.channel, targetPort: targetPort)
         let task = Task<Void, Never> {
             do {
                 try await listener.executeThenClose { inbound in
                     for try await connection in inbound {
-                        Task { await proxy.serve(connection, targetPort: targetPort) }
+                        Task { await proxy.serve(connection) }
                     }
                 }
             } catch {}
@@ -92,7 +95,13 @@ public final class TCPProxy: Sendable {
         acceptTask.withLockedValue { $0?.cancel() }
     }
 
-    private func serve(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>, targetPort: Int) async {
+    /// Sends new connections to another port (a restarted server); open ones are left alone.
+    public func retarget(port: Int) {
+        state.withLockedValue { $0.targetPort = port }
+    }
+
+    private func serve(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
+        let targetPort = state.withLockedValue { $0.targetPort }
         if refuseNew {
             // As a load balancer in an outage: 503 and close. (A bare close before the HTTP upgrade
             // answer can leave NIO's client upgrade hanging; the SDK bounds that with a timeout.)
@@ -135,7 +144,11 @@ public final class TCPProxy: Sendable {
                 state.channels[ObjectIdentifier(upstream.channel)] = nil
             }
         } catch {
-            try? await client.channel.close()
+            // The server is down: answer as a reverse proxy does.
+            try? await client.executeThenClose { _, outbound in
+                try await outbound.write(
+                    ByteBuffer(string: "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import SwitchboardProtocol
 import Testing
 
@@ -359,6 +360,7 @@ struct CallStateMachineTests {
                 "bob@*-b1 ← callEnded(otherDeviceReject by bob)",
                 "alice@a1 ← callEnded(reject by bob)",
                 "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records none",
             ]),
         Row(
             name: "a custom timeout sets the ring timer",
@@ -672,6 +674,18 @@ struct CallStateMachineTests {
                 "bob@*-b1 ← callElsewhere(on b1 ended)",
                 "alice@a1 ← callUpdated(alice:accept bob:none carol:waiting)",
                 "carol@* ← callUpdated(alice:accept bob:none carol:waiting)",
+            ]),
+        Row(
+            name: "when the last member in the call leaves, those still ringing hear it ended",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), hangup("alice", "a1")],
+            step: hangup("bob", "b1"),
+            expected: [
+                "reply ok",
+                "bob@b1 ← callEnded(hangup by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
+                "cancel ring(c1,carol)",
+                "carol@* ← callEnded(hangup by bob)",
+                "records alice:answered/hangup/1s bob:answered/hangup/2s carol:missed/hangup/0s",
             ]),
         Row(
             name: "the last but one leaving ends the call, each member with their own record",
@@ -1046,7 +1060,8 @@ struct CallStateMachineTests {
         case .send(let event, let recipient): return "\(describe(recipient)) ← \(describe(event))"
         case .setTimer(let key, let deadline): return "timer \(describe(key)) +\(deadline - now)"
         case .cancelTimer(let key): return "cancel \(describe(key))"
-        case .writeRecords(let drafts):
+        case .writeRecords(_, let drafts):
+            guard !drafts.isEmpty else { return "records none" }
             return "records "
                 + drafts.map {
                     "\($0.owner.user):\($0.record.result.rawValue)/\($0.record.endReason.rawValue)/\($0.record.duration)s"
@@ -1091,5 +1106,66 @@ struct CallStateMachineTests {
             "callsSynced([\(e.callIds.map(\.rawValue).joined(separator: ","))] elsewhere [\(e.elsewhereCallIds.map(\.rawValue).joined(separator: ","))])"
         case .sessionEnded: "sessionEnded"
         }
+    }
+}
+
+/// The journal of calls in progress and the recovery of calls a crash left open.
+struct CallRecoveryTests {
+    typealias T = CallStateMachineTests
+
+    func run(_ machine: inout CallStateMachine, _ steps: [T.Step], from time: Int64 = T.t0) -> Int64 {
+        var now = time
+        for step in steps {
+            switch step {
+            case .wait(let ms): now += ms
+            case .event(let event):
+                now += 1000
+                _ = machine.handle(event, now: now)
+            }
+        }
+        return now
+    }
+
+    @Test func membershipChangesAreJournaledAndEndedCallsAreNot() {
+        var machine = CallStateMachine()
+        _ = run(&machine, [T.start(to: ["bob", "carol"])])
+        #expect(machine.takeJournalChanges().map(\.id) == ["c1"])
+        #expect(machine.takeJournalChanges().isEmpty)
+        _ = run(&machine, [T.accept("bob", "b1")])
+        let saved = machine.takeJournalChanges()
+        #expect(saved.first?.members.map(\.phase) == [.joined, .joined, .ringing])
+        _ = run(&machine, [T.hangup("alice", "a1")], from: T.t0 + 5000)
+        #expect(machine.takeJournalChanges().map(\.id) == ["c1"])
+        _ = run(&machine, [T.hangup("bob", "b1")], from: T.t0 + 7000)
+        // Ended: the end action removes it from the journal instead.
+        #expect(machine.takeJournalChanges().isEmpty)
+        #expect(machine.calls.isEmpty)
+    }
+
+    @Test func aRecoveredCallEndsWithEndByServerAndIsRemembered() throws {
+        var original = CallStateMachine()
+        let now = run(&original, [T.start(to: ["bob", "carol"]), T.accept("bob", "b1"), .wait(60_000)])
+        let journaled = try #require(original.takeJournalChanges().last)
+        let data = try JSONEncoder().encode(journaled)
+        let decoded = try JSONDecoder().decode(CallStateMachine.Call.self, from: data)
+        #expect(decoded == journaled)
+
+        // A new process: the machine starts empty and recovers the call as of the crash.
+        var restarted = CallStateMachine()
+        let actions = restarted.recover(decoded, endTime: now)
+        #expect(
+            actions.map { T.describe($0, now: now) } == [
+                "cancel ring(c1,carol)",
+                "records alice:answered/endByServer/60s bob:answered/endByServer/60s carol:missed/endByServer/0s",
+            ])
+        #expect(restarted.invariantViolations() == [])
+        #expect(restarted.recover(decoded, endTime: now).isEmpty)
+
+        // bob's phone comes back to the new process and hears how the call ended.
+        let back = restarted.handle(.deviceOnline(T.user("bob"), T.device("b1")), now: now + 2000)
+        #expect(
+            back.map { T.describe($0, now: now) } == [
+                "bob@b1 ← callEnded(endByServer by server)", "bob@b1 ← callsSynced([] elsewhere [])",
+            ])
     }
 }

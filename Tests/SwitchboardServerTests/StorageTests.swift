@@ -118,6 +118,30 @@ struct StorageTests {
         #expect(page.records == [expected])
     }
 
+    @Test(arguments: Kind.allCases) func theJournalKeepsCallsInProgressUntilTheyEnd(_ kind: Kind) async throws {
+        let (store, directory) = try Self.makeStore(kind)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = JournalEntry(callId: "c1", app: Self.app, state: Data("one".utf8), updatedAt: 10)
+        let second = JournalEntry(callId: "c2", app: Self.app, state: Data("two".utf8), updatedAt: 11)
+        _ = try await store.commit(PersistenceBatch(journal: [first, second]))
+        var changed = first
+        changed.state = Data("one, later".utf8)
+        changed.updatedAt = 20
+        _ = try await store.commit(PersistenceBatch(journal: [changed]))
+        #expect(try await store.loadJournal() == [second, changed])
+
+        // The end of c1 removes its entry and stores its records in the same transaction.
+        let stored = try await store.commit(
+            PersistenceBatch(ended: [EndedCallWrite(callId: "c1", records: [Self.draft(Self.alice, call: "c1", end: 30)])]))
+        #expect(stored.map(\.record.callId) == ["c1"])
+        #expect(try await store.loadJournal() == [second])
+
+        #expect(try await store.lastAlive() == nil)
+        try await store.markAlive(at: 100)
+        try await store.markAlive(at: 105)
+        #expect(try await store.lastAlive() == 105)
+    }
+
     @Test(arguments: Kind.allCases) func appsAndProfiles(_ kind: Kind) async throws {
         let (store, directory) = try Self.makeStore(kind)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -183,17 +207,32 @@ struct TimerQueueTests {
     }
 }
 
-struct RecordWriterTests {
+struct PersistenceWriterTests {
+    @Test func aBatchKeepsTheLastSaveOfACallAndNoneOfAnEndedOne() {
+        func save(_ id: CallID, _ at: Int64) -> PersistenceWriter.Write {
+            .save(JournalEntry(callId: id, app: 1, state: Data(), updatedAt: at))
+        }
+        let batch = PersistenceWriter.batch([
+            save("c1", 1), save("c2", 2), save("c1", 3), .end(EndedCallWrite(callId: "c2", records: [])), save("c3", 4),
+        ])
+        #expect(batch.journal.map(\.callId) == ["c1", "c3"])
+        #expect(batch.journal.first?.updatedAt == 3)
+        #expect(batch.ended.map(\.callId) == ["c2"])
+    }
+
     /// A store that records the batch sizes it was given.
     final class CountingStore: CallRecordStore {
         let inner: any SwitchboardStorage
         private let sizes = NIOLockedValueBox<[Int]>([])
         var batches: [Int] { sizes.withLockedValue { $0 } }
         init(_ inner: any SwitchboardStorage) { self.inner = inner }
-        func insertRecords(_ drafts: [RecordDraft]) async throws -> [StoredRecord] {
-            sizes.withLockedValue { $0.append(drafts.count) }
-            return try await inner.insertRecords(drafts)
+        func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
+            sizes.withLockedValue { $0.append(batch.ended.reduce(0) { $0 + $1.records.count }) }
+            return try await inner.commit(batch)
         }
+        func loadJournal() async throws -> [JournalEntry] { try await inner.loadJournal() }
+        func markAlive(at time: Int64) async throws { try await inner.markAlive(at: time) }
+        func lastAlive() async throws -> Int64? { try await inner.lastAlive() }
         func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws -> QueryRecordsResponse {
             try await inner.queryRecords(owner: owner, syncTime: syncTime, count: count, order: order)
         }
@@ -206,7 +245,7 @@ struct RecordWriterTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = CountingStore(sqlite)
         let reported = Recorder<StoredRecord>.Sink()
-        let writer = RecordWriter(store: store, logger: .init(label: "test")) { reported.add($0) }
+        let writer = PersistenceWriter(store: store, logger: .init(label: "test")) { reported.add($0) }
         for index in 0..<500 {
             writer.submit([StorageTests.draft(StorageTests.alice, call: "c\(index)", end: Int64(index))])
         }

@@ -85,7 +85,11 @@ public final class LoginStore: Sendable {
             callStore.reset()
             cell.update { $0 = State() }
         }
-        _ = try? await signaling.send(LogoutRequest())
+        // Only a connected session tells the server; while reconnecting there is nobody to tell, and
+        // the server ends the device's calls when its grace period runs out.
+        if await signaling.isConnected {
+            _ = try? await signaling.send(LogoutRequest())
+        }
         await signaling.close()
     }
 

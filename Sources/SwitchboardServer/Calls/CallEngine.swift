@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import SwitchboardProtocol
 
@@ -14,17 +15,17 @@ actor CallEngine {
     private var sleeperDeadline: Int64?
     private var sleeperGeneration = 0
     private let registry: ConnectionRegistry
-    private let recordWriter: RecordWriter
+    private let writer: PersistenceWriter
     private let clock: any SwitchboardClock
     private let logger: Logger
 
     init(
-        configuration: CallStateMachine.Configuration, registry: ConnectionRegistry, recordWriter: RecordWriter,
+        configuration: CallStateMachine.Configuration, registry: ConnectionRegistry, writer: PersistenceWriter,
         clock: any SwitchboardClock, logger: Logger
     ) {
         self.machine = CallStateMachine(configuration: configuration)
         self.registry = registry
-        self.recordWriter = recordWriter
+        self.writer = writer
         self.clock = clock
         self.logger = logger
     }
@@ -85,12 +86,41 @@ actor CallEngine {
             case .cancelTimer(let key):
                 timers.cancel(key)
                 timersChanged = true
-            case .writeRecords(let drafts):
-                recordWriter.submit(drafts)
+            case .writeRecords(let callId, let drafts):
+                writer.submit(ended: callId, records: drafts)
             }
+        }
+        for call in machine.takeJournalChanges() {
+            journal(call)
         }
         if timersChanged { scheduleSleeper() }
         return answer
+    }
+
+    /// Saves a call in progress to the journal.
+    private func journal(_ call: CallStateMachine.Call) {
+        do {
+            let state = try JSONEncoder().encode(call)
+            writer.submit(journal: JournalEntry(callId: call.id, app: call.app, state: state, updatedAt: clock.now()))
+        } catch {
+            logger.error("could not journal a call", metadata: ["call": "\(call.id)", "error": "\(error)"])
+        }
+    }
+
+    /// Ends the calls a crash left in the journal (see ``CallStateMachine/recover(_:endTime:)``).
+    func recover(_ entries: [JournalEntry], lastAlive: Int64?) {
+        let now = clock.now()
+        for entry in entries {
+            guard let call = try? JSONDecoder().decode(CallStateMachine.Call.self, from: entry.state) else {
+                logger.error("unreadable journal entry, dropped", metadata: ["call": "\(entry.callId)"])
+                writer.submit(ended: entry.callId, records: [])
+                continue
+            }
+            // The call lasted until the server stopped: the last time it was known alive.
+            let endTime = min(now, max(entry.updatedAt, lastAlive ?? entry.updatedAt))
+            perform(machine.recover(call, endTime: endTime), reply: nil)
+            logger.notice("ended a call the last run left open", metadata: ["call": "\(call.id)"])
+        }
     }
 
     static func frame(_ event: ServerEvent) -> String {

@@ -29,13 +29,13 @@ struct CallStateMachine: Sendable {
         }
     }
 
-    enum Phase: Equatable, Sendable {
+    enum Phase: String, Codable, Equatable, Sendable {
         case ringing
         case joined
         case left
     }
 
-    struct Member: Equatable, Sendable {
+    struct Member: Codable, Equatable, Sendable {
         let userId: UserID
         /// Who invited this member; nil for the caller and for chat-group members who joined.
         var inviterId: UserID?
@@ -62,13 +62,14 @@ struct CallStateMachine: Sendable {
         var volume: VolumeLevel?
     }
 
-    struct MediaChange: Equatable, Sendable {
+    struct MediaChange: Codable, Equatable, Sendable {
         let id: TransactionID
         let requester: UserID
         let mediaType: CallMediaType
     }
 
-    struct Call: Equatable, Sendable {
+    /// A call in progress; journaled as JSON so that a restart after a crash can end it properly.
+    struct Call: Codable, Equatable, Sendable {
         let id: CallID
         let app: SdkAppID
         let roomId: RoomID
@@ -87,6 +88,9 @@ struct CallStateMachine: Sendable {
 
         func index(of user: UserID) -> Int? { members.firstIndex { $0.userId == user } }
         var joinedCount: Int { members.count { $0.phase == .joined } }
+        /// Fewer than two members in the call and nobody ringing, or nobody in the call at all
+        /// (ringing into an empty call would connect nobody).
+        var isOver: Bool { joinedCount == 0 || (joinedCount < 2 && ringingCount == 0) }
         var ringingCount: Int { members.count { $0.phase == .ringing } }
         var activeCount: Int { members.count { $0.phase != .left } }
     }
@@ -127,6 +131,9 @@ struct CallStateMachine: Sendable {
     private var endedByUser: [UserKey: [CallID]] = [:]
     private var endedOrder: [CallID] = []
     private var endedOrderHead = 0
+    /// Calls whose membership changed since the owner last journaled them.
+    private var journalPending: [CallID] = []
+    private var journalPendingSet: Set<CallID> = []
 
     init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -197,6 +204,31 @@ struct CallStateMachine: Sendable {
             })
     }
 
+    /// The calls in progress whose membership changed since the last call, for the journal.
+    mutating func takeJournalChanges() -> [Call] {
+        defer {
+            journalPending = []
+            journalPendingSet = []
+        }
+        return journalPending.compactMap { calls[$0] }
+    }
+
+    /// Ends a call found in the journal after a crash: with `endByServer` at `endTime` (about when
+    /// the server stopped), records for every member, and remembered so that its members' devices
+    /// hear how it ended when they come back.
+    mutating func recover(_ journaled: Call, endTime: Int64) -> [CallAction] {
+        guard calls[journaled.id] == nil, endedCalls[journaled.id] == nil else { return [] }
+        var call = journaled
+        for member in call.members where member.phase != .left {
+            activeCalls[UserKey(app: call.app, user: member.userId), default: []].insert(call.id)
+        }
+        var out: [CallAction] = []
+        endCall(&call, reason: .endByServer, by: nil, now: endTime, out: &out)
+        store(call, now: endTime, out: &out)
+        // Nobody is connected yet: only the timers to cancel and the records remain.
+        return out.filter { if case .send = $0 { false } else { true } }
+    }
+
     /// The chat group of a call in progress in `app`.
     func chatGroup(of callId: CallID, app: SdkAppID) -> ChatGroupID? {
         calls[callId].flatMap { $0.app == app ? $0.chatGroupId : nil }
@@ -208,8 +240,8 @@ struct CallStateMachine: Sendable {
         var expected: [UserKey: Set<CallID>] = [:]
         for (id, call) in calls {
             if call.isEnded { problems.append("\(id) is ended but still stored") }
-            if call.joinedCount < 2 && call.ringingCount == 0 {
-                problems.append("\(id) should have ended: \(call.joinedCount) joined, nobody ringing")
+            if call.isOver {
+                problems.append("\(id) should have ended: \(call.joinedCount) joined, \(call.ringingCount) ringing")
             }
             if call.startTime == nil && !call.members.contains(where: { $0.isCaller && $0.phase == .joined }) {
                 problems.append("\(id) is not connected and its caller is gone")
@@ -813,6 +845,7 @@ struct CallStateMachine: Sendable {
         out.append(.cancelTimer(.mediaChange(call.id, change.id)))
         if result == .agreed { call.mediaType = change.mediaType }
         calls[call.id] = call
+        if result == .agreed, journalPendingSet.insert(call.id).inserted { journalPending.append(call.id) }
         let event = ServerEvent.mediaTypeChangeResult(
             MediaTypeChangeResultEvent(
                 callId: call.id, transactionId: change.id, mediaType: change.mediaType, userId: change.requester,
@@ -971,7 +1004,7 @@ struct CallStateMachine: Sendable {
         } else {
             out.append(.send(.callEnded(event), to: .user(key)))
         }
-        if call.joinedCount < 2 && call.ringingCount == 0 {
+        if call.isOver {
             endCall(&call, reason: reason, by: by, now: now, out: &out)
         } else {
             if call.mediaChange?.requester == member.userId { call.mediaChange = nil }
@@ -1057,6 +1090,7 @@ struct CallStateMachine: Sendable {
     private mutating func store(_ call: Call, now: Int64, out: inout [CallAction]) {
         guard call.isEnded else {
             calls[call.id] = call
+            if journalPendingSet.insert(call.id).inserted { journalPending.append(call.id) }
             return
         }
         calls[call.id] = nil
@@ -1069,9 +1103,8 @@ struct CallStateMachine: Sendable {
         }
         endedCalls[call.id] = EndedCall(app: call.app, mediaType: call.mediaType, members: members, endedAt: now)
         endedOrder.append(call.id)
-        if !call.isEphemeral {
-            out.append(.writeRecords(records(of: call, now: now)))
-        }
+        // Also for ephemeral calls (without records): the end removes the call from the journal.
+        out.append(.writeRecords(call.id, call.isEphemeral ? [] : records(of: call, now: now)))
     }
 
     private func records(of call: Call, now: Int64) -> [RecordDraft] {

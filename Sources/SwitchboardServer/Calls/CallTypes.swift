@@ -67,8 +67,9 @@ enum CallAction: Equatable, Sendable {
     case send(ServerEvent, to: Recipient)
     case setTimer(TimerKey, at: Int64)
     case cancelTimer(TimerKey)
-    /// Store these records, then send each owner a `callRecord` event.
-    case writeRecords([RecordDraft])
+    /// The call ended: store its records (none for an ephemeral call) and drop it from the journal in
+    /// one transaction, then send each owner a `callRecord` event.
+    case writeRecords(CallID, [RecordDraft])
 }
 
 /// A member's request about one call, from one device.

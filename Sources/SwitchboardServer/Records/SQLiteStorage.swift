@@ -6,7 +6,7 @@ import SwitchboardProtocol
 ///
 /// `synchronous = FULL`: a commit is on disk before the server tells anyone about it, so a
 /// `callRecord` event means the record survives a crash or a power cut. Record writes are
-/// batched by ``RecordWriter``, so the fsync is paid once per batch, not per record.
+/// batched by ``PersistenceWriter``, so the fsync is paid once per batch, not per record.
 final class SQLiteStorage: SwitchboardStorage {
     let pool: DatabasePool
 
@@ -62,6 +62,21 @@ final class SQLiteStorage: SwitchboardStorage {
                         PRIMARY KEY (sdk_app_id, user_id, call_id)
                     );
                     CREATE UNIQUE INDEX call_records_by_sync_time ON call_records (sdk_app_id, user_id, sync_time);
+                    """)
+        }
+        migrator.registerMigration("v3-journal") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE call_journal (
+                        call_id TEXT PRIMARY KEY,
+                        sdk_app_id INTEGER NOT NULL,
+                        state BLOB NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE node_state (
+                        key TEXT PRIMARY KEY,
+                        value INTEGER NOT NULL
+                    );
                     """)
         }
         migrator.registerMigration("v2-chat-groups") { db in
@@ -177,10 +192,52 @@ final class SQLiteStorage: SwitchboardStorage {
 
     // MARK: records
 
-    func insertRecords(_ drafts: [RecordDraft]) async throws -> [StoredRecord] {
-        guard !drafts.isEmpty else { return [] }
+    func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
+        guard !batch.journal.isEmpty || !batch.ended.isEmpty else { return [] }
         return try await pool.write { db in
-            try drafts.map { draft in
+            for entry in batch.journal {
+                try db.execute(
+                    sql: """
+                        INSERT INTO call_journal (call_id, sdk_app_id, state, updated_at) VALUES (?, ?, ?, ?)
+                        ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
+                        """,
+                    arguments: [entry.callId.rawValue, entry.app.rawValue, entry.state, entry.updatedAt])
+            }
+            var stored: [StoredRecord] = []
+            for ended in batch.ended {
+                try db.execute(sql: "DELETE FROM call_journal WHERE call_id = ?", arguments: [ended.callId.rawValue])
+                stored += try Self.insert(ended.records, db)
+            }
+            return stored
+        }
+    }
+
+    func loadJournal() async throws -> [JournalEntry] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM call_journal ORDER BY updated_at").map { row in
+                JournalEntry(
+                    callId: CallID(rawValue: row["call_id"]), app: SdkAppID(row["sdk_app_id"] as Int64),
+                    state: row["state"], updatedAt: row["updated_at"])
+            }
+        }
+    }
+
+    func markAlive(at time: Int64) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO node_state (key, value) VALUES ('alive_at', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                arguments: [time])
+        }
+    }
+
+    func lastAlive() async throws -> Int64? {
+        try await pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT value FROM node_state WHERE key = 'alive_at'")
+        }
+    }
+
+    private static func insert(_ drafts: [RecordDraft], _ db: Database) throws -> [StoredRecord] {
+        try drafts.map { draft in
                 var record = draft.record
                 let participants = String(
                     decoding: try JSONEncoder().encode(record.participantIds.map(\.rawValue)), as: UTF8.self)
@@ -212,7 +269,6 @@ final class SQLiteStorage: SwitchboardStorage {
                     db, sql: "SELECT * FROM call_records WHERE sdk_app_id = ? AND user_id = ? AND call_id = ?",
                     arguments: [draft.owner.app.rawValue, draft.owner.user.rawValue, record.callId.rawValue])
                 return StoredRecord(owner: draft.owner, record: try row.map(Self.record) ?? record)
-            }
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import SwitchboardProtocol
 
 /// One app as the server stores it.
@@ -29,12 +30,40 @@ protocol ProfileStore: Sendable {
     func saveProfile(app: SdkAppID, _ profile: UserProfile, now: Int64) async throws
 }
 
-/// Per-user call records (SPEC §4).
+/// A call in progress as kept in the journal, to be ended properly after a crash.
+struct JournalEntry: Equatable, Sendable {
+    var callId: CallID
+    var app: SdkAppID
+    /// The call's state as JSON.
+    var state: Data
+    var updatedAt: Int64
+}
+
+/// A call that ended: its records are stored and its journal entry removed together.
+struct EndedCallWrite: Equatable, Sendable {
+    var callId: CallID
+    var records: [RecordDraft]
+}
+
+/// Writes that go into one transaction.
+struct PersistenceBatch: Equatable, Sendable {
+    /// Calls in progress to save (replacing what the journal has for them).
+    var journal: [JournalEntry] = []
+    var ended: [EndedCallWrite] = []
+}
+
+/// Per-user call records (SPEC §4) and the journal of calls in progress.
 protocol CallRecordStore: Sendable {
-    /// Stores records in one transaction, giving each a `syncTime` that is unique and increasing for
-    /// its owner (its end time, moved up by a millisecond past the owner's newest record if needed).
-    /// A record that already exists for the owner and call is returned as stored, not duplicated.
-    func insertRecords(_ drafts: [RecordDraft]) async throws -> [StoredRecord]
+    /// Commits a batch in one transaction. Records get a `syncTime` that is unique and increasing for
+    /// their owner (the end time, moved up by a millisecond past the owner's newest record if needed);
+    /// a record that already exists for its owner and call is returned as stored, not duplicated.
+    func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord]
+    /// The calls that were in progress when the server last stopped.
+    func loadJournal() async throws -> [JournalEntry]
+    /// Notes that the server is alive now (for dating the end of calls cut by a crash).
+    func markAlive(at time: Int64) async throws
+    /// The last time the server was known alive.
+    func lastAlive() async throws -> Int64?
     /// One page of the owner's records strictly after (ascending) or before (descending) `syncTime`;
     /// -1 starts at the oldest or newest end.
     func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws
@@ -51,6 +80,13 @@ protocol ChatGroupStore: Sendable {
     func setChatGroupMembers(app: SdkAppID, group: ChatGroupID, members: [UserID]) async throws
     func chatGroupMembers(app: SdkAppID, group: ChatGroupID) async throws -> [UserID]
     func isChatGroupMember(app: SdkAppID, group: ChatGroupID, user: UserID) async throws -> Bool
+}
+
+extension CallRecordStore {
+    /// Stores records of calls that were never journaled.
+    func insertRecords(_ drafts: [RecordDraft]) async throws -> [StoredRecord] {
+        try await commit(PersistenceBatch(ended: [EndedCallWrite(callId: CallID(rawValue: ""), records: drafts)]))
+    }
 }
 
 /// Everything the server keeps in its database.

@@ -1,0 +1,138 @@
+import Logging
+import NIOConcurrencyHelpers
+import SwitchboardProtocol
+
+/// Writes the journal of calls in progress and the records of ended calls, with group commit:
+/// while one transaction commits, new writes queue up and go into the next one together. Under
+/// light load a write is committed at once; under heavy load one fsync covers many calls.
+///
+/// Within a batch, several saves of one call keep only the last, and a call that ended drops its
+/// pending saves: its records and the removal of its journal entry commit together. `submit…`
+/// never blocks the call engine. Once a batch is committed, ``onCommitted`` runs with the stored
+/// records (the server sends each owner its `callRecord` event from there, so that event is the
+/// promise that the record is durable).
+final class PersistenceWriter: Sendable {
+    enum Write: Sendable {
+        case save(JournalEntry)
+        case end(EndedCallWrite)
+    }
+
+    private struct State {
+        var queue: [Write] = []
+        var flushing = false
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let store: any CallRecordStore
+    private let onCommitted: @Sendable ([StoredRecord]) -> Void
+    private let logger: Logger
+    private let state = NIOLockedValueBox(State())
+    /// Most writes per transaction.
+    private let maxBatch = 4000
+
+    init(store: any CallRecordStore, logger: Logger, onCommitted: @escaping @Sendable ([StoredRecord]) -> Void) {
+        self.store = store
+        self.logger = logger
+        self.onCommitted = onCommitted
+    }
+
+    /// Queues a save of a call in progress.
+    func submit(journal entry: JournalEntry) {
+        enqueue(.save(entry))
+    }
+
+    /// Queues the end of a call: its records, and the removal of its journal entry.
+    func submit(ended callId: CallID, records: [RecordDraft]) {
+        enqueue(.end(EndedCallWrite(callId: callId, records: records)))
+    }
+
+    /// Queues records of calls that were never journaled.
+    func submit(_ drafts: [RecordDraft]) {
+        guard !drafts.isEmpty else { return }
+        enqueue(.end(EndedCallWrite(callId: CallID(rawValue: ""), records: drafts)))
+    }
+
+    private func enqueue(_ write: Write) {
+        let startFlush = state.withLockedValue { state -> Bool in
+            state.queue.append(write)
+            guard !state.flushing else { return false }
+            state.flushing = true
+            return true
+        }
+        if startFlush {
+            Task { await self.flushLoop() }
+        }
+    }
+
+    /// Returns once everything submitted so far is committed (or given up on).
+    func drain() async {
+        await withCheckedContinuation { continuation in
+            let idle = state.withLockedValue { state -> Bool in
+                guard state.flushing || !state.queue.isEmpty else { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+
+    private func flushLoop() async {
+        while true {
+            let writes = state.withLockedValue { state -> [Write] in
+                let batch = Array(state.queue.prefix(maxBatch))
+                state.queue.removeFirst(batch.count)
+                return batch
+            }
+            if writes.isEmpty {
+                let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>]? in
+                    // Writes may have arrived since the batch was taken.
+                    guard state.queue.isEmpty else { return nil }
+                    state.flushing = false
+                    defer { state.idleWaiters = [] }
+                    return state.idleWaiters
+                }
+                guard let waiters else { continue }
+                waiters.forEach { $0.resume() }
+                return
+            }
+            await write(Self.batch(writes))
+        }
+    }
+
+    /// Coalesces writes: the last save of each call, none for calls that end in the same batch.
+    static func batch(_ writes: [Write]) -> PersistenceBatch {
+        var batch = PersistenceBatch()
+        var saves: [CallID: JournalEntry] = [:]
+        var order: [CallID] = []
+        for write in writes {
+            switch write {
+            case .save(let entry):
+                if saves.updateValue(entry, forKey: entry.callId) == nil { order.append(entry.callId) }
+            case .end(let ended):
+                saves[ended.callId] = nil
+                batch.ended.append(ended)
+            }
+        }
+        batch.journal = order.compactMap { saves[$0] }
+        return batch
+    }
+
+    /// Writes one batch, retrying a failing database a few times before giving it up.
+    private func write(_ batch: PersistenceBatch) async {
+        var delay: Duration = .milliseconds(50)
+        for attempt in 1...5 {
+            do {
+                let stored = try await store.commit(batch)
+                onCommitted(stored)
+                return
+            } catch {
+                logger.error(
+                    "database write failed",
+                    metadata: ["attempt": "\(attempt)", "ended": "\(batch.ended.count)", "error": "\(error)"])
+                try? await Task.sleep(for: delay)
+                delay *= 4
+            }
+        }
+        logger.critical("writes lost after retries", metadata: ["ended": "\(batch.ended.count)"])
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `switchboard serve` running as a real process, for the tests of what happens to a real server:
+/// `kill -9`, SIGTERM, restarts on the same database.
+public final class ServerProcess: Sendable {
+    public let port: Int
+    /// Everything the process printed on stdout so far.
+    public var output: String { outputBox.withLockedValue { $0 } }
+    private let process: Process
+    private let outputBox: NIOLockedValueBox<String>
+
+    private init(process: Process, port: Int, outputBox: NIOLockedValueBox<String>) {
+        self.process = process
+        self.port = port
+        self.outputBox = outputBox
+    }
+
+    /// Starts `binary serve --port 0 <arguments>` and returns once it listens.
+    public static func launch(binary: URL, arguments: [String], directory: URL) throws -> ServerProcess {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--port", "0", "--log-level", "error"] + arguments
+        process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SWITCHBOARD_") }
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = NIOLockedValueBox("")
+        var port: Int?
+        while port == nil {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            let text = output.withLockedValue { text in
+                text += String(decoding: chunk, as: UTF8.self)
+                return text
+            }
+            if let line = text.split(separator: "\n").first(where: { $0.contains("is listening on http://") }),
+                let value = line.split(separator: ":").last.flatMap({ Int($0) })
+            {
+                port = value
+            }
+        }
+        guard let port else {
+            process.terminate()
+            throw ProcessError(description: "the server did not start: \(output.withLockedValue { $0 })")
+        }
+        // Keep reading so the server never blocks on a full pipe.
+        Thread.detachNewThread {
+            while true {
+                let chunk = stdout.fileHandleForReading.availableData
+                if chunk.isEmpty { return }
+                output.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
+            }
+        }
+        return ServerProcess(process: process, port: port, outputBox: output)
+    }
+
+    /// The WebSocket URL.
+    public var url: URL { URL(string: "ws://127.0.0.1:\(port)/v1/ws")! }
+
+    /// `kill -9`: no shutdown at all.
+    public func kill() {
+        sendSignal(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM: a graceful shutdown.
+    public func terminate() {
+        process.terminate()
+    }
+
+    /// Waits for the process to end; returns its exit status, or nil if it was killed by a signal.
+    public func waitForExit() async -> Int32? {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                self.process.waitUntilExit()
+                continuation.resume(returning: self.process.terminationReason == .exit ? self.process.terminationStatus : nil)
+            }
+        }
+    }
+
+    public var isRunning: Bool { process.isRunning }
+
+    public struct ProcessError: Error, CustomStringConvertible {
+        public var description: String
+    }
+}
+
+private func sendSignal(_ pid: Int32, _ signal: Int32) {
+    _ = kill(pid, signal)
+}

@@ -1,0 +1,236 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Switchboard
+import SwitchboardProtocol
+import SwitchboardTesting
+import Testing
+
+/// A real `switchboard serve` process and SDK clients on the real clock: what a server promises on a
+/// network drop, on `kill -9` and on SIGTERM. The tests wait for events, never for time.
+@Suite(.serialized) struct ServerProcessTests {
+    static let app = "1400000001:process-test-secret"
+    static let sdkAppID: SdkAppID = 1_400_000_001
+
+    static func directory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-process-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    static func launch(_ directory: URL) throws -> ServerProcess {
+        try ServerProcess.launch(
+            binary: CLITests.binary, arguments: ["--app", app, "--database", "db.sqlite", "--reconnect-grace", "30"],
+            directory: directory)
+    }
+
+    static func client(_ user: String, url: URL) async throws -> SwitchboardClient {
+        let client = SwitchboardClient(
+            configuration: SwitchboardConfiguration(
+                serverURL: url, deviceId: DeviceID(rawValue: "\(user)-device"), platform: "test",
+                reconnectPolicy: ReconnectPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(500))))
+        let sig = UserSig.generate(sdkAppID: sdkAppID, secretKey: "process-test-secret", userID: user, expire: 3600)
+        try await client.loginStore.login(sdkAppID: sdkAppID, userID: user, userSig: sig)
+        return client
+    }
+
+    /// caller calls callee, the callee answers; returns the call id.
+    static func connect(
+        _ caller: SwitchboardClient, _ callee: SwitchboardClient, _ calleeName: String,
+        _ callerEvents: Recorder<CallStoreEvent>, _ calleeEvents: Recorder<CallStoreEvent>
+    ) async throws -> CallID {
+        let call = try await caller.callStore.calls(participantIds: [calleeName], mediaType: .audio).callId
+        try await calleeEvents.first { if case .onCallReceived(call, _, _, _, _) = $0 { true } else { false } }
+        try await callee.callStore.accept(callId: call)
+        try await callerEvents.first { if case .onCallStarted(call, _, _) = $0 { true } else { false } }
+        return call
+    }
+
+    @Test func aCallSurvivesACutConnection() async throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try Self.launch(directory)
+        let proxy = try await TCPProxy.start(targetPort: server.port)
+        let alice = try await Self.client("alice", url: URL(string: "ws://127.0.0.1:\(proxy.port)/v1/ws")!)
+        let bob = try await Self.client("bob", url: server.url)
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+        let aliceLogin = Recorder(alice.loginStore.stateUpdates)
+        let call = try await Self.connect(alice, bob, "bob", aliceEvents, bobEvents)
+        let startTime = alice.callStore.state.activeCall?.startTime
+
+        proxy.cut()
+        try await aliceLogin.first { $0.loginStatus == .reconnecting }
+        try await bobEvents.first {
+            $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
+        }
+        try await aliceLogin.first(from: aliceLogin.values.count) { $0.loginStatus == .loggedIn }
+        try await bobEvents.first {
+            if case .onMemberStatusChanged(call, "alice", .unknown, _) = $0 { true } else { false }
+        }
+        #expect(alice.callStore.state.activeCall?.callId == call)
+        #expect(alice.callStore.state.activeCall?.startTime == startTime)
+        try await bob.callStore.hangup()
+        #expect(
+            try await aliceEvents.first(where: isEnded)
+                == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
+        proxy.stop()
+        server.terminate()
+        #expect(await server.waitForExit() == 0)
+    }
+
+    /// Pairs make calls in a loop while the server is killed; after a restart on the same database
+    /// no acknowledged record is missing, the calls cut by the crash are ended with `endByServer`
+    /// and recorded, and clients that come back learn how they ended.
+    @Test func killNineUnderLoadLosesNoAcknowledgedRecord() async throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try Self.launch(directory)
+        let proxy = try await TCPProxy.start(targetPort: server.port)
+        let url = URL(string: "ws://127.0.0.1:\(proxy.port)/v1/ws")!
+
+        // A connected call and a ringing call that will be open at the crash.
+        let carol = try await Self.client("carol", url: url)
+        let dave = try await Self.client("dave", url: url)
+        let erin = try await Self.client("erin", url: url)
+        let frank = try await Self.client("frank", url: url)
+        let carolEvents = Recorder(carol.callStore.events)
+        let daveEvents = Recorder(dave.callStore.events)
+        let erinEvents = Recorder(erin.callStore.events)
+        let frankEvents = Recorder(frank.callStore.events)
+        let connected = try await Self.connect(carol, dave, "dave", carolEvents, daveEvents)
+        let ringing = try await erin.callStore.calls(participantIds: ["frank"], mediaType: .video).callId
+        try await frankEvents.first(where: isReceived)
+
+        // Load: pairs call, answer and hang up in a loop; each acknowledged record is noted.
+        let acknowledged = NIOLockedValueBox<[UserID: Set<CallID>]>([:])
+        let completed = NIOLockedValueBox(0)
+        let running = NIOLockedValueBox(true)
+        let (progressStream, progress) = AsyncStream<Int>.makeStream()
+        let loadProgress = Recorder(progressStream)
+        var loops: [Task<Void, Never>] = []
+        for pair in 0..<4 {
+            let caller = try await Self.client("caller\(pair)", url: url)
+            let callee = try await Self.client("callee\(pair)", url: url)
+            for (user, client) in [("caller\(pair)", caller), ("callee\(pair)", callee)] {
+                let events = client.callStore.events
+                loops.append(
+                    Task {
+                        for await event in events {
+                            if case .onCallRecord(let record) = event {
+                                acknowledged.withLockedValue { $0[UserID(rawValue: user), default: []].insert(record.callId) }
+                            }
+                        }
+                    })
+            }
+            let callerEvents = Recorder(caller.callStore.events)
+            let calleeEvents = Recorder(callee.callStore.events)
+            loops.append(
+                Task {
+                    while running.withLockedValue({ $0 }) {
+                        do {
+                            let call = try await Self.connect(caller, callee, "callee\(pair)", callerEvents, calleeEvents)
+                            try await caller.callStore.hangup(callId: call)
+                            try await calleeEvents.first { if case .onCallEnded(call, _, _, _) = $0 { true } else { false } }
+                            progress.yield(completed.withLockedValue { count in
+                                count += 1
+                                return count
+                            })
+                        } catch {
+                            return
+                        }
+                    }
+                })
+        }
+        try await loadProgress.first(timeout: .seconds(60)) { $0 >= 20 }
+
+        server.kill()
+        running.withLockedValue { $0 = false }
+        let before = acknowledged.withLockedValue { $0 }
+        #expect(before.values.reduce(0) { $0 + $1.count } >= 20)
+
+        let restarted = try Self.launch(directory)
+        proxy.retarget(port: restarted.port)
+        proxy.cut()
+
+        // The clients come back by themselves and hear how the open calls ended.
+        #expect(
+            try await carolEvents.first(timeout: .seconds(30), where: isEnded)
+                == .onCallEnded(callId: connected, mediaType: .audio, reason: .endByServer, userId: nil))
+        #expect(
+            try await daveEvents.first(timeout: .seconds(30), where: isEnded)
+                == .onCallEnded(callId: connected, mediaType: .audio, reason: .endByServer, userId: nil))
+        #expect(
+            try await erinEvents.first(timeout: .seconds(30), where: isEnded)
+                == .onCallEnded(callId: ringing, mediaType: .video, reason: .endByServer, userId: nil))
+        #expect(
+            try await frankEvents.first(timeout: .seconds(30), where: isEnded)
+                == .onCallEnded(callId: ringing, mediaType: .video, reason: .endByServer, userId: nil))
+
+        // The open calls were recorded.
+        let carolRecords = try await carol.callStore.queryRecords(count: 100).records
+        let carolRecord = try #require(carolRecords.first { $0.callId == connected })
+        #expect(carolRecord.result == .answered && carolRecord.endReason == .endByServer)
+        let frankRecords = try await frank.callStore.queryRecords(count: 100).records
+        let frankRecord = try #require(frankRecords.first { $0.callId == ringing })
+        #expect(frankRecord.result == .missed && frankRecord.endReason == .endByServer)
+
+        // No acknowledged record is missing.
+        for (user, callIds) in before {
+            let client = try await Self.client(user.rawValue, url: URL(string: "ws://127.0.0.1:\(restarted.port)/v1/ws")!)
+            var stored = Set<CallID>()
+            var syncTime: Int64 = -1
+            while true {
+                let page = try await client.callStore.queryRecords(syncTime: syncTime, count: 100)
+                stored.formUnion(page.records.map(\.callId))
+                syncTime = page.syncTime
+                if !page.hasMore { break }
+            }
+            #expect(callIds.isSubset(of: stored), "\(user) lost \(callIds.subtracting(stored).count) acknowledged records")
+            try await client.loginStore.logout()
+        }
+        loops.forEach { $0.cancel() }
+        proxy.stop()
+        restarted.terminate()
+        #expect(await restarted.waitForExit() == 0)
+    }
+
+    /// SIGTERM: calls end with `endByServer` and are recorded, sessions get `shuttingDown` and a
+    /// 1001 close, and the process exits 0.
+    @Test func sigtermEndsCallsFlushesRecordsAndExitsCleanly() async throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try Self.launch(directory)
+        let alice = try await Self.client("alice", url: server.url)
+        let bob = try await Self.client("bob", url: server.url)
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+        let call = try await Self.connect(alice, bob, "bob", aliceEvents, bobEvents)
+        let raw = try await RawClient(url: server.url)
+        let sig = UserSig.generate(sdkAppID: Self.sdkAppID, secretKey: "process-test-secret", userID: "carol", expire: 600)
+        _ = try await raw.request(LoginRequest(sdkAppID: Self.sdkAppID, userID: "carol", userSig: sig), id: "login")
+
+        let started = ContinuousClock.now
+        server.terminate()
+        for events in [aliceEvents, bobEvents] {
+            #expect(
+                try await events.first(where: isEnded)
+                    == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: nil))
+            let record = try await events.first(where: isRecord)
+            guard case .onCallRecord(let value) = record else { continue }
+            #expect(value.result == .answered && value.endReason == .endByServer)
+        }
+        let ended = try await raw.frames.first { $0.contains("sessionEnded") }
+        #expect(ended.contains("\(SwitchboardError.Code.shuttingDown.rawValue)"))
+        #expect(await raw.frames.waitForEnd())
+        #expect(raw.closeCode == .goingAway)
+        #expect(await server.waitForExit() == 0)
+        // Bounded: the server gives itself 10 s at most.
+        #expect(ContinuousClock.now - started < .seconds(12))
+        try await alice.loginStore.logout()
+        try await bob.loginStore.logout()
+    }
+}
+
+func isEnded(_ event: CallStoreEvent) -> Bool { if case .onCallEnded = event { true } else { false } }
+func isRecord(_ event: CallStoreEvent) -> Bool { if case .onCallRecord = event { true } else { false } }
+func isReceived(_ event: CallStoreEvent) -> Bool { if case .onCallReceived = event { true } else { false } }
