@@ -85,6 +85,14 @@ public enum BusyPolicy: String, Codable, Sendable, CaseIterable {
     case callWaiting
 }
 
+/// How a blocked caller sees the user who blocked them (per app).
+public enum BlockedCallerSees: String, Codable, Sendable, CaseIterable {
+    /// As if the callee rejected the call (`reject`).
+    case reject
+    /// As if the callee had no device online (`offline`).
+    case offline
+}
+
 /// On or off, for a microphone or a camera.
 public enum DeviceSwitch: String, Codable, Sendable, CaseIterable {
     case on

@@ -24,6 +24,9 @@ public struct RequestType: RawRepresentable, Codable, Hashable, Sendable, Custom
     public static let queryRecords = RequestType(rawValue: "records.query")
     public static let deleteRecords = RequestType(rawValue: "records.delete")
     public static let deleteAllRecords = RequestType(rawValue: "records.deleteAll")
+    public static let blockUsers = RequestType(rawValue: "user.block")
+    public static let unblockUsers = RequestType(rawValue: "user.unblock")
+    public static let blockedUsers = RequestType(rawValue: "user.blocked")
 }
 
 /// A request a client sends; `Response` is the type of its `result`.
@@ -365,4 +368,39 @@ public struct DeleteAllRecordsRequest: SignalingRequest {
 public struct DeleteRecordsResponse: Codable, Equatable, Sendable {
     public var deleted: Int
     public init(deleted: Int) { self.deleted = deleted }
+}
+
+// MARK: - blocking
+
+/// Stop these users from calling you: their calls never ring; to them you look as if you rejected
+/// or were offline (the app's `blockedCallerSees` setting).
+public struct BlockUsersRequest: SignalingRequest {
+    public typealias Response = BlockedUsersResponse
+    public static let type = RequestType.blockUsers
+    public var userIds: [UserID]
+    public init(userIds: [UserID]) { self.userIds = userIds }
+}
+
+/// Let these users call you again.
+public struct UnblockUsersRequest: SignalingRequest {
+    public typealias Response = BlockedUsersResponse
+    public static let type = RequestType.unblockUsers
+    public var userIds: [UserID]
+    public init(userIds: [UserID]) { self.userIds = userIds }
+}
+
+/// The users you blocked.
+public struct BlockedUsersRequest: SignalingRequest {
+    public typealias Response = BlockedUsersResponse
+    public static let type = RequestType.blockedUsers
+    public init() {}
+}
+
+public struct BlockedUsersResponse: Codable, Equatable, Sendable {
+    /// Everyone you block now, sorted.
+    public var userIds: [UserID]
+    public init(userIds: [UserID]) { self.userIds = userIds }
+
+    /// Most users one user may block.
+    public static let limit = 1000
 }

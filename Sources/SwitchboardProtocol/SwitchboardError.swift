@@ -10,10 +10,13 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
     public let code: Code
     /// A human-readable explanation; may carry details such as the offending field.
     public let message: String
+    /// For `rateLimited`: how many milliseconds to wait before trying again.
+    public let retryAfter: Int64?
 
-    public init(_ code: Code, _ message: String? = nil) {
+    public init(_ code: Code, _ message: String? = nil, retryAfter: Int64? = nil) {
         self.code = code
         self.message = message ?? code.defaultMessage
+        self.retryAfter = retryAfter
     }
 
     public var description: String { "\(code.name) (\(code.rawValue)): \(message)" }
@@ -297,17 +300,19 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
 }
 
 extension SwitchboardError: Codable {
-    private enum CodingKeys: String, CodingKey { case code, message }
+    private enum CodingKeys: String, CodingKey { case code, message, retryAfter }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.code = Code(rawValue: try container.decode(Int.self, forKey: .code))
         self.message = try container.decodeIfPresent(String.self, forKey: .message) ?? ""
+        self.retryAfter = try container.decodeIfPresent(Int64.self, forKey: .retryAfter)
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(code.rawValue, forKey: .code)
         try container.encode(message, forKey: .message)
+        try container.encodeIfPresent(retryAfter, forKey: .retryAfter)
     }
 }

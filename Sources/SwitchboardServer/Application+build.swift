@@ -191,12 +191,14 @@ public func buildApplication(
         await writer.drain()
     }
 
-    let router = Router(context: BasicWebSocketRequestContext.self)
+    let router = Router(context: SwitchboardRequestContext.self)
     if let webRoot = configuration.webRoot {
         router.add(middleware: FileMiddleware(webRoot, searchForIndexHtml: true, logger: logger))
     }
     router.ws("/v1/ws") { inbound, outbound, wsContext in
-        await SignalingSession.serve(context: context, inbound: inbound, outbound: outbound, logger: wsContext.logger)
+        await SignalingSession.serve(
+            context: context, inbound: inbound, outbound: outbound,
+            remoteAddress: wsContext.requestContext.remoteAddress?.ipAddress ?? "unknown", logger: wsContext.logger)
     }
     AdminAPI.register(on: router, node: context, adminSecret: adminSecret)
 

@@ -47,6 +47,8 @@ public struct ServerConfiguration: Sendable {
     public var webRoot: String?
     /// Listen backlog; connection storms need more than the usual 256.
     public var backlog = 4096
+    /// Abuse limits per IP address, user and connection.
+    public var rateLimits = RateLimits()
 
     public init() {}
 }

@@ -16,6 +16,7 @@ final class NodeContext: Sendable {
     let engine: CallEngine
     let writer: PersistenceWriter
     let ledger = RequestLedger()
+    let limiter: RateLimiter
     let clock: any SwitchboardClock
     let logger: Logger
     private let counters = NIOLockedValueBox<(connections: UInt64, shuttingDown: Bool)>((0, false))
@@ -30,6 +31,7 @@ final class NodeContext: Sendable {
         self.profiles = ProfileDirectory(store: storage)
         self.registry = registry
         self.writer = writer
+        self.limiter = RateLimiter(disabled: configuration.rateLimits.disabled)
         self.clock = clock
         self.logger = logger
         self.engine = CallEngine(

@@ -10,6 +10,7 @@ import NIOPosix
 public final class TCPProxy: Sendable {
     private struct State {
         var targetPort: Int
+        var sourceAddress: String?
         var channels: [ObjectIdentifier: any Channel] = [:]
         var blackholed = false
         var downstreamBlackholed = false
@@ -24,17 +25,18 @@ public final class TCPProxy: Sendable {
     private let state: NIOLockedValueBox<State>
     private let acceptTask: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
 
-    private init(port: Int, server: any Channel, targetPort: Int) {
+    private init(port: Int, server: any Channel, targetPort: Int, sourceAddress: String?) {
         self.port = port
         self.server = server
-        self.state = NIOLockedValueBox(State(targetPort: targetPort))
+        self.state = NIOLockedValueBox(State(targetPort: targetPort, sourceAddress: sourceAddress))
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         self.dropped = Recorder(stream)
         self.droppedSink = continuation
     }
 
-    /// Starts a proxy to `127.0.0.1:targetPort`.
-    public static func start(targetPort: Int) async throws -> TCPProxy {
+    /// Starts a proxy to `127.0.0.1:targetPort`; with `sourceAddress` (another loopback address such
+    /// as 127.0.0.2) the server sees its connections come from there.
+    public static func start(targetPort: Int, sourceAddress: String? = nil) async throws -> TCPProxy {
         let group = MultiThreadedEventLoopGroup.singleton
         let listener = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -44,7 +46,8 @@ public final class TCPProxy: Sendable {
                 }
             }
         let proxy = TCPProxy(
-            port: listener.channel.localAddress?.port ?? 0, server: listener.channel, targetPort: targetPort)
+            port: listener.channel.localAddress?.port ?? 0, server: listener.channel, targetPort: targetPort,
+            sourceAddress: sourceAddress)
         let task = Task<Void, Never> {
             do {
                 try await listener.executeThenClose { inbound in
@@ -101,7 +104,7 @@ public final class TCPProxy: Sendable {
     }
 
     private func serve(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
-        let targetPort = state.withLockedValue { $0.targetPort }
+        let (targetPort, sourceAddress) = state.withLockedValue { ($0.targetPort, $0.sourceAddress) }
         if refuseNew {
             // As a load balancer in an outage: 503 and close. (A bare close before the HTTP upgrade
             // answer can leave NIO's client upgrade hanging; the SDK bounds that with a timeout.)
@@ -119,7 +122,11 @@ public final class TCPProxy: Sendable {
             return
         }
         do {
-            let upstream = try await ClientBootstrap(group: client.channel.eventLoop)
+            var bootstrap = ClientBootstrap(group: client.channel.eventLoop)
+            if let sourceAddress {
+                bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: sourceAddress, port: 0))
+            }
+            let upstream = try await bootstrap
                 .connect(host: "127.0.0.1", port: targetPort) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)

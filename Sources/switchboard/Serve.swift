@@ -34,6 +34,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest call, the caller included [SWITCHBOARD_MAX_PARTICIPANTS, default 16].")
     var maxParticipants: Int?
 
+    @Option(help: "How a blocked caller sees the callee: reject or offline [SWITCHBOARD_BLOCKED_CALLER_SEES, default reject].")
+    var blockedCallerSees: String?
+
+    @Option(
+        help: """
+            An abuse limit as NAME=N/s|min|h[:BURST]; repeat for several [SWITCHBOARD_RATE_LIMITS, comma-separated].             Names: \(RateLimits.names.joined(separator: ", ")).
+            """)
+    var rateLimit: [String] = []
+
+    @Flag(help: "Turn every abuse limit off (benchmarks only) [SWITCHBOARD_NO_RATE_LIMITS=1].")
+    var noRateLimits = false
+
     @Option(help: "Secret of the admin HTTP API [SWITCHBOARD_ADMIN_SECRET, default: generated and printed].")
     var adminSecret: String?
 
@@ -74,6 +86,24 @@ struct Serve: AsyncParsableCommand {
             guard let count = Int(value), count >= 2 else { throw ValidationError("max participants must be at least 2") }
             configuration.appSettings.maxParticipants = count
         }
+        if let value = setting(blockedCallerSees, "SWITCHBOARD_BLOCKED_CALLER_SEES") {
+            guard let sees = BlockedCallerSees(rawValue: value) else {
+                throw ValidationError("blocked caller sees must be reject or offline")
+            }
+            configuration.appSettings.blockedCallerSees = sees
+        }
+        let limitTexts =
+            rateLimit.isEmpty
+            ? (environment["SWITCHBOARD_RATE_LIMITS"]?.split(separator: ",").map(String.init) ?? []) : rateLimit
+        for text in limitTexts {
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let limit = RateLimit(parsing: parts[1]),
+                configuration.rateLimits.set(parts[0], limit)
+            else {
+                throw ValidationError("--rate-limit takes NAME=N/s|min|h[:BURST], got '\(text)'")
+            }
+        }
+        configuration.rateLimits.disabled = noRateLimits || environment["SWITCHBOARD_NO_RATE_LIMITS"] == "1"
         configuration.adminSecret = setting(adminSecret, "SWITCHBOARD_ADMIN_SECRET")
         if let value = setting(reconnectGrace.map(String.init), "SWITCHBOARD_RECONNECT_GRACE") {
             guard let seconds = Int(value), seconds >= 0 else { throw ValidationError("reconnect grace must be >= 0") }

@@ -153,6 +153,21 @@ struct GoldenTests {
             ServerEvent.callElsewhere(CallElsewhereEvent(call: Self.connected, deviceId: "alice-iphone", active: true)))
     }
 
+    @Test func blockingAndLimits() throws {
+        try check("request.user.block", RequestEnvelope(id: "19", data: BlockUsersRequest(userIds: ["mallory"])))
+        try check("request.user.unblock", RequestEnvelope(id: "20", data: UnblockUsersRequest(userIds: ["mallory"])))
+        try check("request.user.blocked", RequestEnvelope(id: "21", data: BlockedUsersRequest()))
+        try check(
+            "response.user.blocked",
+            ResponseEnvelope(id: "19", outcome: .success(BlockedUsersResponse(userIds: ["mallory", "trent"]))))
+        try check(
+            "response.error.rateLimited",
+            ResponseEnvelope<Empty>(
+                id: "22",
+                outcome: .failure(SwitchboardError(.rateLimited, "too many requests; retry in 20000 ms", retryAfter: 20_000))))
+        try check("event.callsSynced", ServerEvent.callsSynced(CallsSyncedEvent(callIds: [Self.callId])))
+    }
+
     @Test func recordRequests() throws {
         try check(
             "request.records.query",
@@ -248,7 +263,8 @@ struct GoldenTests {
             "request.call.invite", "request.call.join", "request.call.changeMediaType", "request.call.replyMediaType",
             "request.call.cancelMediaType", "request.call.statusReport", "response.call.invite",
             "response.call.changeMediaType", "event.mediaTypeChangeRequested", "event.mediaTypeChangeResult",
-            "event.memberStatus", "event.callElsewhere",
+            "event.memberStatus", "event.callElsewhere", "request.user.block", "request.user.unblock",
+            "request.user.blocked", "response.user.blocked", "response.error.rateLimited", "event.callsSynced",
         ]
         #expect(Set(files) == checked)
     }

@@ -34,7 +34,8 @@ struct CallStateMachineTests {
     static func start(
         _ caller: String = "alice", _ device: String = "a1", to invitees: [String] = ["bob"], call: String = "c1",
         online: [String]? = nil, media: CallMediaType = .audio, params: CallParams? = nil,
-        policy: BusyPolicy = .reject, maxParticipants: Int = 16
+        policy: BusyPolicy = .reject, maxParticipants: Int = 16, blockedBy: [String] = [],
+        blockedSees: BlockedCallerSees = .reject
     ) -> Step {
         .event(
             .start(
@@ -43,8 +44,10 @@ struct CallStateMachineTests {
                     generatedRoomId: RoomID(rawValue: "room-\(call)"),
                     request: StartCallRequest(
                         participantIds: invitees.map(UserID.init(rawValue:)), mediaType: media, params: params),
-                    settings: AppSettings(busyPolicy: policy, maxParticipants: maxParticipants),
-                    online: Set((online ?? invitees).map(UserID.init(rawValue:))), profiles: [:])))
+                    settings: AppSettings(
+                        busyPolicy: policy, maxParticipants: maxParticipants, blockedCallerSees: blockedSees),
+                    online: Set((online ?? invitees).map(UserID.init(rawValue:))), profiles: [:],
+                    blockedBy: Set(blockedBy.map(UserID.init(rawValue:))))))
     }
 
     static func command(_ user: String, _ device: String, _ call: String) -> CallCommand {
@@ -370,6 +373,38 @@ struct CallStateMachineTests {
                 "alice@*-a1 ← callElsewhere(on a1 active)",
                 "bob@* ← callReceived(from alice)",
                 "timer ring(c1,bob) +5000",
+            ]),
+    ]
+
+    static let blocking: [Row] = [
+        Row(
+            name: "a callee who blocks the caller never rings; the caller sees a reject; no record for the callee",
+            step: start(blockedBy: ["bob"]),
+            expected: [
+                "reply started busy=[] alice:waiting bob:none",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
+                "alice@a1 ← callEnded(reject by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:rejected/reject/0s",
+            ]),
+        Row(
+            name: "or sees the callee offline, when the app says so",
+            step: start(blockedBy: ["bob"], blockedSees: .offline),
+            expected: [
+                "reply started busy=[] alice:waiting bob:none",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
+                "alice@a1 ← callEnded(offline by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:offline/offline/0s",
+            ]),
+        Row(
+            name: "in a group call the others still ring",
+            step: start(to: ["bob", "carol"], blockedBy: ["bob"]),
+            expected: [
+                "reply started busy=[] alice:waiting bob:none carol:waiting",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
+                "carol@* ← callReceived(from alice)",
+                "timer ring(c1,carol) +30000",
             ]),
     ]
 
@@ -1020,6 +1055,7 @@ struct CallStateMachineTests {
     @Test(arguments: mediaChange) func mediaTypeChanges(_ row: Row) { check(row) }
     @Test(arguments: status) func statusReports(_ row: Row) { check(row) }
     @Test(arguments: validation) func startValidation(_ row: Row) { check(row) }
+    @Test(arguments: blocking) func blockedCallers(_ row: Row) { check(row) }
     @Test(arguments: devices) func devicesAndConnections(_ row: Row) { check(row) }
     @Test(arguments: callWaiting) func callWaitingAndShutdown(_ row: Row) { check(row) }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardProtocol
+import SwitchboardServer
 import SwitchboardTesting
 import Testing
 
@@ -59,7 +60,11 @@ struct LoginTests {
     ]
 
     @Test func eachLoginErrorHasItsCode() async throws {
-        let server = try await TestServer.start()
+        // Eleven refusals in a row from one address: above the default failed-login limit.
+        let server = try await TestServer.start { configuration in
+            configuration.rateLimits.failedLoginsPerIP = RateLimit(rate: 1, burst: 100)
+            configuration.rateLimits.failedLoginsPerUser = RateLimit(rate: 1, burst: 100)
+        }
         let raw = try await RawClient(url: server.url)
         for (index, item) in Self.cases.enumerated() {
             let response = try await raw.request(item.make(server), id: "l\(index)")

@@ -203,6 +203,25 @@ public final class CallStore: Sendable {
         }
     }
 
+    // MARK: - blocking
+
+    /// Blocks callers: their calls never ring for you. Returns everyone you block now.
+    @discardableResult
+    public func blockUsers(_ userIds: [String]) async throws -> [UserID] {
+        try await signaling.send(BlockUsersRequest(userIds: userIds.map(UserID.init(rawValue:)))).userIds
+    }
+
+    /// Lets blocked callers call you again. Returns everyone you still block.
+    @discardableResult
+    public func unblockUsers(_ userIds: [String]) async throws -> [UserID] {
+        try await signaling.send(UnblockUsersRequest(userIds: userIds.map(UserID.init(rawValue:)))).userIds
+    }
+
+    /// Everyone you block.
+    public func blockedUsers() async throws -> [UserID] {
+        try await signaling.send(BlockedUsersRequest()).userIds
+    }
+
     // MARK: - records
 
     /// One page of your call records (count 1…100). Start with `syncTime` -1, continue with the

@@ -60,6 +60,8 @@ struct CallStateMachine: Sendable {
         var firstConnectedAt: Int64?
         var quality: NetworkQuality = .unknown
         var volume: VolumeLevel?
+        /// A callee who blocks the caller: the call never reached them, so they get no record.
+        var blocksCaller: Bool?
     }
 
     struct MediaChange: Codable, Equatable, Sendable {
@@ -292,7 +294,7 @@ struct CallStateMachine: Sendable {
         activeCalls[command.caller, default: []].insert(call.id)
         let added = addInvitees(
             invitees, inviter: command.caller.user, to: &call, settings: command.settings, online: command.online,
-            profiles: command.profiles, now: now)
+            blockedBy: command.blockedBy, profiles: command.profiles, now: now)
         let snapshot = info(call)
         out.append(
             .reply(
@@ -365,11 +367,11 @@ struct CallStateMachine: Sendable {
         return ids.filter { seen.insert($0).inserted }
     }
 
-    /// Adds (or re-invites) members: busy ones under the reject policy and offline ones leave at
-    /// once; the others ring.
+    /// Adds (or re-invites) members: those who block the inviter, busy ones under the reject policy
+    /// and offline ones leave at once; the others ring.
     private mutating func addInvitees(
         _ invitees: [UserID], inviter: UserID, to call: inout Call, settings: AppSettings, online: Set<UserID>,
-        profiles: [UserID: UserProfile], now: Int64
+        blockedBy: Set<UserID>, profiles: [UserID: UserProfile], now: Int64
     ) -> (ringing: [UserID], busy: [UserID], unreachable: [(UserID, CallEndReason)]) {
         var ringing: [UserID] = []
         var busy: [UserID] = []
@@ -385,7 +387,17 @@ struct CallStateMachine: Sendable {
                 member.firstConnectedAt = call.members[index].firstConnectedAt
                 member.profile = member.profile ?? call.members[index].profile
             }
-            if settings.busyPolicy == .reject, !(activeCalls[key]?.isEmpty ?? true) {
+            if blockedBy.contains(invitee) {
+                // The blocked caller sees a rejection, or nobody online, as the app chose.
+                let reason: CallEndReason = settings.blockedCallerSees == .reject ? .reject : .offline
+                member.phase = .left
+                member.leftAt = now
+                member.result = reason == .reject ? .rejected : .missed
+                member.endReason = reason
+                member.endedBy = invitee
+                member.blocksCaller = true
+                unreachable.append((invitee, reason))
+            } else if settings.busyPolicy == .reject, !(activeCalls[key]?.isEmpty ?? true) {
                 member.phase = .left
                 member.leftAt = now
                 member.result = .busy
@@ -463,7 +475,7 @@ struct CallStateMachine: Sendable {
         var call = found
         let added = addInvitees(
             fresh, inviter: inviter, to: &call, settings: command.settings, online: command.online,
-            profiles: command.profiles, now: now)
+            blockedBy: command.blockedBy, profiles: command.profiles, now: now)
         let snapshot = info(call)
         out.append(.reply(.invited(InviteToCallResponse(busyUserIds: added.busy, call: snapshot))))
         ring(added.ringing, in: call, inviter: inviter, snapshot: snapshot, now: now, out: &out)
@@ -1109,7 +1121,7 @@ struct CallStateMachine: Sendable {
 
     private func records(of call: Call, now: Int64) -> [RecordDraft] {
         let participantIds = call.members.map(\.userId)
-        return call.members.map { member in
+        return call.members.filter { $0.blocksCaller != true }.map { member in
             let connected = member.firstConnectedAt != nil
             return RecordDraft(
                 owner: UserKey(app: call.app, user: member.userId),

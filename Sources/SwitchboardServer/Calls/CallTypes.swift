@@ -18,10 +18,16 @@ public struct AppSettings: Equatable, Sendable {
     public var busyPolicy: BusyPolicy
     /// Largest call, the caller included.
     public var maxParticipants: Int
+    /// How a blocked caller sees the user who blocked them.
+    public var blockedCallerSees: BlockedCallerSees
 
-    public init(busyPolicy: BusyPolicy = .reject, maxParticipants: Int = CallLimits.defaultMaxParticipants) {
+    public init(
+        busyPolicy: BusyPolicy = .reject, maxParticipants: Int = CallLimits.defaultMaxParticipants,
+        blockedCallerSees: BlockedCallerSees = .reject
+    ) {
         self.busyPolicy = busyPolicy
         self.maxParticipants = maxParticipants
+        self.blockedCallerSees = blockedCallerSees
     }
 }
 
@@ -93,6 +99,8 @@ struct StartCallCommand: Equatable, Sendable {
     var online: Set<UserID>
     /// Nicknames and avatars to show, for the caller and invitees that have them.
     var profiles: [UserID: UserProfile]
+    /// Invitees who block the caller.
+    var blockedBy: Set<UserID> = []
 }
 
 /// Invitations into a call in progress, with what the engine gathered about the invitees.
@@ -103,6 +111,8 @@ struct InviteCommand: Equatable, Sendable {
     /// Invitees that have at least one connected device.
     var online: Set<UserID>
     var profiles: [UserID: UserProfile]
+    /// Invitees who block the inviter.
+    var blockedBy: Set<UserID> = []
 }
 
 /// A user joining a group call by themselves.

@@ -33,7 +33,7 @@ struct AdminAuthMiddleware<Context: RequestContext>: RouterMiddleware {
 
 /// The admin HTTP API (SPEC §6) and the health endpoint.
 enum AdminAPI {
-    static func register(on router: Router<BasicWebSocketRequestContext>, node: NodeContext, adminSecret: String) {
+    static func register(on router: Router<SwitchboardRequestContext>, node: NodeContext, adminSecret: String) {
         router.get("/health") { _, _ in
             let calls = await node.engine.activeCallCount
             return json(["status": "ok", "activeCalls": calls, "devices": node.registry.deviceCount] as [String: any Sendable])
@@ -91,6 +91,13 @@ enum AdminAPI {
     struct SettingsBody: Codable, Sendable, Equatable {
         var busyPolicy: BusyPolicy?
         var maxParticipants: Int?
+        var blockedCallerSees: BlockedCallerSees?
+
+        init(_ settings: AppSettings) {
+            busyPolicy = settings.busyPolicy
+            maxParticipants = settings.maxParticipants
+            blockedCallerSees = settings.blockedCallerSees
+        }
     }
 
     struct GroupMembers: Codable, Sendable, Equatable {
@@ -110,12 +117,12 @@ enum AdminAPI {
         }
     }
 
-    static func registerAppManagement(on admin: RouterGroup<BasicWebSocketRequestContext>, node: NodeContext) {
+    static func registerAppManagement(on admin: RouterGroup<SwitchboardRequestContext>, node: NodeContext) {
         admin.get("/apps/:app/settings") { _, context in
             guard let app = node.apps.app(knownApp(try context.parameters.require("app"), node) ?? 0) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
-            return encoded(SettingsBody(busyPolicy: app.settings.busyPolicy, maxParticipants: app.settings.maxParticipants))
+            return encoded(SettingsBody(app.settings))
         }
 
         admin.put("/apps/:app/settings") { request, context in
@@ -133,14 +140,14 @@ enum AdminAPI {
                     app.settings.maxParticipants = count
                 }
                 if let policy = settings.busyPolicy { app.settings.busyPolicy = policy }
+                if let sees = settings.blockedCallerSees { app.settings.blockedCallerSees = sees }
                 do {
                     try await node.storage.saveApp(app)
                 } catch {
                     return Self.error(SwitchboardError(.storageUnavailable))
                 }
                 node.apps.update(app)
-                return encoded(
-                    SettingsBody(busyPolicy: app.settings.busyPolicy, maxParticipants: app.settings.maxParticipants))
+                return encoded(SettingsBody(app.settings))
             }
         }
 

@@ -79,6 +79,19 @@ final class SQLiteStorage: SwitchboardStorage {
                     );
                     """)
         }
+        migrator.registerMigration("v4-blocks") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE blocks (
+                        sdk_app_id INTEGER NOT NULL,
+                        user_id TEXT NOT NULL,
+                        blocked_id TEXT NOT NULL,
+                        PRIMARY KEY (sdk_app_id, user_id, blocked_id)
+                    );
+                    CREATE INDEX blocks_by_blocked ON blocks (sdk_app_id, blocked_id);
+                    ALTER TABLE apps ADD COLUMN blocked_caller_sees TEXT NOT NULL DEFAULT 'reject';
+                    """)
+        }
         migrator.registerMigration("v2-chat-groups") { db in
             try db.execute(
                 sql: """
@@ -103,7 +116,8 @@ final class SQLiteStorage: SwitchboardStorage {
                     secretKey: row["secret_key"],
                     settings: AppSettings(
                         busyPolicy: BusyPolicy(rawValue: row["busy_policy"]) ?? .reject,
-                        maxParticipants: row["max_participants"]),
+                        maxParticipants: row["max_participants"],
+                        blockedCallerSees: BlockedCallerSees(rawValue: row["blocked_caller_sees"]) ?? .reject),
                     isDevelopment: row["is_development"],
                     createdAt: row["created_at"])
             }
@@ -114,15 +128,16 @@ final class SQLiteStorage: SwitchboardStorage {
         try await pool.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO apps (sdk_app_id, secret_key, busy_policy, max_participants, is_development, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO apps (sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees,
+                        is_development, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (sdk_app_id) DO UPDATE SET secret_key = excluded.secret_key,
                         busy_policy = excluded.busy_policy, max_participants = excluded.max_participants,
-                        is_development = excluded.is_development
+                        blocked_caller_sees = excluded.blocked_caller_sees, is_development = excluded.is_development
                     """,
                 arguments: [
                     app.sdkAppID.rawValue, app.secretKey, app.settings.busyPolicy.rawValue, app.settings.maxParticipants,
-                    app.isDevelopment, app.createdAt,
+                    app.settings.blockedCallerSees.rawValue, app.isDevelopment, app.createdAt,
                 ])
         }
     }
@@ -154,6 +169,53 @@ final class SQLiteStorage: SwitchboardStorage {
                         avatar_url = excluded.avatar_url, updated_at = excluded.updated_at
                     """,
                 arguments: [app.rawValue, profile.userId.rawValue, profile.nickname, profile.avatarURL, now])
+        }
+    }
+
+    // MARK: blocks
+
+    func block(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
+        try await pool.write { db in
+            for other in Set(blocked) {
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO blocks (sdk_app_id, user_id, blocked_id) VALUES (?, ?, ?)",
+                    arguments: [app.rawValue, user.rawValue, other.rawValue])
+            }
+        }
+    }
+
+    func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
+        try await pool.write { db in
+            for other in Set(blocked) {
+                try db.execute(
+                    sql: "DELETE FROM blocks WHERE sdk_app_id = ? AND user_id = ? AND blocked_id = ?",
+                    arguments: [app.rawValue, user.rawValue, other.rawValue])
+            }
+        }
+    }
+
+    func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID] {
+        try await pool.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT blocked_id FROM blocks WHERE sdk_app_id = ? AND user_id = ? ORDER BY blocked_id",
+                arguments: [app.rawValue, user.rawValue]
+            ).map(UserID.init(rawValue:))
+        }
+    }
+
+    func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID> {
+        guard !users.isEmpty else { return [] }
+        return try await pool.read { db in
+            Set(
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT user_id FROM blocks WHERE sdk_app_id = ? AND blocked_id = ?
+                        AND user_id IN (\(databaseQuestionMarks(count: users.count)))
+                        """,
+                    arguments: StatementArguments([app.rawValue, caller.rawValue] as [any DatabaseValueConvertible])
+                        + StatementArguments(users.map(\.rawValue))
+                ).map(UserID.init(rawValue:)))
         }
     }
 

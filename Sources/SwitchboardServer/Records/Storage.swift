@@ -89,5 +89,14 @@ extension CallRecordStore {
     }
 }
 
+/// Who blocks whom (per app).
+protocol BlockStore: Sendable {
+    func block(app: SdkAppID, user: UserID, blocked: [UserID]) async throws
+    func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws
+    func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID]
+    /// Which of `users` block `caller`.
+    func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID>
+}
+
 /// Everything the server keeps in its database.
-typealias SwitchboardStorage = AppStore & ProfileStore & CallRecordStore & ChatGroupStore
+typealias SwitchboardStorage = AppStore & ProfileStore & CallRecordStore & ChatGroupStore & BlockStore

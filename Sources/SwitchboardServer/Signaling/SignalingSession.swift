@@ -54,24 +54,30 @@ final class SignalingSession {
 
     private let node: NodeContext
     private let connection: ClientConnection
+    /// The peer's IP address, for per-IP limits.
+    private let remoteAddress: String
     private var identity: Identity?
     /// The state-changing request being handled, whose answer the ledger keeps.
     private var tracked: (id: RequestID, device: RequestLedger.DeviceKey)?
     private let logger: Logger
 
-    init(node: NodeContext, connection: ClientConnection, logger: Logger) {
+    init(node: NodeContext, connection: ClientConnection, remoteAddress: String, logger: Logger) {
         self.node = node
         self.connection = connection
+        self.remoteAddress = remoteAddress
         self.logger = logger
     }
 
+    private var limits: RateLimits { node.configuration.rateLimits }
+
     /// Serves the connection until the peer or the server closes it.
     static func serve(
-        context node: NodeContext, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger
+        context node: NodeContext, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
+        remoteAddress: String, logger: Logger
     ) async {
         let (stream, continuation) = AsyncStream<ClientConnection.Outgoing>.makeStream()
         let connection = ClientConnection(id: node.nextConnectionID(), continuation: continuation)
-        let session = SignalingSession(node: node, connection: connection, logger: logger)
+        let session = SignalingSession(node: node, connection: connection, remoteAddress: remoteAddress, logger: logger)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await item in stream {
@@ -128,6 +134,12 @@ final class SignalingSession {
             fail(nil, SwitchboardError(.invalidRequestID, "id '\(rawID.prefix(16))…' must be 1-64 characters"))
             return
         }
+        if let limited = node.limiter.take(
+            limits.requestsPerConnection, "connection", String(connection.id), now: node.clock.now())
+        {
+            fail(id, limited)
+            return
+        }
         guard let type = header.type else {
             fail(id, SwitchboardError(.malformedMessage, "type: missing or not a string"))
             return
@@ -140,14 +152,14 @@ final class SignalingSession {
     private static let idempotentRequests: Set<RequestType> = [
         .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
         .inviteToCall, .joinCall, .changeMediaType, .replyMediaTypeChange, .cancelMediaTypeChange,
-        .deleteRecords, .deleteAllRecords,
+        .deleteRecords, .deleteAllRecords, .blockUsers, .unblockUsers,
     ]
 
     /// The requests that need a logged-in session.
     private static let sessionRequests: Set<RequestType> = [
         .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
         .inviteToCall, .joinCall, .changeMediaType, .replyMediaTypeChange, .cancelMediaTypeChange, .reportStatus,
-        .queryRecords, .deleteRecords, .deleteAllRecords,
+        .queryRecords, .deleteRecords, .deleteAllRecords, .blockUsers, .unblockUsers, .blockedUsers,
     ]
 
     private func dispatch(_ type: RequestType, id: RequestID, data: Data) async {
@@ -194,7 +206,7 @@ final class SignalingSession {
                 await setProfile(request, identity, id: id)
             }
         case .startCall:
-            if let request = decode(StartCallRequest.self, id: id, data: data) {
+            if let request = decode(StartCallRequest.self, id: id, data: data), withinLimit(.invitations, identity, id) {
                 await startCall(request, identity, id: id)
             }
         case .acceptCall:
@@ -217,7 +229,7 @@ final class SignalingSession {
                         cameraOn: request.cameraOn), id: id)
             }
         case .inviteToCall:
-            if let request = decode(InviteToCallRequest.self, id: id, data: data) {
+            if let request = decode(InviteToCallRequest.self, id: id, data: data), withinLimit(.invitations, identity, id) {
                 await invite(request, identity, id: id)
             }
         case .joinCall:
@@ -240,11 +252,26 @@ final class SignalingSession {
                 await call(.cancelMediaType(command(identity, request.callId), request.transactionId), id: id)
             }
         case .reportStatus:
-            if let request = decode(StatusReportRequest.self, id: id, data: data) {
+            if let request = decode(StatusReportRequest.self, id: id, data: data), withinLimit(.statusReports, identity, id) {
                 let report = StatusReport(
                     packetLoss: request.packetLoss, rtt: request.rtt, bitrate: request.bitrate,
                     audioLevel: request.audioLevel)
                 await call(.statusReport(command(identity, request.callId), report), id: id)
+            }
+        case .blockUsers:
+            if let request = decode(BlockUsersRequest.self, id: id, data: data) {
+                await changeBlocks(request.userIds, block: true, identity, id: id)
+            }
+        case .unblockUsers:
+            if let request = decode(UnblockUsersRequest.self, id: id, data: data) {
+                await changeBlocks(request.userIds, block: false, identity, id: id)
+            }
+        case .blockedUsers:
+            if decode(BlockedUsersRequest.self, id: id, data: data) != nil {
+                let user = identity.user
+                if let blocked = await storage(id, { try await self.node.storage.blockedUsers(app: user.app, user: user.user) }) {
+                    succeed(id, BlockedUsersResponse(userIds: blocked))
+                }
             }
         case .queryRecords:
             if let request = decode(QueryRecordsRequest.self, id: id, data: data) {
@@ -262,6 +289,25 @@ final class SignalingSession {
         default:
             fail(id, SwitchboardError(.unknownType))
         }
+    }
+
+    private enum UserLimit {
+        case invitations
+        case statusReports
+    }
+
+    /// Takes a token from one of the user's limits, or answers `rateLimited`.
+    private func withinLimit(_ kind: UserLimit, _ identity: Identity, _ id: RequestID) -> Bool {
+        let (limit, name) =
+            switch kind {
+            case .invitations: (limits.invitationsPerUser, "invitations")
+            case .statusReports: (limits.statusReportsPerUser, "status")
+            }
+        guard let limited = node.limiter.take(limit, name, identity.user.description, now: node.clock.now()) else {
+            return true
+        }
+        fail(id, limited)
+        return false
     }
 
     // MARK: - session
@@ -283,8 +329,19 @@ final class SignalingSession {
                     "this server speaks protocol version \(switchboardProtocolVersion), not \(request.protocolVersion)"))
             return
         }
+        let now = node.clock.now()
+        let user = request.userID.rawValue
+        let limiter = node.limiter
+        if let limited = limiter.take(limits.loginsPerIP, "login-ip", remoteAddress, now: now)
+            ?? limiter.check(limits.failedLoginsPerIP, "failed-ip", remoteAddress, now: now)
+            ?? limiter.take(limits.loginsPerUser, "login-user", user, now: now)
+            ?? limiter.check(limits.failedLoginsPerUser, "failed-user", user, now: now)
+        {
+            fail(id, limited)
+            return
+        }
         guard request.userID.isValid else {
-            fail(id, SwitchboardError(.invalidUserID))
+            loginFailed(id, SwitchboardError(.invalidUserID), user: user, now: now)
             return
         }
         if let device = request.deviceId,
@@ -294,34 +351,42 @@ final class SignalingSession {
             return
         }
         guard let app = node.apps.app(request.sdkAppID) else {
-            fail(id, SwitchboardError(.unknownApp, "no app with sdkAppID \(request.sdkAppID)"))
+            loginFailed(id, SwitchboardError(.unknownApp, "no app with sdkAppID \(request.sdkAppID)"), user: user, now: now)
             return
         }
         do {
             _ = try UserSig.verify(
                 request.userSig, sdkAppID: app.sdkAppID, secretKey: app.secretKey, userID: request.userID.rawValue,
-                now: node.clock.now() / 1000)
+                now: now / 1000)
         } catch {
-            fail(id, error)
+            loginFailed(id, error, user: user, now: now)
             return
         }
-        let user = UserKey(app: app.sdkAppID, user: request.userID)
-        guard let profile = await storage(id, { try await self.node.profiles.profiles(app: user.app, users: [user.user]) })
+        let key = UserKey(app: app.sdkAppID, user: request.userID)
+        guard let profile = await storage(id, { try await self.node.profiles.profiles(app: key.app, users: [key.user]) })
         else { return }
         let device = request.deviceId ?? DeviceID.random()
-        identity = Identity(user: user, device: device)
+        identity = Identity(user: key, device: device)
         succeed(
             id,
             LoginResponse(
-                userID: user.user, deviceId: device, protocolVersion: switchboardProtocolVersion,
+                userID: key.user, deviceId: device, protocolVersion: switchboardProtocolVersion,
                 serverTime: node.clock.now(), heartbeatInterval: node.configuration.heartbeatInterval,
-                profile: profile[user.user] ?? UserProfile(userId: user.user)))
+                profile: profile[key.user] ?? UserProfile(userId: key.user)))
         // Registered after the answer is queued, so the client never sees an event before it.
-        if let replaced = node.registry.register(connection, user: user, device: device, platform: request.platform) {
+        if let replaced = node.registry.register(connection, user: key, device: device, platform: request.platform) {
             replaced.close(SwitchboardError(.sessionReplaced))
         }
-        logger.info("login", metadata: ["user": "\(user)", "device": "\(device)", "connection": "\(connection.id)"])
-        await node.engine.handle(.deviceOnline(user, device))
+        logger.info("login", metadata: ["user": "\(key)", "device": "\(device)", "connection": "\(connection.id)"])
+        await node.engine.handle(.deviceOnline(key, device))
+    }
+
+    /// Answers a refused login and counts it against the address and the user.
+    private func loginFailed(_ id: RequestID, _ error: SwitchboardError, user: String, now: Int64) {
+        _ = node.limiter.take(limits.failedLoginsPerIP, "failed-ip", remoteAddress, now: now)
+        _ = node.limiter.take(limits.failedLoginsPerUser, "failed-user", user, now: now)
+        logger.notice("login refused", metadata: ["code": "\(error.code.name)", "address": "\(remoteAddress)"])
+        fail(id, error)
     }
 
     private func logout(_ identity: Identity, id: RequestID) async {
@@ -385,12 +450,16 @@ final class SignalingSession {
             let profiles = await storage(
                 id, { try await self.node.profiles.profiles(app: app, users: [identity.user.user] + invitees) })
         else { return }
+        guard
+            let blockedBy = await storage(
+                id, { try await self.node.storage.usersBlocking(identity.user.user, among: Array(invitees), app: app) })
+        else { return }
         let online = Set(invitees.filter { node.registry.isOnline(UserKey(app: app, user: $0)) })
         let callId = CallID.random()
         let command = StartCallCommand(
             caller: identity.user, device: identity.device, callId: callId,
             generatedRoomId: RoomID(rawValue: callId.rawValue), request: request, settings: settings,
-            online: online, profiles: profiles)
+            online: online, profiles: profiles, blockedBy: blockedBy)
         await call(.start(command), id: id)
     }
 
@@ -403,12 +472,16 @@ final class SignalingSession {
         let invitees = Array(Set(request.participantIds.filter(\.isValid))).prefix(settings.maxParticipants)
         guard let profiles = await storage(id, { try await self.node.profiles.profiles(app: app, users: Array(invitees)) })
         else { return }
+        guard
+            let blockedBy = await storage(
+                id, { try await self.node.storage.usersBlocking(identity.user.user, among: Array(invitees), app: app) })
+        else { return }
         let online = Set(invitees.filter { node.registry.isOnline(UserKey(app: app, user: $0)) })
         await call(
             .invite(
                 InviteCommand(
                     command: command(identity, request.callId), invitees: request.participantIds, settings: settings,
-                    online: online, profiles: profiles)), id: id)
+                    online: online, profiles: profiles, blockedBy: blockedBy)), id: id)
     }
 
     private func join(_ request: JoinCallRequest, _ identity: Identity, id: RequestID) async {
@@ -472,6 +545,38 @@ final class SignalingSession {
         return text ?? "{}"
     }
 
+    // MARK: - blocking
+
+    private func changeBlocks(_ users: [UserID], block: Bool, _ identity: Identity, id: RequestID) async {
+        if let bad = users.first(where: { !$0.isValid }) {
+            fail(id, SwitchboardError(.invalidUserID, "'\(bad.rawValue.prefix(40))' is not a valid userID"))
+            return
+        }
+        guard users.count <= BlockedUsersResponse.limit else {
+            fail(id, SwitchboardError(.invalidParams, "at most \(BlockedUsersResponse.limit) userIds"))
+            return
+        }
+        let user = identity.user
+        let others = users.filter { $0 != user.user }
+        guard
+            let blocked = await storage(
+                id,
+                {
+                    if block {
+                        let current = try await self.node.storage.blockedUsers(app: user.app, user: user.user)
+                        guard Set(current).union(others).count <= BlockedUsersResponse.limit else {
+                            throw SwitchboardError(.invalidParams, "at most \(BlockedUsersResponse.limit) blocked users")
+                        }
+                        try await self.node.storage.block(app: user.app, user: user.user, blocked: others)
+                    } else {
+                        try await self.node.storage.unblock(app: user.app, user: user.user, blocked: others)
+                    }
+                    return try await self.node.storage.blockedUsers(app: user.app, user: user.user)
+                })
+        else { return }
+        succeed(id, BlockedUsersResponse(userIds: blocked))
+    }
+
     // MARK: - records
 
     private func queryRecords(_ request: QueryRecordsRequest, _ identity: Identity, id: RequestID) async {
@@ -521,6 +626,9 @@ final class SignalingSession {
     private func storage<T>(_ id: RequestID, _ operation: () async throws -> T) async -> T? {
         do {
             return try await operation()
+        } catch let error as SwitchboardError {
+            fail(id, error)
+            return nil
         } catch {
             logger.error("storage failed", metadata: ["error": "\(error)"])
             fail(id, SwitchboardError(.storageUnavailable))

@@ -1,0 +1,150 @@
+import NIOConcurrencyHelpers
+import SwitchboardProtocol
+
+/// A limit: `rate` tokens a second, at most `burst` saved up.
+public struct RateLimit: Sendable, Equatable, CustomStringConvertible {
+    public var rate: Double
+    public var burst: Int
+
+    public init(rate: Double, burst: Int) {
+        self.rate = rate
+        self.burst = burst
+    }
+
+    /// `count` per `seconds`, bursts up to `burst`.
+    public static func per(_ seconds: Double, _ count: Double, burst: Int) -> RateLimit {
+        RateLimit(rate: count / seconds, burst: burst)
+    }
+
+    /// Parses `N/s`, `N/min` or `N/h` with an optional burst: `20/s:40`.
+    public init?(parsing text: String) {
+        let parts = text.split(separator: ":")
+        guard (1...2).contains(parts.count) else { return nil }
+        let rateParts = parts[0].split(separator: "/")
+        guard rateParts.count == 2, let count = Double(rateParts[0]), count > 0 else { return nil }
+        let seconds: Double
+        switch rateParts[1] {
+        case "s": seconds = 1
+        case "min": seconds = 60
+        case "h": seconds = 3600
+        default: return nil
+        }
+        let burst = parts.count == 2 ? Int(parts[1]) : Int(count.rounded(.up))
+        guard let burst, burst > 0 else { return nil }
+        self.init(rate: count / seconds, burst: burst)
+    }
+
+    public var description: String {
+        rate >= 1 ? "\(rate)/s:\(burst)" : "\(rate * 60)/min:\(burst)"
+    }
+}
+
+/// The abuse limits (SPEC issue 8); each can be changed with `--rate-limit NAME=N/PERIOD:BURST`.
+public struct RateLimits: Sendable, Equatable {
+    /// Login attempts from one IP address.
+    public var loginsPerIP = RateLimit(rate: 20, burst: 40)
+    /// Login attempts for one userID.
+    public var loginsPerUser = RateLimit.per(60, 30, burst: 10)
+    /// Failed logins from one IP address; when used up, every login from it is refused for a while.
+    public var failedLoginsPerIP = RateLimit.per(60, 10, burst: 10)
+    /// Failed logins for one userID.
+    public var failedLoginsPerUser = RateLimit.per(60, 5, burst: 5)
+    /// Requests on one connection.
+    public var requestsPerConnection = RateLimit(rate: 50, burst: 100)
+    /// Calls placed and invitations sent by one user (`call.start`, `call.invite`).
+    public var invitationsPerUser = RateLimit.per(60, 30, burst: 10)
+    /// Status reports of one user (clients send about one a second).
+    public var statusReportsPerUser = RateLimit(rate: 2, burst: 5)
+    /// No limits at all (benchmarks).
+    public var disabled = false
+
+    public init() {}
+
+    /// The names used on the command line.
+    public static let names = [
+        "login-per-ip", "login-per-user", "failed-login-per-ip", "failed-login-per-user", "requests-per-connection",
+        "invitations-per-user", "status-reports-per-user",
+    ]
+
+    /// Sets one limit by its command-line name; false for an unknown name.
+    public mutating func set(_ name: String, _ limit: RateLimit) -> Bool {
+        switch name {
+        case "login-per-ip": loginsPerIP = limit
+        case "login-per-user": loginsPerUser = limit
+        case "failed-login-per-ip": failedLoginsPerIP = limit
+        case "failed-login-per-user": failedLoginsPerUser = limit
+        case "requests-per-connection": requestsPerConnection = limit
+        case "invitations-per-user": invitationsPerUser = limit
+        case "status-reports-per-user": statusReportsPerUser = limit
+        default: return false
+        }
+        return true
+    }
+}
+
+/// Token buckets, on the server's clock. A refusal says how long to wait.
+final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var updated: Int64
+    }
+
+    private struct Key: Hashable {
+        var kind: String
+        var subject: String
+    }
+
+    private let buckets = NIOLockedValueBox<[Key: Bucket]>([:])
+    private let disabled: Bool
+    /// Past this many buckets, full (idle) ones are dropped.
+    private let sweepThreshold = 50_000
+
+    init(disabled: Bool) {
+        self.disabled = disabled
+    }
+
+    /// Takes a token; when none is left, the error says after how many ms one will be.
+    func take(_ limit: RateLimit, _ kind: String, _ subject: String, now: Int64) -> SwitchboardError? {
+        guard !disabled else { return nil }
+        return buckets.withLockedValue { buckets in
+            let key = Key(kind: kind, subject: subject)
+            var bucket = refill(buckets[key], limit, now)
+            defer {
+                buckets[key] = bucket
+                if buckets.count > sweepThreshold { sweep(&buckets, now: now) }
+            }
+            guard bucket.tokens >= 1 else {
+                return refusal(bucket, limit)
+            }
+            bucket.tokens -= 1
+            return nil
+        }
+    }
+
+    /// Whether a token is left, without taking it (for failures, taken only when they happen).
+    func check(_ limit: RateLimit, _ kind: String, _ subject: String, now: Int64) -> SwitchboardError? {
+        guard !disabled else { return nil }
+        return buckets.withLockedValue { buckets in
+            let bucket = refill(buckets[Key(kind: kind, subject: subject)], limit, now)
+            return bucket.tokens >= 1 ? nil : refusal(bucket, limit)
+        }
+    }
+
+    private func refill(_ bucket: Bucket?, _ limit: RateLimit, _ now: Int64) -> Bucket {
+        guard var bucket else { return Bucket(tokens: Double(limit.burst), updated: now) }
+        let elapsed = Double(max(0, now - bucket.updated)) / 1000
+        bucket.tokens = min(Double(limit.burst), bucket.tokens + elapsed * limit.rate)
+        bucket.updated = now
+        return bucket
+    }
+
+    private func refusal(_ bucket: Bucket, _ limit: RateLimit) -> SwitchboardError {
+        let wait = Int64(((1 - bucket.tokens) / limit.rate * 1000).rounded(.up))
+        return SwitchboardError(.rateLimited, "too many requests; retry in \(wait) ms", retryAfter: wait)
+    }
+
+    private func sweep(_ buckets: inout [Key: Bucket], now: Int64) {
+        // A bucket idle for a minute is as good as full: forgetting it changes nothing for most limits.
+        buckets = buckets.filter { now - $0.value.updated < 60_000 }
+    }
+}

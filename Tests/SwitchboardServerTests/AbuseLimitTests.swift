@@ -1,0 +1,196 @@
+import Foundation
+import Switchboard
+import SwitchboardProtocol
+import SwitchboardTesting
+import Testing
+
+@testable import SwitchboardServer
+
+/// Abuse limits: the offender gets `rateLimited` with a retry-after, everyone else is unaffected,
+/// and the limit lifts as the clock moves.
+struct AbuseLimitTests {
+    static func login(_ raw: RawClient, _ server: TestServer, _ user: String, id: String, sig: String? = nil) async throws
+        -> [String: Any]
+    {
+        try await raw.request(
+            LoginRequest(sdkAppID: server.app.sdkAppID, userID: UserID(rawValue: user), userSig: sig ?? server.userSig(user)),
+            id: id)
+    }
+
+    static func retryAfter(_ response: [String: Any]) -> Int? {
+        (response["error"] as? [String: Any])?["retryAfter"] as? Int
+    }
+
+    @Test func loginsPerAddressAreLimitedAndOtherAddressesAreNot() async throws {
+        let server = try await TestServer.start { $0.rateLimits.loginsPerIP = RateLimit.per(60, 3, burst: 3) }
+        let other = try await TCPProxy.start(targetPort: server.port, sourceAddress: "127.0.0.2")
+        for index in 0..<3 {
+            let raw = try await RawClient(url: server.url)
+            #expect(try await Self.login(raw, server, "user\(index)", id: "l")["result"] != nil)
+        }
+        let refused = try await Self.login(try await RawClient(url: server.url), server, "user9", id: "l")
+        #expect(RawClient.errorCode(refused) == SwitchboardError.Code.rateLimited.rawValue)
+        #expect(Self.retryAfter(refused) == 20_000)
+        // Another address is unaffected.
+        let elsewhere = try await RawClient(url: server.url(via: other))
+        #expect(try await Self.login(elsewhere, server, "user9", id: "l")["result"] != nil)
+        // The limit lifts with time.
+        server.clock.advance(by: .seconds(20))
+        #expect(try await Self.login(try await RawClient(url: server.url), server, "user9", id: "l")["result"] != nil)
+        other.stop()
+        await server.stop()
+    }
+
+    @Test func failedLoginsLockTheAddressAndTheUser() async throws {
+        let server = try await TestServer.start { limits in
+            limits.rateLimits.failedLoginsPerIP = RateLimit.per(60, 2, burst: 2)
+            limits.rateLimits.failedLoginsPerUser = RateLimit.per(60, 3, burst: 3)
+        }
+        let raw = try await RawClient(url: server.url)
+        for attempt in 0..<2 {
+            let bad = try await Self.login(raw, server, "alice", id: "bad\(attempt)", sig: "forged")
+            #expect(RawClient.errorCode(bad) == SwitchboardError.Code.userSigMalformed.rawValue)
+        }
+        // Even a good sig is refused from this address now.
+        let locked = try await Self.login(raw, server, "bob", id: "good")
+        #expect(RawClient.errorCode(locked) == SwitchboardError.Code.rateLimited.rawValue)
+
+        // From another address, alice's own failures count against her userID.
+        let other = try await TCPProxy.start(targetPort: server.port, sourceAddress: "127.0.0.3")
+        let elsewhere = try await RawClient(url: server.url(via: other))
+        let third = try await Self.login(elsewhere, server, "alice", id: "bad2", sig: "forged")
+        #expect(RawClient.errorCode(third) == SwitchboardError.Code.userSigMalformed.rawValue)
+        let lockedUser = try await Self.login(elsewhere, server, "alice", id: "good")
+        #expect(RawClient.errorCode(lockedUser) == SwitchboardError.Code.rateLimited.rawValue)
+        let bob = try await Self.login(elsewhere, server, "bob", id: "bob")
+        #expect(bob["result"] != nil)
+
+        server.clock.advance(by: .seconds(30))
+        #expect(try await Self.login(raw, server, "carol", id: "later")["result"] != nil)
+        other.stop()
+        await server.stop()
+    }
+
+    @Test func aConnectionSendingTooFastIsSlowedButKept() async throws {
+        let server = try await TestServer.start { $0.rateLimits.requestsPerConnection = RateLimit(rate: 1, burst: 5) }
+        let raw = try await RawClient(url: server.url)
+        let quiet = try await RawClient(url: server.url)
+        var codes: [Int?] = []
+        for index in 0..<7 {
+            codes.append(RawClient.errorCode(try await raw.request(PingRequest(), id: "p\(index)")))
+        }
+        #expect(codes == [nil, nil, nil, nil, nil, 1008, 1008])
+        #expect(try await quiet.request(PingRequest(), id: "q")["result"] != nil)
+        server.clock.advance(by: .seconds(1))
+        #expect(try await raw.request(PingRequest(), id: "after")["result"] != nil)
+        await server.stop()
+    }
+
+    @Test func invitationsAndStatusReportsArePerUser() async throws {
+        let server = try await TestServer.start { limits in
+            limits.rateLimits.invitationsPerUser = RateLimit.per(60, 2, burst: 2)
+            limits.rateLimits.statusReportsPerUser = RateLimit(rate: 1, burst: 1)
+        }
+        let alice = try await server.client("alice")
+        let carol = try await server.client("carol")
+        for _ in 0..<2 {
+            let call = try await alice.callStore.calls(participantIds: ["nobody"], mediaType: .audio)
+            _ = call
+        }
+        await expectCode(.rateLimited) { _ = try await alice.callStore.calls(participantIds: ["nobody"], mediaType: .audio) }
+        // carol is not affected by alice's limit.
+        let bob = try await server.client("bob")
+        let bobEvents = Recorder(bob.callStore.events)
+        _ = try await carol.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await bobEvents.first(where: isReceived)
+        try await bob.callStore.accept()
+        try await carol.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 10, audioLevel: 10)
+        await expectCode(.rateLimited) { try await carol.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 10, audioLevel: 10) }
+        try await bob.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 10, audioLevel: 10)
+        server.clock.advance(by: .seconds(1))
+        try await carol.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 10, audioLevel: 10)
+        await server.stop()
+    }
+
+    @Test func limitsCanBeTurnedOff() async throws {
+        let server = try await TestServer.start { limits in
+            limits.rateLimits.requestsPerConnection = RateLimit(rate: 1, burst: 1)
+            limits.rateLimits.disabled = true
+        }
+        let raw = try await RawClient(url: server.url)
+        for index in 0..<20 {
+            #expect(try await raw.request(PingRequest(), id: "p\(index)")["result"] != nil)
+        }
+        await server.stop()
+    }
+
+    @Test(arguments: [
+        ("20/s:40", RateLimit(rate: 20, burst: 40)), ("30/min", RateLimit(rate: 0.5, burst: 30)),
+        ("3600/h:10", RateLimit(rate: 1, burst: 10)),
+    ])
+    func limitsParse(text: String, limit: RateLimit) {
+        #expect(RateLimit(parsing: text) == limit)
+    }
+
+    @Test(arguments: ["", "20", "20/day", "x/s", "-1/s", "5/s:0", "5/s:1:2"])
+    func badLimitsDoNotParse(text: String) {
+        #expect(RateLimit(parsing: text) == nil)
+    }
+}
+
+struct BlockingTests {
+    @Test func aBlockedCallerSeesARejectAndTheCalleeNeverRings() async throws {
+        let server = try await TestServer.start()
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
+        let bobEvents = Recorder(bob.callStore.events)
+        let aliceEvents = Recorder(alice.callStore.events)
+        #expect(try await bob.callStore.blockUsers(["alice", "mallory"]) == ["alice", "mallory"])
+        #expect(try await bob.callStore.blockedUsers() == ["alice", "mallory"])
+
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        #expect(call.busyUserIds.isEmpty)
+        #expect(
+            try await aliceEvents.first(where: isEnded)
+                == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
+        let record = try await aliceEvents.first(where: isRecord)
+        guard case .onCallRecord(let value) = record else { return }
+        #expect(value.result == .rejected)
+
+        // A group call: the others still ring.
+        let carol = try await server.client("carol")
+        let carolEvents = Recorder(carol.callStore.events)
+        let group = try await alice.callStore.calls(participantIds: ["bob", "carol"], mediaType: .audio)
+        try await carolEvents.first(where: isReceived)
+        #expect(carol.callStore.state.allParticipants.first { $0.userId == "bob" }?.status == CallParticipantStatus.none)
+        try await carol.callStore.reject()
+        try await aliceEvents.first { if case .onCallEnded(group.callId, _, _, _) = $0 { true } else { false } }
+
+        // bob was never disturbed and has no record of either call.
+        #expect(!bobEvents.values.contains(where: isReceived))
+        #expect(try await bob.callStore.queryRecords().records.isEmpty)
+
+        #expect(try await bob.callStore.unblockUsers(["alice"]) == ["mallory"])
+        _ = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await bobEvents.first(where: isReceived)
+        await expectCode(.invalidUserID) { try await bob.callStore.blockUsers(["no spaces"]) }
+        await server.stop()
+    }
+
+    @Test func theAppCanMakeBlockedCallersSeeOffline() async throws {
+        let server = try await TestServer.start { $0.appSettings.blockedCallerSees = .offline }
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
+        try await bob.callStore.blockUsers(["alice"])
+        let aliceEvents = Recorder(alice.callStore.events)
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
+        #expect(
+            try await aliceEvents.first(where: isEnded)
+                == .onCallEnded(callId: call.callId, mediaType: .video, reason: .offline, userId: "bob"))
+        await server.stop()
+    }
+}
+
+func isReceived(_ event: CallStoreEvent) -> Bool { if case .onCallReceived = event { true } else { false } }
+func isEnded(_ event: CallStoreEvent) -> Bool { if case .onCallEnded = event { true } else { false } }
+func isRecord(_ event: CallStoreEvent) -> Bool { if case .onCallRecord = event { true } else { false } }
