@@ -113,9 +113,15 @@ struct SignalingLifecycle: Service {
         context.logger.info("graceful shutdown: ending calls")
         await context.engine.shutdown()
         await context.writer.drain()
-        for sink in context.registry.allSinks() {
+        let sinks = context.registry.allSinks()
+        for sink in sinks {
             sink.close(SwitchboardError(.shuttingDown))
         }
+        // The HTTP server's own shutdown closes what is left with 1000; let ours (1001) go first.
+        await withTaskGroup(of: Void.self) { group in
+            for sink in sinks { group.addTask { await sink.waitUntilClosed() } }
+        }
+        await context.push.shutdown()
     }
 }
 
@@ -174,6 +180,12 @@ public func buildApplication(
     }
 
     let registry = ConnectionRegistry()
+    let metrics = ServerMetrics()
+    var apns: APNsClient?
+    if let apnsConfiguration = configuration.apns {
+        apns = try await APNsClient(configuration: apnsConfiguration, clock: clock, logger: logger)
+    }
+    let push = PushService(store: storage, apns: apns, clock: clock, metrics: metrics, logger: logger)
     let writer = PersistenceWriter(store: storage, logger: logger) { stored in
         for item in stored {
             registry.send(CallEngine.frame(.callRecord(CallRecordEvent(record: item.record))), to: .user(item.owner))
@@ -181,7 +193,7 @@ public func buildApplication(
     }
     let context = NodeContext(
         configuration: configuration, storage: storage, apps: AppDirectory(served), registry: registry,
-        writer: writer, clock: clock, logger: logger)
+        writer: writer, metrics: metrics, push: push, clock: clock, logger: logger)
     let adminSecret = configuration.adminSecret ?? randomHex(bytes: 24)
 
     // Calls a crash (or kill -9) left open are ended now, with records, before anyone connects.

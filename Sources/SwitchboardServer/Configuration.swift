@@ -49,6 +49,8 @@ public struct ServerConfiguration: Sendable {
     public var backlog = 4096
     /// Abuse limits per IP address, user and connection.
     public var rateLimits = RateLimits()
+    /// Apple's push service; without it invitees with no connected device are `offline`.
+    public var apns: APNsConfiguration?
 
     public init() {}
 }

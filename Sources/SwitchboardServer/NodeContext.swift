@@ -17,13 +17,16 @@ final class NodeContext: Sendable {
     let writer: PersistenceWriter
     let ledger = RequestLedger()
     let limiter: RateLimiter
+    let metrics: ServerMetrics
+    let push: PushService
     let clock: any SwitchboardClock
     let logger: Logger
     private let counters = NIOLockedValueBox<(connections: UInt64, shuttingDown: Bool)>((0, false))
 
     init(
         configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
-        registry: ConnectionRegistry, writer: PersistenceWriter, clock: any SwitchboardClock, logger: Logger
+        registry: ConnectionRegistry, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService,
+        clock: any SwitchboardClock, logger: Logger
     ) {
         self.configuration = configuration
         self.storage = storage
@@ -31,12 +34,14 @@ final class NodeContext: Sendable {
         self.profiles = ProfileDirectory(store: storage)
         self.registry = registry
         self.writer = writer
+        self.metrics = metrics
+        self.push = push
         self.limiter = RateLimiter(disabled: configuration.rateLimits.disabled)
         self.clock = clock
         self.logger = logger
         self.engine = CallEngine(
             configuration: CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds),
-            registry: registry, writer: writer, clock: clock, logger: logger)
+            registry: registry, writer: writer, push: push, metrics: metrics, clock: clock, logger: logger)
     }
 
     /// Ends a call with `endByServer` (admin API, operators).

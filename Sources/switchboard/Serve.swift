@@ -46,6 +46,27 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Turn every abuse limit off (benchmarks only) [SWITCHBOARD_NO_RATE_LIMITS=1].")
     var noRateLimits = false
 
+    @Option(help: "The APNs auth key (.p8) for VoIP pushes [SWITCHBOARD_APNS_KEY_FILE]; needs --apns-key-id and --apns-team-id.")
+    var apnsKeyFile: String?
+
+    @Option(help: "The APNs key id [SWITCHBOARD_APNS_KEY_ID].")
+    var apnsKeyId: String?
+
+    @Option(help: "The Apple team id [SWITCHBOARD_APNS_TEAM_ID].")
+    var apnsTeamId: String?
+
+    @Option(help: "APNs base URL for production tokens [SWITCHBOARD_APNS_PRODUCTION_URL, default https://api.push.apple.com].")
+    var apnsProductionUrl: String?
+
+    @Option(help: "APNs base URL for sandbox tokens [SWITCHBOARD_APNS_SANDBOX_URL, default https://api.sandbox.push.apple.com].")
+    var apnsSandboxUrl: String?
+
+    @Option(help: "A PEM file of extra CAs to trust for APNs [SWITCHBOARD_APNS_CA_FILE].")
+    var apnsCaFile: String?
+
+    @Option(help: "Minutes a provider token is reused, 20-59 [SWITCHBOARD_APNS_TOKEN_LIFETIME, default 25].")
+    var apnsTokenLifetime: Int?
+
     @Option(help: "Secret of the admin HTTP API [SWITCHBOARD_ADMIN_SECRET, default: generated and printed].")
     var adminSecret: String?
 
@@ -105,6 +126,25 @@ struct Serve: AsyncParsableCommand {
         }
         configuration.rateLimits.disabled = noRateLimits || environment["SWITCHBOARD_NO_RATE_LIMITS"] == "1"
         configuration.adminSecret = setting(adminSecret, "SWITCHBOARD_ADMIN_SECRET")
+        let keyFile = setting(apnsKeyFile, "SWITCHBOARD_APNS_KEY_FILE")
+        let keyId = setting(apnsKeyId, "SWITCHBOARD_APNS_KEY_ID")
+        let teamId = setting(apnsTeamId, "SWITCHBOARD_APNS_TEAM_ID")
+        if keyFile != nil || keyId != nil || teamId != nil {
+            guard let keyFile, let keyId, let teamId else {
+                throw ValidationError("VoIP push needs --apns-key-file, --apns-key-id and --apns-team-id together")
+            }
+            var apns = APNsConfiguration(keyPath: keyFile, keyId: keyId, teamId: teamId)
+            if let url = setting(apnsProductionUrl, "SWITCHBOARD_APNS_PRODUCTION_URL") { apns.productionURL = url }
+            if let url = setting(apnsSandboxUrl, "SWITCHBOARD_APNS_SANDBOX_URL") { apns.sandboxURL = url }
+            apns.trustRootsPath = setting(apnsCaFile, "SWITCHBOARD_APNS_CA_FILE")
+            if let value = setting(apnsTokenLifetime.map(String.init), "SWITCHBOARD_APNS_TOKEN_LIFETIME") {
+                guard let minutes = Int(value), (20...59).contains(minutes) else {
+                    throw ValidationError("the APNs token lifetime must be 20-59 minutes")
+                }
+                apns.tokenLifetime = .seconds(minutes * 60)
+            }
+            configuration.apns = apns
+        }
         if let value = setting(reconnectGrace.map(String.init), "SWITCHBOARD_RECONNECT_GRACE") {
             guard let seconds = Int(value), seconds >= 0 else { throw ValidationError("reconnect grace must be >= 0") }
             configuration.reconnectGrace = .seconds(seconds)
@@ -148,6 +188,9 @@ struct Serve: AsyncParsableCommand {
         } else {
             lines.append("  apps       \(node.apps.map { String($0.sdkAppID.rawValue) }.joined(separator: ", "))")
         }
+        lines.append(
+            configuration.apns.map { "  VoIP push  APNs key \($0.keyId), team \($0.teamId)" }
+                ?? "  VoIP push  off (no APNs key): invitees without a connected device are offline")
         if configuration.adminSecret == nil {
             lines.append("  admin API  Authorization: Bearer \(node.adminSecret)  (set SWITCHBOARD_ADMIN_SECRET to choose it)")
         }

@@ -53,8 +53,8 @@ struct AuthorizationTests {
         #expect(alice.callStore.state.allParticipants.map(\.userId) == ["alice", "bob", "zed"])
 
         // Records: mallory sees none of theirs and cannot delete theirs.
-        try await carol.callStore.hangup()
         let carolEvents = Recorder(carol.callStore.events)
+        try await carol.callStore.hangup()
         try await carolEvents.first(where: isRecord)
         #expect(try await mallory.callStore.queryRecords().records.isEmpty)
         #expect(try await mallory.callStore.deleteRecords(callIds: [single]) == 0)

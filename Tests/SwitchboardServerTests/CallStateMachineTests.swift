@@ -1096,6 +1096,14 @@ struct CallStateMachineTests {
         case .send(let event, let recipient): return "\(describe(recipient)) ← \(describe(event))"
         case .setTimer(let key, let deadline): return "timer \(describe(key)) +\(deadline - now)"
         case .cancelTimer(let key): return "cancel \(describe(key))"
+        case .push(let message):
+            let except = message.exceptDevice.map { " except \($0)" } ?? ""
+            switch message.push {
+            case .incomingCall(let push):
+                return "push \(message.user.user) incomingCall(from \(push.callerId)) until +\(message.expiration - now)\(except)"
+            case .callEnded(let push):
+                return "push \(message.user.user) callEnded(\(push.reason.rawValue))\(except)"
+            }
         case .writeRecords(_, let drafts):
             guard !drafts.isEmpty else { return "records none" }
             return "records "

@@ -87,6 +87,10 @@ struct ReconnectTests {
         s.proxy.refuseNew = true
         s.proxy.cut()
         try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        // The server noticed (and started the grace timer) once bob sees alice down.
+        try await s.bobEvents.first {
+            $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
+        }
         s.server.clock.advance(by: .seconds(15))
         #expect(try await s.bobEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: "alice"))
         try await s.bobEvents.first(where: isRecord)

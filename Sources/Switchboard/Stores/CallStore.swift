@@ -203,6 +203,42 @@ public final class CallStore: Sendable {
         }
     }
 
+    // MARK: - push
+
+    /// Tells the store about a VoIP push (the CallKit bridge hands each one over). An invitation
+    /// shows as a ringing call right away, before the login that follows the push completes; the
+    /// server then confirms it, or says how it ended meanwhile. An end push ends it.
+    public func receivedPush(_ push: VoIPPush) {
+        let me = selfId.withLockedValue { $0 }
+        switch push {
+        case .incomingCall(let invitation):
+            apply { state in
+                guard state.calls[invitation.callId] == nil else { return [] }
+                let inviter = invitation.inviterId ?? invitation.callerId
+                let callee = invitation.userId ?? me
+                let info = CallInfo(
+                    callId: invitation.callId, roomId: RoomID(rawValue: invitation.callId.rawValue),
+                    callType: invitation.callType, mediaType: invitation.mediaType, callerId: invitation.callerId,
+                    timeout: CallLimits.defaultTimeoutSeconds, createdAt: 0,
+                    participants: [
+                        CallParticipant(userId: invitation.callerId, status: .waiting, nickname: invitation.callerName),
+                        CallParticipant(userId: callee, status: .waiting, inviterId: inviter),
+                    ])
+                state.track(State.Tracked(info: info, direction: .incoming, inviterId: inviter))
+                return [
+                    .onCallReceived(
+                        callId: invitation.callId, callerId: invitation.callerId, inviterId: inviter,
+                        mediaType: invitation.mediaType, userData: nil)
+                ]
+            }
+        case .callEnded(let end):
+            apply { state in
+                guard let mediaType = state.calls[end.callId]?.info.mediaType, state.forget(end.callId) else { return [] }
+                return [.onCallEnded(callId: end.callId, mediaType: end.mediaType ?? mediaType, reason: end.reason, userId: nil)]
+            }
+        }
+    }
+
     // MARK: - blocking
 
     /// Blocks callers: their calls never ring for you. Returns everyone you block now.

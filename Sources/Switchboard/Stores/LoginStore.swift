@@ -99,6 +99,17 @@ public final class LoginStore: Sendable {
         cell.update { $0.selfInfo = profile }
     }
 
+    /// Registers this device's VoIP push token (from PushKit's `didUpdate pushCredentials`, as hex) so
+    /// calls reach it while the app is not running. Call it after login and whenever the token changes.
+    public func registerPushToken(_ token: String, environment: PushEnvironment, bundleId: String) async throws {
+        _ = try await signaling.send(RegisterPushTokenRequest(token: token, environment: environment, bundleId: bundleId))
+    }
+
+    /// Stops VoIP pushes to this device (PushKit's `didInvalidatePushTokenFor`).
+    public func unregisterPushToken() async throws {
+        _ = try await signaling.send(UnregisterPushTokenRequest())
+    }
+
     func connectionChanged(_ event: SignalingClient.ConnectionEvent) {
         cell.update { state in
             switch event {

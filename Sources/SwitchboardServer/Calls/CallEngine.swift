@@ -16,16 +16,20 @@ actor CallEngine {
     private var sleeperGeneration = 0
     private let registry: ConnectionRegistry
     private let writer: PersistenceWriter
+    private let push: PushService
+    private let metrics: ServerMetrics
     private let clock: any SwitchboardClock
     private let logger: Logger
 
     init(
         configuration: CallStateMachine.Configuration, registry: ConnectionRegistry, writer: PersistenceWriter,
-        clock: any SwitchboardClock, logger: Logger
+        push: PushService, metrics: ServerMetrics, clock: any SwitchboardClock, logger: Logger
     ) {
         self.machine = CallStateMachine(configuration: configuration)
         self.registry = registry
         self.writer = writer
+        self.push = push
+        self.metrics = metrics
         self.clock = clock
         self.logger = logger
     }
@@ -74,6 +78,7 @@ actor CallEngine {
             case .reply(let callReply):
                 answer = callReply
                 reply?(callReply)
+                if case .started = callReply { metrics.callsStarted.increment() }
             case .send(let event, let recipient):
                 if event != lastEvent {
                     lastEvent = event
@@ -88,6 +93,9 @@ actor CallEngine {
                 timersChanged = true
             case .writeRecords(let callId, let drafts):
                 writer.submit(ended: callId, records: drafts)
+                metrics.callsEnded.increment()
+            case .push(let message):
+                push.send(message)
             }
         }
         for call in machine.takeJournalChanges() {

@@ -62,6 +62,8 @@ struct CallStateMachine: Sendable {
         var volume: VolumeLevel?
         /// A callee who blocks the caller: the call never reached them, so they get no record.
         var blocksCaller: Bool?
+        /// Rang through a VoIP push: when the ringing stops, a follow-up push says so.
+        var pushed: Bool?
     }
 
     struct MediaChange: Codable, Equatable, Sendable {
@@ -294,7 +296,7 @@ struct CallStateMachine: Sendable {
         activeCalls[command.caller, default: []].insert(call.id)
         let added = addInvitees(
             invitees, inviter: command.caller.user, to: &call, settings: command.settings, online: command.online,
-            blockedBy: command.blockedBy, profiles: command.profiles, now: now)
+            pushable: command.pushable, blockedBy: command.blockedBy, profiles: command.profiles, now: now)
         let snapshot = info(call)
         out.append(
             .reply(
@@ -371,7 +373,7 @@ struct CallStateMachine: Sendable {
     /// and offline ones leave at once; the others ring.
     private mutating func addInvitees(
         _ invitees: [UserID], inviter: UserID, to call: inout Call, settings: AppSettings, online: Set<UserID>,
-        blockedBy: Set<UserID>, profiles: [UserID: UserProfile], now: Int64
+        pushable: Set<UserID>, blockedBy: Set<UserID>, profiles: [UserID: UserProfile], now: Int64
     ) -> (ringing: [UserID], busy: [UserID], unreachable: [(UserID, CallEndReason)]) {
         var ringing: [UserID] = []
         var busy: [UserID] = []
@@ -404,13 +406,15 @@ struct CallStateMachine: Sendable {
                 member.endReason = .lineBusy
                 busy.append(invitee)
                 unreachable.append((invitee, .lineBusy))
-            } else if !online.contains(invitee) {
+            } else if !online.contains(invitee) && !pushable.contains(invitee) {
+                // No device and no push token: nothing can ring.
                 member.phase = .left
                 member.leftAt = now
                 member.result = .missed
                 member.endReason = .offline
                 unreachable.append((invitee, .offline))
             } else {
+                member.pushed = online.contains(invitee) ? nil : true
                 ringing.append(invitee)
                 activeCalls[key, default: []].insert(call.id)
             }
@@ -423,18 +427,35 @@ struct CallStateMachine: Sendable {
         return (ringing, busy, unreachable)
     }
 
-    /// Sends the invitations and sets the ring timers.
+    /// Sends the invitations (VoIP pushes to invitees without a connected device) and sets the ring timers.
     private func ring(
         _ invitees: [UserID], in call: Call, inviter: UserID, snapshot: CallInfo, now: Int64, out: inout [CallAction]
     ) {
         let deadline = now + Int64(call.timeout) * 1000
+        let inviterName = call.index(of: inviter).flatMap { call.members[$0].profile?.nickname }
         for invitee in invitees {
-            out.append(
-                .send(
-                    .callReceived(CallReceivedEvent(call: snapshot, inviterId: inviter)),
-                    to: .user(UserKey(app: call.app, user: invitee))))
+            let key = UserKey(app: call.app, user: invitee)
+            out.append(.send(.callReceived(CallReceivedEvent(call: snapshot, inviterId: inviter)), to: .user(key)))
             out.append(.setTimer(.ring(call.id, invitee), at: deadline))
+            if call.index(of: invitee).map({ call.members[$0].pushed == true }) == true {
+                let push = IncomingCallPush(
+                    callId: call.id, sdkAppID: call.app, userId: invitee, callerId: call.callerId,
+                    callerName: inviter == call.callerId ? inviterName : call.members.first?.profile?.nickname,
+                    mediaType: call.mediaType, callType: call.type, inviterId: inviter, deadline: deadline)
+                out.append(.push(PushMessage(user: key, push: .incomingCall(push), expiration: deadline)))
+            }
         }
+    }
+
+    /// The follow-up push that stops a pushed invitation ringing on the user's other devices.
+    private func stopPush(_ call: Call, _ member: Member, reason: CallEndReason, except device: DeviceID?, now: Int64)
+        -> CallAction
+    {
+        .push(
+            PushMessage(
+                user: UserKey(app: call.app, user: member.userId),
+                push: .callEnded(CallEndedPush(callId: call.id, sdkAppID: call.app, reason: reason, mediaType: call.mediaType)),
+                expiration: now + 60_000, exceptDevice: device))
     }
 
     private mutating func invite(_ command: InviteCommand, now: Int64, out: inout [CallAction]) {
@@ -475,7 +496,7 @@ struct CallStateMachine: Sendable {
         var call = found
         let added = addInvitees(
             fresh, inviter: inviter, to: &call, settings: command.settings, online: command.online,
-            blockedBy: command.blockedBy, profiles: command.profiles, now: now)
+            pushable: command.pushable, blockedBy: command.blockedBy, profiles: command.profiles, now: now)
         let snapshot = info(call)
         out.append(.reply(.invited(InviteToCallResponse(busyUserIds: added.busy, call: snapshot))))
         ring(added.ringing, in: call, inviter: inviter, snapshot: snapshot, now: now, out: &out)
@@ -623,6 +644,10 @@ struct CallStateMachine: Sendable {
                         CallEndedEvent(
                             callId: call.id, mediaType: call.mediaType, reason: .otherDeviceAccepted, userId: key.user)),
                     to: .userExcept(key, command.device)))
+            if call.members[index].pushed == true {
+                out.append(stopPush(call, call.members[index], reason: .otherDeviceAccepted, except: command.device, now: now))
+                call.members[index].pushed = nil
+            }
         }
         out.append(
             .send(
@@ -1003,11 +1028,11 @@ struct CallStateMachine: Sendable {
     ) {
         let member = call.members[index]
         let key = UserKey(app: call.app, user: member.userId)
-        let elsewhere = finish(&call, index, result: result, reason: reason, by: by, now: now, out: &out)
+        let elsewhere = finish(
+            &call, index, result: result, reason: reason, by: by, actingDevice: actingDevice, now: now, out: &out)
         let event = CallEndedEvent(callId: call.id, mediaType: call.mediaType, reason: reason, userId: by)
         if let device = member.device {
             out.append(.send(.callEnded(event), to: .device(key, device)))
-            out.append(contentsOf: elsewhere)
         } else if let actingDevice {
             out.append(.send(.callEnded(event), to: .device(key, actingDevice)))
             var others = event
@@ -1016,6 +1041,7 @@ struct CallStateMachine: Sendable {
         } else {
             out.append(.send(.callEnded(event), to: .user(key)))
         }
+        out.append(contentsOf: elsewhere)
         if call.isOver {
             endCall(&call, reason: reason, by: by, now: now, out: &out)
         } else {
@@ -1068,8 +1094,8 @@ struct CallStateMachine: Sendable {
     /// notice for the user's other devices that the call they saw elsewhere is over, which the
     /// caller sends after the member's own `callEnded`.
     private mutating func finish(
-        _ call: inout Call, _ index: Int, result: CallRecordResult, reason: CallEndReason, by: UserID?, now: Int64,
-        out: inout [CallAction]
+        _ call: inout Call, _ index: Int, result: CallRecordResult, reason: CallEndReason, by: UserID?,
+        actingDevice: DeviceID? = nil, now: Int64, out: inout [CallAction]
     ) -> [CallAction] {
         let member = call.members[index]
         let key = UserKey(app: call.app, user: member.userId)
@@ -1081,6 +1107,12 @@ struct CallStateMachine: Sendable {
             call.members[index].firstConnectedAt = member.firstConnectedAt ?? from
         }
         var elsewhere: [CallAction] = []
+        if member.phase == .ringing, member.pushed == true {
+            // The lock screen that a push woke must stop ringing too (Twilio does the same).
+            let pushReason: CallEndReason = reason == .reject ? .otherDeviceReject : reason
+            elsewhere.append(stopPush(call, member, reason: pushReason, except: actingDevice, now: now))
+            call.members[index].pushed = nil
+        }
         if member.phase == .joined, let device = member.device {
             elsewhere.append(
                 .send(

@@ -57,6 +57,16 @@ struct RecordDraft: Equatable, Sendable {
     var record: CallRecord
 }
 
+/// A VoIP push to all of a user's devices that registered a token.
+struct PushMessage: Equatable, Sendable {
+    var user: UserKey
+    var push: VoIPPush
+    /// When APNs may give up delivering it (Unix ms): for an invitation, the end of the ringing.
+    var expiration: Int64
+    /// Not to the token of this device (the one that answered or rejected).
+    var exceptDevice: DeviceID?
+}
+
 /// The answer to the request that caused an event.
 enum CallReply: Equatable, Sendable {
     case started(StartCallResponse)
@@ -76,6 +86,8 @@ enum CallAction: Equatable, Sendable {
     /// The call ended: store its records (none for an ephemeral call) and drop it from the journal in
     /// one transaction, then send each owner a `callRecord` event.
     case writeRecords(CallID, [RecordDraft])
+    /// Send a VoIP push (never waited for).
+    case push(PushMessage)
 }
 
 /// A member's request about one call, from one device.
@@ -101,6 +113,8 @@ struct StartCallCommand: Equatable, Sendable {
     var profiles: [UserID: UserProfile]
     /// Invitees who block the caller.
     var blockedBy: Set<UserID> = []
+    /// Invitees without a connected device who have a push token: they ring through VoIP pushes.
+    var pushable: Set<UserID> = []
 }
 
 /// Invitations into a call in progress, with what the engine gathered about the invitees.
@@ -113,6 +127,8 @@ struct InviteCommand: Equatable, Sendable {
     var profiles: [UserID: UserProfile]
     /// Invitees who block the inviter.
     var blockedBy: Set<UserID> = []
+    /// Invitees without a connected device who have a push token.
+    var pushable: Set<UserID> = []
 }
 
 /// A user joining a group call by themselves.

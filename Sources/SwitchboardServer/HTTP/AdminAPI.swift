@@ -39,6 +39,12 @@ enum AdminAPI {
             return json(["status": "ok", "activeCalls": calls, "devices": node.registry.deviceCount] as [String: any Sendable])
         }
 
+        router.get("/metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: node.metrics.render())))
+        }
+
         let admin = router.group("/v1").add(middleware: AdminAuthMiddleware(secret: adminSecret))
 
         admin.post("/calls/:callId/end") { _, context in

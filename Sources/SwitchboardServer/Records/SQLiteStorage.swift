@@ -92,6 +92,21 @@ final class SQLiteStorage: SwitchboardStorage {
                     ALTER TABLE apps ADD COLUMN blocked_caller_sees TEXT NOT NULL DEFAULT 'reject';
                     """)
         }
+        migrator.registerMigration("v5-push-tokens") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE push_tokens (
+                        token TEXT PRIMARY KEY,
+                        sdk_app_id INTEGER NOT NULL,
+                        user_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        environment TEXT NOT NULL,
+                        bundle_id TEXT NOT NULL,
+                        updated_at INTEGER NOT NULL,
+                        UNIQUE (sdk_app_id, user_id, device_id)
+                    );
+                    """)
+        }
         migrator.registerMigration("v2-chat-groups") { db in
             try db.execute(
                 sql: """
@@ -169,6 +184,63 @@ final class SQLiteStorage: SwitchboardStorage {
                         avatar_url = excluded.avatar_url, updated_at = excluded.updated_at
                     """,
                 arguments: [app.rawValue, profile.userId.rawValue, profile.nickname, profile.avatarURL, now])
+        }
+    }
+
+    // MARK: push tokens
+
+    func registerPushToken(_ token: PushToken) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "DELETE FROM push_tokens WHERE token = ? OR (sdk_app_id = ? AND user_id = ? AND device_id = ?)",
+                arguments: [token.token, token.user.app.rawValue, token.user.user.rawValue, token.device.rawValue])
+            try db.execute(
+                sql: """
+                    INSERT INTO push_tokens (token, sdk_app_id, user_id, device_id, environment, bundle_id, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    token.token, token.user.app.rawValue, token.user.user.rawValue, token.device.rawValue,
+                    token.environment.rawValue, token.bundleId, token.updatedAt,
+                ])
+        }
+    }
+
+    func unregisterPushToken(user: UserKey, device: DeviceID) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "DELETE FROM push_tokens WHERE sdk_app_id = ? AND user_id = ? AND device_id = ?",
+                arguments: [user.app.rawValue, user.user.rawValue, device.rawValue])
+        }
+    }
+
+    func pushTokens(app: SdkAppID, users: [UserID]) async throws -> [UserID: [PushToken]] {
+        guard !users.isEmpty else { return [:] }
+        return try await pool.read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM push_tokens WHERE sdk_app_id = ? AND user_id IN (\(databaseQuestionMarks(count: users.count)))
+                    ORDER BY updated_at
+                    """,
+                arguments: StatementArguments([app.rawValue] as [any DatabaseValueConvertible])
+                    + StatementArguments(users.map(\.rawValue)))
+            var tokens: [UserID: [PushToken]] = [:]
+            for row in rows {
+                let user = UserID(rawValue: row["user_id"])
+                tokens[user, default: []].append(
+                    PushToken(
+                        token: row["token"], user: UserKey(app: app, user: user), device: DeviceID(rawValue: row["device_id"]),
+                        environment: PushEnvironment(rawValue: row["environment"]) ?? .production,
+                        bundleId: row["bundle_id"], updatedAt: row["updated_at"]))
+            }
+            return tokens
+        }
+    }
+
+    func removePushToken(_ token: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM push_tokens WHERE token = ?", arguments: [token])
         }
     }
 

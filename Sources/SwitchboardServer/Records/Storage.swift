@@ -98,5 +98,28 @@ protocol BlockStore: Sendable {
     func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID>
 }
 
+/// A device's VoIP push token.
+struct PushToken: Equatable, Sendable {
+    /// Hex, lowercased.
+    var token: String
+    var user: UserKey
+    var device: DeviceID
+    var environment: PushEnvironment
+    var bundleId: String
+    var updatedAt: Int64
+}
+
+/// VoIP push tokens: one per device, each token on one device.
+protocol PushTokenStore: Sendable {
+    /// Saves a token for its device, replacing the device's previous token and taking the token away
+    /// from any other device or user that had it.
+    func registerPushToken(_ token: PushToken) async throws
+    func unregisterPushToken(user: UserKey, device: DeviceID) async throws
+    /// The tokens of these users.
+    func pushTokens(app: SdkAppID, users: [UserID]) async throws -> [UserID: [PushToken]]
+    /// Forgets a token APNs said is no longer valid.
+    func removePushToken(_ token: String) async throws
+}
+
 /// Everything the server keeps in its database.
-typealias SwitchboardStorage = AppStore & ProfileStore & CallRecordStore & ChatGroupStore & BlockStore
+typealias SwitchboardStorage = AppStore & ProfileStore & CallRecordStore & ChatGroupStore & BlockStore & PushTokenStore

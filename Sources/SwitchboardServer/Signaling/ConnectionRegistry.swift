@@ -7,6 +7,8 @@ protocol EventSink: AnyObject, Sendable {
     func enqueue(_ frame: String)
     /// Closes the connection after the frames already queued.
     func close(_ error: SwitchboardError?)
+    /// Returns once the connection is closed.
+    func waitUntilClosed() async
 }
 
 /// Which device of which user is connected where, on this node.

@@ -15,6 +15,7 @@ final class ClientConnection: EventSink {
     let id: UInt64
     private let continuation: AsyncStream<Outgoing>.Continuation
     private let closing = NIOLockedValueBox(false)
+    private let closed = NIOLockedValueBox<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     init(id: UInt64, continuation: AsyncStream<Outgoing>.Continuation) {
         self.id = id
@@ -38,6 +39,27 @@ final class ClientConnection: EventSink {
     }
 
     var isClosing: Bool { closing.withLockedValue { $0 } }
+
+    func waitUntilClosed() async {
+        await withCheckedContinuation { continuation in
+            let done = closed.withLockedValue { state -> Bool in
+                if state.done { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// The socket is closed (or the close frame is written).
+    func markClosed() {
+        let waiters = closed.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.done = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
 }
 
 /// Reads one connection's requests in order and answers each exactly once.
@@ -90,6 +112,7 @@ final class SignalingSession {
                         }
                     case .close(let code):
                         try? await outbound.close(code, reason: nil)
+                        connection.markClosed()
                         return
                     }
                 }
@@ -105,6 +128,7 @@ final class SignalingSession {
             continuation.finish()
             await group.waitForAll()
         }
+        connection.markClosed()
     }
 
     // MARK: - frames
@@ -152,7 +176,7 @@ final class SignalingSession {
     private static let idempotentRequests: Set<RequestType> = [
         .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
         .inviteToCall, .joinCall, .changeMediaType, .replyMediaTypeChange, .cancelMediaTypeChange,
-        .deleteRecords, .deleteAllRecords, .blockUsers, .unblockUsers,
+        .deleteRecords, .deleteAllRecords, .blockUsers, .unblockUsers, .registerPushToken, .unregisterPushToken,
     ]
 
     /// The requests that need a logged-in session.
@@ -160,6 +184,7 @@ final class SignalingSession {
         .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
         .inviteToCall, .joinCall, .changeMediaType, .replyMediaTypeChange, .cancelMediaTypeChange, .reportStatus,
         .queryRecords, .deleteRecords, .deleteAllRecords, .blockUsers, .unblockUsers, .blockedUsers,
+        .registerPushToken, .unregisterPushToken,
     ]
 
     private func dispatch(_ type: RequestType, id: RequestID, data: Data) async {
@@ -257,6 +282,18 @@ final class SignalingSession {
                     packetLoss: request.packetLoss, rtt: request.rtt, bitrate: request.bitrate,
                     audioLevel: request.audioLevel)
                 await call(.statusReport(command(identity, request.callId), report), id: id)
+            }
+        case .registerPushToken:
+            if let request = decode(RegisterPushTokenRequest.self, id: id, data: data) {
+                await registerPushToken(request, identity, id: id)
+            }
+        case .unregisterPushToken:
+            if decode(UnregisterPushTokenRequest.self, id: id, data: data) != nil {
+                if await storage(id, { try await self.node.storage.unregisterPushToken(user: identity.user, device: identity.device) })
+                    != nil
+                {
+                    succeed(id, Empty())
+                }
             }
         case .blockUsers:
             if let request = decode(BlockUsersRequest.self, id: id, data: data) {
@@ -377,6 +414,8 @@ final class SignalingSession {
         if let replaced = node.registry.register(connection, user: key, device: device, platform: request.platform) {
             replaced.close(SwitchboardError(.sessionReplaced))
         }
+        node.metrics.login("ok")
+        node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
         logger.info("login", metadata: ["user": "\(key)", "device": "\(device)", "connection": "\(connection.id)"])
         await node.engine.handle(.deviceOnline(key, device))
     }
@@ -385,6 +424,7 @@ final class SignalingSession {
     private func loginFailed(_ id: RequestID, _ error: SwitchboardError, user: String, now: Int64) {
         _ = node.limiter.take(limits.failedLoginsPerIP, "failed-ip", remoteAddress, now: now)
         _ = node.limiter.take(limits.failedLoginsPerUser, "failed-user", user, now: now)
+        node.metrics.login(error.code.name)
         logger.notice("login refused", metadata: ["code": "\(error.code.name)", "address": "\(remoteAddress)"])
         fail(id, error)
     }
@@ -393,6 +433,8 @@ final class SignalingSession {
         await node.engine.handle(.logout(identity.user, identity.device))
         _ = node.registry.remove(connection, user: identity.user, device: identity.device)
         self.identity = nil
+        // Signed out: this device must not ring through pushes either.
+        try? await node.storage.unregisterPushToken(user: identity.user, device: identity.device)
         succeed(id, Empty())
         node.ledger.forget(RequestLedger.DeviceKey(user: identity.user, device: identity.device))
         connection.close(nil)
@@ -403,6 +445,7 @@ final class SignalingSession {
         guard let identity else { return }
         self.identity = nil
         if node.registry.remove(connection, user: identity.user, device: identity.device) {
+            node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
             await node.engine.handle(.deviceOffline(identity.user, identity.device))
         }
     }
@@ -454,12 +497,13 @@ final class SignalingSession {
             let blockedBy = await storage(
                 id, { try await self.node.storage.usersBlocking(identity.user.user, among: Array(invitees), app: app) })
         else { return }
+        guard let pushable = await pushable(Array(invitees), app: app, id: id) else { return }
         let online = Set(invitees.filter { node.registry.isOnline(UserKey(app: app, user: $0)) })
         let callId = CallID.random()
         let command = StartCallCommand(
             caller: identity.user, device: identity.device, callId: callId,
             generatedRoomId: RoomID(rawValue: callId.rawValue), request: request, settings: settings,
-            online: online, profiles: profiles, blockedBy: blockedBy)
+            online: online, profiles: profiles, blockedBy: blockedBy, pushable: pushable)
         await call(.start(command), id: id)
     }
 
@@ -476,12 +520,13 @@ final class SignalingSession {
             let blockedBy = await storage(
                 id, { try await self.node.storage.usersBlocking(identity.user.user, among: Array(invitees), app: app) })
         else { return }
+        guard let pushable = await pushable(Array(invitees), app: app, id: id) else { return }
         let online = Set(invitees.filter { node.registry.isOnline(UserKey(app: app, user: $0)) })
         await call(
             .invite(
                 InviteCommand(
                     command: command(identity, request.callId), invitees: request.participantIds, settings: settings,
-                    online: online, profiles: profiles, blockedBy: blockedBy)), id: id)
+                    online: online, profiles: profiles, blockedBy: blockedBy, pushable: pushable)), id: id)
     }
 
     private func join(_ request: JoinCallRequest, _ identity: Identity, id: RequestID) async {
@@ -543,6 +588,33 @@ final class SignalingSession {
             text = try? SwitchboardJSON.encodeString(ResponseEnvelope<Empty>(id: id, outcome: .failure(error)))
         }
         return text ?? "{}"
+    }
+
+    // MARK: - push
+
+    private func registerPushToken(_ request: RegisterPushTokenRequest, _ identity: Identity, id: RequestID) async {
+        guard RegisterPushTokenRequest.isValidToken(request.token) else {
+            fail(id, SwitchboardError(.invalidPushToken, "token must be 32-200 hex digits"))
+            return
+        }
+        guard RegisterPushTokenRequest.isValidBundleID(request.bundleId) else {
+            fail(id, SwitchboardError(.invalidBundleID))
+            return
+        }
+        let token = PushToken(
+            token: request.token.lowercased(), user: identity.user, device: identity.device,
+            environment: request.environment, bundleId: request.bundleId, updatedAt: node.clock.now())
+        if await storage(id, { try await self.node.storage.registerPushToken(token) }) != nil {
+            succeed(id, Empty())
+        }
+    }
+
+    /// Invitees without a connected device who have a push token: they ring through VoIP pushes.
+    private func pushable(_ invitees: [UserID], app: SdkAppID, id: RequestID) async -> Set<UserID>? {
+        let offline = invitees.filter { !node.registry.isOnline(UserKey(app: app, user: $0)) }
+        guard !offline.isEmpty else { return [] }
+        return await storage(id) { try await self.node.storage.pushTokens(app: app, users: offline) }
+            .map { Set($0.filter { !$0.value.isEmpty }.keys) }
     }
 
     // MARK: - blocking

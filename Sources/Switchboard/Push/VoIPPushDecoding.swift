@@ -1,0 +1,47 @@
+import Foundation
+import SwitchboardProtocol
+
+extension VoIPPush {
+    /// Reads a VoIP push (`PKPushPayload.dictionaryPayload`) leniently, because every VoIP push must be
+    /// reported to CallKit even when parts of it are missing or come from a newer server: the caller's
+    /// name falls back to the caller id, an unknown media type to audio, an unknown call type to
+    /// one-to-one, an unknown end reason to `unknown`. Nil only when the payload has no `switchboard`
+    /// object or no call id; report such a push as a call and end it at once.
+    public init?(payload: [AnyHashable: Any]) {
+        guard let body = payload["switchboard"] as? [String: Any] else { return nil }
+        func string(_ key: String) -> String? {
+            (body[key] as? String).flatMap { $0.isEmpty ? nil : $0 }
+        }
+        func integer(_ key: String) -> Int64? {
+            if let value = body[key] as? Int64 { return value }
+            if let value = body[key] as? Int { return Int64(value) }
+            if let value = body[key] as? Double { return Int64(value) }
+            return (body[key] as? String).flatMap { Int64($0) }
+        }
+        guard let callId = string("callId").map(CallID.init(rawValue:)) else { return nil }
+        let app = integer("sdkAppID").map { SdkAppID($0) }
+        let kind = string("kind") ?? (body["reason"] != nil ? "callEnded" : "incomingCall")
+        if kind == "callEnded" {
+            self = .callEnded(
+                CallEndedPush(
+                    callId: callId, sdkAppID: app,
+                    reason: string("reason").flatMap(CallEndReason.init(rawValue:)) ?? .unknown,
+                    mediaType: string("mediaType").flatMap(CallMediaType.init(rawValue:))))
+            return
+        }
+        let callerId = UserID(rawValue: string("callerId") ?? "unknown")
+        self = .incomingCall(
+            IncomingCallPush(
+                callId: callId, sdkAppID: app, userId: string("userId").map(UserID.init(rawValue:)), callerId: callerId,
+                callerName: string("callerName") ?? callerId.rawValue,
+                mediaType: string("mediaType").flatMap(CallMediaType.init(rawValue:)) ?? .audio,
+                callType: string("callType").flatMap(CallType.init(rawValue:)) ?? .oneToOne,
+                inviterId: string("inviterId").map(UserID.init(rawValue:)), deadline: integer("deadline")))
+    }
+
+    /// Reads a push from its JSON body (as APNs delivers it).
+    public init?(json: Data) {
+        guard let object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] else { return nil }
+        self.init(payload: object)
+    }
+}

@@ -1,0 +1,184 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import JWTKit
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import SwitchboardProtocol
+
+/// How the server reaches Apple's push service (token authentication with a .p8 key).
+public struct APNsConfiguration: Sendable {
+    /// The .p8 file of the APNs auth key (an ES256 private key, PKCS#8 PEM).
+    public var keyPath: String
+    /// The key's id (10 characters, from the developer account).
+    public var keyId: String
+    /// The team id (10 characters).
+    public var teamId: String
+    public var productionURL = "https://api.push.apple.com"
+    public var sandboxURL = "https://api.sandbox.push.apple.com"
+    /// A PEM file of extra certificate authorities to trust for the APNs host (tests, TLS-inspecting proxies).
+    public var trustRootsPath: String?
+    /// How long one provider token is used before a new one is signed. Apple refuses tokens older
+    /// than an hour and asks for no more than one new token every 20 minutes.
+    public var tokenLifetime: Duration = .seconds(25 * 60)
+
+    public init(keyPath: String, keyId: String, teamId: String) {
+        self.keyPath = keyPath
+        self.keyId = keyId
+        self.teamId = teamId
+    }
+}
+
+/// Signs APNs provider tokens (ES256 JWT: `kid` header, `iss` team id, `iat` issue time) and
+/// reuses each for ``APNsConfiguration/tokenLifetime``, never one per request.
+actor ProviderTokenSigner {
+    struct Claims: JWTPayload {
+        var iss: IssuerClaim
+        var iat: IssuedAtClaim
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    private let keys = JWTKeyCollection()
+    private let keyId: String
+    private let teamId: String
+    private let lifetime: Int64
+    private let clock: any SwitchboardClock
+    private var current: (token: String, issuedAt: Int64)?
+    private(set) var signedCount = 0
+
+    init(pem: String, keyId: String, teamId: String, lifetime: Duration, clock: any SwitchboardClock) async throws {
+        self.keyId = keyId
+        self.teamId = teamId
+        self.lifetime = lifetime.milliseconds
+        self.clock = clock
+        await keys.add(ecdsa: try ES256PrivateKey(pem: pem), kid: JWKIdentifier(string: keyId))
+    }
+
+    /// The current token, signing a new one when the current one is too old.
+    func token() async throws -> String {
+        if let current, clock.now() - current.issuedAt < lifetime { return current.token }
+        return try await sign()
+    }
+
+    /// APNs said `rejected` expired: sign a new one, unless another request already did.
+    func refresh(after rejected: String) async throws -> String {
+        if let current, current.token != rejected { return current.token }
+        return try await sign()
+    }
+
+    private func sign() async throws -> String {
+        let now = clock.now()
+        let claims = Claims(
+            iss: IssuerClaim(value: teamId), iat: IssuedAtClaim(value: Date(timeIntervalSince1970: Double(now / 1000))))
+        let token = try await keys.sign(claims, kid: JWKIdentifier(string: keyId))
+        current = (token, now)
+        signedCount += 1
+        return token
+    }
+}
+
+/// What APNs answered to one push.
+enum APNsOutcome: Equatable, Sendable {
+    case delivered
+    /// 410, or 400 BadDeviceToken / DeviceTokenNotForTopic: the token is dead.
+    case tokenInvalid(reason: String)
+    /// 403 ExpiredProviderToken.
+    case providerTokenExpired
+    /// 429 or 5xx, or no answer: worth trying again.
+    case retryable(reason: String)
+    /// Any other refusal: trying again would not help.
+    case rejected(status: Int, reason: String)
+}
+
+/// Sends VoIP pushes to APNs over HTTP/2: one long-lived connection per environment (the HTTP
+/// client's pool multiplexes every push on it), token authentication.
+final class APNsClient: Sendable {
+    private let http: HTTPClient
+    private let configuration: APNsConfiguration
+    let signer: ProviderTokenSigner
+    private let logger: Logger
+
+    init(configuration: APNsConfiguration, clock: any SwitchboardClock, logger: Logger) async throws {
+        let pem = try String(contentsOfFile: configuration.keyPath, encoding: .utf8)
+        signer = try await ProviderTokenSigner(
+            pem: pem, keyId: configuration.keyId, teamId: configuration.teamId,
+            lifetime: configuration.tokenLifetime, clock: clock)
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.applicationProtocols = ["h2"]
+        if let path = configuration.trustRootsPath {
+            tls.additionalTrustRoots = [.file(path)]
+        }
+        var httpConfiguration = HTTPClient.Configuration(
+            tlsConfiguration: tls, timeout: .init(connect: .seconds(10), read: .seconds(15)))
+        httpConfiguration.httpVersion = .automatic
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    func shutdown() async {
+        try? await http.shutdown()
+    }
+
+    /// Sends one push to one token.
+    func send(_ push: VoIPPush, to token: PushToken, expiration: Int64, providerToken: String) async -> APNsOutcome {
+        let base = token.environment == .sandbox ? configuration.sandboxURL : configuration.productionURL
+        var request = HTTPClientRequest(url: "\(base)/3/device/\(token.token)")
+        request.method = .POST
+        request.headers.add(name: "authorization", value: "bearer \(providerToken)")
+        request.headers.add(name: "apns-push-type", value: "voip")
+        request.headers.add(name: "apns-topic", value: "\(token.bundleId).voip")
+        request.headers.add(name: "apns-priority", value: "10")
+        request.headers.add(name: "apns-expiration", value: String(expiration / 1000))
+        request.headers.add(name: "apns-id", value: Self.notificationID(push))
+        request.headers.add(name: "apns-collapse-id", value: String(push.callId.rawValue.prefix(64)))
+        do {
+            let body = try push.payload()
+            guard body.count <= VoIPPush.maxPayloadBytes else {
+                return .rejected(status: 413, reason: "PayloadTooLarge")
+            }
+            request.body = .bytes(ByteBuffer(bytes: body))
+            let response = try await http.execute(request, timeout: .seconds(15))
+            let answer = try await response.body.collect(upTo: 16 * 1024)
+            let reason =
+                (try? JSONSerialization.jsonObject(with: Data(answer.readableBytesView)) as? [String: Any])?["reason"]
+                as? String ?? ""
+            return Self.outcome(status: Int(response.status.code), reason: reason)
+        } catch {
+            logger.debug("push failed", metadata: ["error": "\(error)"])
+            return .retryable(reason: "transport: \(type(of: error))")
+        }
+    }
+
+    static func outcome(status: Int, reason: String) -> APNsOutcome {
+        switch (status, reason) {
+        case (200, _): .delivered
+        case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): .tokenInvalid(reason: reason.isEmpty ? "Unregistered" : reason)
+        case (403, "ExpiredProviderToken"): .providerTokenExpired
+        case (429, _), (500..., _): .retryable(reason: reason.isEmpty ? "HTTP \(status)" : reason)
+        default: .rejected(status: status, reason: reason)
+        }
+    }
+
+    /// `apns-id` must be a UUID: the call id for the invitation, a UUID derived from it for the end.
+    static func notificationID(_ push: VoIPPush) -> String {
+        switch push {
+        case .incomingCall(let invitation) where UUID(uuidString: invitation.callId.rawValue) != nil:
+            return invitation.callId.rawValue
+        default:
+            let kind = if case .callEnded = push { "callEnded" } else { "incomingCall" }
+            let digest = Array(SHA256.hash(data: Data("\(push.callId.rawValue):\(kind)".utf8)))
+            var bytes = Array(digest.prefix(16))
+            bytes[6] = (bytes[6] & 0x0F) | 0x50  // version 5 (name-based)
+            bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
+            let uuid = UUID(
+                uuid: (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                    bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                ))
+            return uuid.uuidString.lowercased()
+        }
+    }
+}

@@ -1,0 +1,360 @@
+import Foundation
+import Switchboard
+import SwitchboardProtocol
+import SwitchboardTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@testable import SwitchboardServer
+
+/// VoIP push end to end: the server's production APNs client (HTTP/2, ES256 provider tokens)
+/// against a local server that speaks APNs' protocol, on the test clock.
+struct PushTests {
+    static let bundle = "com.example.switchboard"
+    static let bobToken = String(repeating: "ab", count: 32)
+
+    struct Setup {
+        var server: TestServer
+        var apns: TestAPNsServer
+        var alice: SwitchboardClient
+        var aliceEvents: Recorder<CallStoreEvent>
+        var deliveries: Recorder<PushService.Delivery>
+    }
+
+    /// alice online; bob registered a token on his phone, whose app was then killed (no logout).
+    func setUp(lifetime: Duration = .seconds(25 * 60)) async throws -> Setup {
+        let clock = TestClock()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-push-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let apns = try await TestAPNsServer.start(clock: clock, bundleIds: [Self.bundle], directory: directory)
+        let server = try await TestServer.start(clock: clock, directory: directory) { configuration in
+            var push = APNsConfiguration(keyPath: apns.keyPath, keyId: apns.keyId, teamId: apns.teamId)
+            push.productionURL = apns.url
+            push.sandboxURL = apns.url
+            push.trustRootsPath = apns.certificatePath
+            push.tokenLifetime = lifetime
+            configuration.apns = push
+        }
+        let deliveries = Recorder(server.node.context.push.deliveries)
+        let phone = try await RawClient(url: server.url)
+        _ = try await phone.request(
+            LoginRequest(sdkAppID: server.app.sdkAppID, userID: "bob", userSig: server.userSig("bob"), deviceId: "bob-phone"),
+            id: "login")
+        let registered = try await phone.request(
+            RegisterPushTokenRequest(token: Self.bobToken.uppercased(), environment: .sandbox, bundleId: Self.bundle), id: "r")
+        #expect(registered["result"] != nil)
+        phone.close()
+        #expect(await phone.frames.waitForEnd())
+        let alice = try await server.client("alice")
+        try await alice.loginStore.setSelfInfo(nickname: "Alice")
+        return Setup(server: server, apns: apns, alice: alice, aliceEvents: Recorder(alice.callStore.events), deliveries: deliveries)
+    }
+
+    func tearDown(_ s: Setup) async {
+        await s.server.stop()
+        await s.apns.stop()
+    }
+
+    /// Waits until the server no longer has bob online (his phone's socket closed).
+    func bobPhone(_ s: Setup) async throws -> SwitchboardClient {
+        try await s.server.client("bob", deviceId: "bob-phone", login: false)
+    }
+
+    @Test func anOfflineCalleeIsPushedAndAnswersAfterLoggingIn() async throws {
+        let s = try await setUp()
+        let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
+        let push = try await s.apns.pushes.first { _ in true }
+        #expect(push.token == Self.bobToken)
+        #expect(push.headers["apns-push-type"] == "voip")
+        #expect(push.headers["apns-topic"] == "\(Self.bundle).voip")
+        #expect(push.headers["apns-priority"] == "10")
+        let deadline = s.server.clock.now() + 30_000
+        #expect(push.headers["apns-expiration"] == String(deadline / 1000))
+        #expect(push.headers["apns-collapse-id"] == call.callId.rawValue)
+        #expect(push.headers["apns-id"] == call.callId.rawValue)
+        #expect(push.issuedAt == s.server.clock.now() / 1000)
+        guard case .incomingCall(let invitation) = push.push else {
+            Issue.record("not an invitation: \(String(decoding: push.payload, as: UTF8.self))")
+            return
+        }
+        #expect(invitation.callerId == "alice" && invitation.callerName == "Alice" && invitation.userId == "bob")
+        #expect(invitation.mediaType == .video && invitation.callType == .oneToOne && invitation.deadline == deadline)
+        // The call rings on: it is not `offline` while a push may wake the device.
+        #expect(s.alice.callStore.state.activeCall?.callId == call.callId)
+
+        // The push woke the app: it logs in within the deadline and gets the invitation.
+        s.server.clock.advance(by: .seconds(5))
+        let bob = try await bobPhone(s)
+        let bobEvents = Recorder(bob.callStore.events)
+        bob.callStore.receivedPush(push.push!)
+        try await bob.loginStore.login(sdkAppID: s.server.app.sdkAppID, userID: "bob", userSig: s.server.userSig("bob"))
+        try await bobEvents.first(where: isReceived)
+        try await bob.callStore.accept()
+        try await s.aliceEvents.first(where: isStarted)
+        #expect(bobEvents.values.filter(isReceived).count == 1)
+        // The device that answered gets no follow-up push.
+        #expect(s.apns.pushes.values.count == 1)
+        await tearDown(s)
+    }
+
+    @Test func aCancelSendsTheStopPushAndTheLateDeviceHearsCanceled() async throws {
+        let s = try await setUp()
+        let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        let invitation = try await s.apns.pushes.first { _ in true }
+        try await s.alice.callStore.hangup()
+        let stop = try await s.apns.pushes.first(from: 1) { _ in true }
+        #expect(stop.push == .callEnded(CallEndedPush(callId: call.callId, sdkAppID: s.server.app.sdkAppID, reason: .canceled, mediaType: .audio)))
+        #expect(stop.headers["apns-collapse-id"] == call.callId.rawValue)
+        #expect(stop.headers["apns-id"] != call.callId.rawValue)
+
+        // The app was launched by the first push and logs in late.
+        let bob = try await bobPhone(s)
+        let bobEvents = Recorder(bob.callStore.events)
+        bob.callStore.receivedPush(invitation.push!)
+        try await bob.loginStore.login(sdkAppID: s.server.app.sdkAppID, userID: "bob", userSig: s.server.userSig("bob"))
+        #expect(
+            try await bobEvents.first(where: isEnded)
+                == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .canceled, userId: "alice"))
+        #expect(bob.callStore.state.activeCall == nil)
+        await tearDown(s)
+    }
+
+    @Test func aTimeoutAndAnAnswerElsewhereAlsoStopTheRinging() async throws {
+        let s = try await setUp()
+        // Timed out.
+        let first = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await s.apns.pushes.first { _ in true }
+        s.server.clock.advance(by: .seconds(30))
+        let timeout = try await s.apns.pushes.first(from: 1) { _ in true }
+        #expect(timeout.push == .callEnded(CallEndedPush(callId: first.callId, sdkAppID: s.server.app.sdkAppID, reason: .noResponse, mediaType: .audio)))
+        try await s.aliceEvents.first(where: isEnded)
+
+        // Answered on bob's laptop, which logs in while the phone rings through the push.
+        let second = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await s.apns.pushes.first(from: 2) { _ in true }
+        let laptop = try await s.server.client("bob", deviceId: "bob-laptop", login: false)
+        let laptopEvents = Recorder(laptop.callStore.events)
+        try await laptop.loginStore.login(sdkAppID: s.server.app.sdkAppID, userID: "bob", userSig: s.server.userSig("bob"))
+        try await laptopEvents.first(where: isReceived)
+        try await laptop.callStore.accept()
+        let answered = try await s.apns.pushes.first(from: 3) { _ in true }
+        #expect(answered.token == Self.bobToken)
+        #expect(answered.push == .callEnded(CallEndedPush(callId: second.callId, sdkAppID: s.server.app.sdkAppID, reason: .otherDeviceAccepted, mediaType: .audio)))
+        await tearDown(s)
+    }
+
+    @Test func unregisteredTokensAreRemoved() async throws {
+        let s = try await setUp()
+        s.apns.unregister(Self.bobToken)
+        _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await s.deliveries.first { $0.outcome == "token_removed" }
+        try await s.alice.callStore.hangup()
+        try await s.aliceEvents.first(where: isEnded)
+        // Without a token, bob is offline now.
+        let again = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        #expect(
+            try await s.aliceEvents.first { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
+                == .onCallEnded(callId: again.callId, mediaType: .audio, reason: .offline, userId: "bob"))
+        await tearDown(s)
+    }
+
+    @Test func throttlingAndServerErrorsAreRetriedWithinTheDeadline() async throws {
+        let s = try await setUp()
+        s.apns.behavior = .throttle(count: 1)
+        _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await s.deliveries.first { $0.outcome == "retrying" }
+        #expect(s.apns.answers.values.map(\.status) == [429])
+        s.server.clock.advance(by: .seconds(1))
+        try await s.deliveries.first { $0.outcome == "delivered" }
+        #expect(s.apns.pushes.values.count == 1)
+        try await s.alice.callStore.hangup()
+        // The cancel's stop push is delivered before APNs starts failing.
+        try await s.apns.pushes.first(from: 1) { _ in true }
+
+        // 5xx until past the ring deadline (2 s): a retry after 0.5 s; the next would come at the
+        // deadline itself, so it is given up. Never beyond the deadline.
+        s.apns.behavior = .fail(count: 100)
+        let start = s.deliveries.values.count
+        let failing = try await s.alice.callStore.calls(
+            participantIds: ["bob"], mediaType: .audio, params: CallParams(timeout: 2)
+        ).callId
+        try await s.deliveries.first(from: start) { $0.callId == failing && $0.outcome == "retrying" }
+        s.server.clock.advance(by: .seconds(1))
+        try await s.deliveries.first(from: start) { $0.callId == failing && $0.outcome == "gave_up" }
+        #expect(s.deliveries.values.dropFirst(start).filter { $0.callId == failing && $0.outcome == "retrying" }.count == 1)
+        await tearDown(s)
+    }
+
+    @Test func theProviderTokenIsReusedAndRefreshedOnTime() async throws {
+        let s = try await setUp()
+        func ring() async throws -> TestAPNsServer.Push {
+            let index = s.apns.pushes.values.count
+            let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+            let push = try await s.apns.pushes.first(from: index) { $0.push?.callId == call.callId }
+            try await s.alice.callStore.hangup()
+            try await s.aliceEvents.first { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
+            return push
+        }
+        let first = try await ring()
+        s.server.clock.advance(by: .seconds(19 * 60))
+        let second = try await ring()
+        #expect(second.providerToken == first.providerToken)
+        s.server.clock.advance(by: .seconds(7 * 60))
+        let third = try await ring()
+        #expect(third.providerToken != first.providerToken)
+        #expect(third.issuedAt - first.issuedAt >= 20 * 60)
+        #expect(await s.server.node.context.push.signedTokens == 2)
+        // One HTTP/2 connection carried every push.
+        #expect(s.apns.connectionsOpened == 1)
+        await tearDown(s)
+    }
+
+    @Test func anExpiredProviderTokenIsReplacedOnce() async throws {
+        // A lifetime longer than APNs accepts, to make APNs refuse it.
+        let s = try await setUp(lifetime: .seconds(2 * 3600))
+        _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await s.deliveries.first { $0.outcome == "delivered" }
+        try await s.alice.callStore.hangup()
+        s.server.clock.advance(by: .seconds(61 * 60))
+        _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await s.deliveries.first { $0.outcome == "provider_token_refreshed" }
+        try await s.deliveries.first(from: 2) { $0.outcome == "delivered" }
+        #expect(s.apns.answers.values.contains { $0.reason == "ExpiredProviderToken" })
+        await tearDown(s)
+    }
+
+    @Test func aPushOutageDoesNotHoldUpTheCall() async throws {
+        let s = try await setUp()
+        s.apns.behavior = .hang
+        let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        // The answer came while APNs has answered nothing at all.
+        #expect(s.apns.answers.values.isEmpty)
+        #expect(s.alice.callStore.state.selfInfo.status == .waiting)
+        try await s.alice.callStore.hangup()
+        #expect(
+            try await s.aliceEvents.first(where: isEnded)
+                == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .canceled, userId: "alice"))
+        #expect(s.apns.answers.values.isEmpty)
+        // Other calls go on as usual.
+        let carol = try await s.server.client("carol")
+        let carolEvents = Recorder(carol.callStore.events)
+        _ = try await s.alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
+        try await carolEvents.first(where: isReceived)
+        await tearDown(s)
+    }
+
+    @Test func metricsCountPushesByOutcome() async throws {
+        let s = try await setUp()
+        _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await s.deliveries.first { $0.outcome == "delivered" }
+        let (data, _) = try await URLSession.shared.data(from: URL(string: "/metrics", relativeTo: s.server.httpURL)!)
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(text.contains(#"switchboard_push_total{outcome="delivered"} 1"#))
+        #expect(text.contains("switchboard_calls_started_total 1"))
+        await tearDown(s)
+    }
+}
+
+/// The token registry.
+struct PushTokenTests {
+    static let token = String(repeating: "0f", count: 32)
+
+    @Test func registrationRulesAndTheTokensHome() async throws {
+        let server = try await TestServer.start()
+        let storage = server.node.context.storage
+        let app = server.app.sdkAppID
+        let alice = try await server.client("alice", deviceId: "phone")
+        try await alice.loginStore.registerPushToken(Self.token, environment: .production, bundleId: "com.example.app")
+        var tokens = try await storage.pushTokens(app: app, users: ["alice", "bob"])
+        #expect(tokens["alice"]?.map(\.device) == ["phone"])
+        #expect(tokens["alice"]?.first?.token == Self.token)
+
+        // One token per device: a new token replaces the old one.
+        let newer = String(repeating: "1e", count: 32)
+        try await alice.loginStore.registerPushToken(newer, environment: .production, bundleId: "com.example.app")
+        tokens = try await storage.pushTokens(app: app, users: ["alice"])
+        #expect(tokens["alice"]?.map(\.token) == [newer])
+
+        // The token moves to the newest device and user that registers it.
+        let bob = try await server.client("bob", deviceId: "tablet")
+        try await bob.loginStore.registerPushToken(newer.uppercased(), environment: .sandbox, bundleId: "com.example.app")
+        tokens = try await storage.pushTokens(app: app, users: ["alice", "bob"])
+        #expect(tokens["alice"] == nil)
+        #expect(tokens["bob"]?.first?.environment == .sandbox)
+
+        await expectCode(.invalidPushToken) {
+            try await bob.loginStore.registerPushToken("not-hex", environment: .sandbox, bundleId: "com.example.app")
+        }
+        await expectCode(.invalidPushToken) {
+            try await bob.loginStore.registerPushToken("abcd", environment: .sandbox, bundleId: "com.example.app")
+        }
+        await expectCode(.invalidBundleID) {
+            try await bob.loginStore.registerPushToken(Self.token, environment: .sandbox, bundleId: "bad bundle!")
+        }
+
+        try await bob.loginStore.unregisterPushToken()
+        #expect(try await storage.pushTokens(app: app, users: ["bob"]).isEmpty)
+
+        // A logout stops pushes to that device.
+        try await alice.loginStore.registerPushToken(Self.token, environment: .production, bundleId: "com.example.app")
+        try await alice.loginStore.logout()
+        #expect(try await storage.pushTokens(app: app, users: ["alice"]).isEmpty)
+        await server.stop()
+    }
+
+    @Test(arguments: [
+        (200, "", APNsOutcome.delivered), (410, "Unregistered", .tokenInvalid(reason: "Unregistered")),
+        (400, "BadDeviceToken", .tokenInvalid(reason: "BadDeviceToken")),
+        (400, "DeviceTokenNotForTopic", .tokenInvalid(reason: "DeviceTokenNotForTopic")),
+        (403, "ExpiredProviderToken", .providerTokenExpired), (429, "TooManyRequests", .retryable(reason: "TooManyRequests")),
+        (500, "", .retryable(reason: "HTTP 500")), (503, "ServiceUnavailable", .retryable(reason: "ServiceUnavailable")),
+        (400, "BadTopic", .rejected(status: 400, reason: "BadTopic")), (413, "PayloadTooLarge", .rejected(status: 413, reason: "PayloadTooLarge")),
+    ])
+    func apnsAnswers(status: Int, reason: String, outcome: APNsOutcome) {
+        #expect(APNsClient.outcome(status: status, reason: reason) == outcome)
+    }
+}
+
+/// The SDK reads pushes leniently: a push must be reported to CallKit even when fields are missing.
+struct PushPayloadTests {
+    @Test func aFullInvitationRoundTrips() throws {
+        let push = VoIPPush.incomingCall(
+            IncomingCallPush(
+                callId: "c1", sdkAppID: 7, userId: "bob", callerId: "alice", callerName: "Alice", mediaType: .video,
+                callType: .group, inviterId: "carol", deadline: 1_767_225_630_000))
+        let payload = try push.payload()
+        #expect(payload.count < VoIPPush.maxPayloadBytes)
+        #expect(VoIPPush(json: payload) == push)
+        let end = VoIPPush.callEnded(CallEndedPush(callId: "c1", sdkAppID: 7, reason: .otherDeviceAccepted, mediaType: .audio))
+        #expect(VoIPPush(json: try end.payload()) == end)
+    }
+
+    @Test func missingFieldsFallBack() {
+        let push = VoIPPush(payload: ["switchboard": ["callId": "c2", "callerId": "alice", "mediaType": "hologram"]])
+        #expect(
+            push
+                == .incomingCall(
+                    IncomingCallPush(callId: "c2", callerId: "alice", callerName: "alice", mediaType: .audio, callType: .oneToOne)))
+        let ended = VoIPPush(payload: ["switchboard": ["callId": "c3", "reason": "somethingNew"]])
+        #expect(ended == .callEnded(CallEndedPush(callId: "c3", reason: .unknown)))
+        let stringNumbers = VoIPPush(payload: ["switchboard": ["callId": "c4", "deadline": "1767225630000", "sdkAppID": "7"]])
+        guard case .incomingCall(let invitation) = stringNumbers else {
+            Issue.record("expected an invitation")
+            return
+        }
+        #expect(invitation.deadline == 1_767_225_630_000 && invitation.sdkAppID == 7 && invitation.callerId == "unknown")
+    }
+
+    @Test(arguments: [
+        "{}", #"{"aps":{}}"#, #"{"switchboard":"nope"}"#, #"{"switchboard":{"callerId":"alice"}}"#,
+        #"{"switchboard":{"callId":""}}"#, "not json",
+    ])
+    func pushesWithoutACallAreInvalid(json: String) {
+        #expect(VoIPPush(json: Data(json.utf8)) == nil)
+    }
+}
+
+func isStarted(_ event: CallStoreEvent) -> Bool { if case .onCallStarted = event { true } else { false } }
