@@ -168,6 +168,32 @@ struct GoldenTests {
         try check("event.callsSynced", ServerEvent.callsSynced(CallsSyncedEvent(callIds: [Self.callId])))
     }
 
+    @Test func pushRegistration() throws {
+        try check(
+            "request.push.register",
+            RequestEnvelope(
+                id: "23",
+                data: RegisterPushTokenRequest(
+                    token: String(repeating: "ab", count: 32), environment: .sandbox, bundleId: "com.example.switchboard")))
+        try check("request.push.unregister", RequestEnvelope(id: "24", data: UnregisterPushTokenRequest()))
+    }
+
+    /// The VoIP push bodies: what the server sends matches the files byte for byte in meaning.
+    @Test func pushPayloads() throws {
+        let invitation = VoIPPush.incomingCall(
+            IncomingCallPush(
+                callId: Self.callId, sdkAppID: 1_400_000_001, userId: "bob", callerId: "alice", callerName: "Alice",
+                mediaType: .video, callType: .oneToOne, inviterId: "alice", deadline: Self.created + 30_000))
+        let end = VoIPPush.callEnded(
+            CallEndedPush(callId: Self.callId, sdkAppID: 1_400_000_001, reason: .canceled, mediaType: .video))
+        for (name, push) in [("push.incomingCall", invitation), ("push.callEnded", end)] {
+            let golden = try Data(contentsOf: Self.goldenDirectory.appendingPathComponent("\(name).json"))
+            let expected = try JSONSerialization.jsonObject(with: golden) as? NSDictionary
+            let produced = try JSONSerialization.jsonObject(with: try push.payload()) as? NSDictionary
+            #expect(expected == produced, "\(name)")
+        }
+    }
+
     @Test func recordRequests() throws {
         try check(
             "request.records.query",
@@ -265,6 +291,7 @@ struct GoldenTests {
             "response.call.changeMediaType", "event.mediaTypeChangeRequested", "event.mediaTypeChangeResult",
             "event.memberStatus", "event.callElsewhere", "request.user.block", "request.user.unblock",
             "request.user.blocked", "response.user.blocked", "response.error.rateLimited", "event.callsSynced",
+            "request.push.register", "request.push.unregister", "push.incomingCall", "push.callEnded",
         ]
         #expect(Set(files) == checked)
     }
