@@ -23,10 +23,10 @@ import Testing
             directory: directory)
     }
 
-    static func client(_ user: String, url: URL) async throws -> SwitchboardClient {
+    static func client(_ user: String, url: URL, device: String = "device") async throws -> SwitchboardClient {
         let client = SwitchboardClient(
             configuration: SwitchboardConfiguration(
-                serverURL: url, deviceId: DeviceID(rawValue: "\(user)-device"), platform: "test",
+                serverURL: url, deviceId: DeviceID(rawValue: "\(user)-\(device)"), platform: "test",
                 reconnectPolicy: ReconnectPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(500))))
         let sig = UserSig.generate(sdkAppID: sdkAppID, secretKey: "process-test-secret", userID: user, expire: 3600)
         try await client.loginStore.login(sdkAppID: sdkAppID, userID: user, userSig: sig)
@@ -176,7 +176,9 @@ import Testing
 
         // No acknowledged record is missing.
         for (user, callIds) in before {
-            let client = try await Self.client(user.rawValue, url: URL(string: "ws://127.0.0.1:\(restarted.port)/v1/ws")!)
+            // Another device of the user: the load client may be reconnecting with its own.
+            let client = try await Self.client(
+                user.rawValue, url: URL(string: "ws://127.0.0.1:\(restarted.port)/v1/ws")!, device: "verifier")
             var stored = Set<CallID>()
             var syncTime: Int64 = -1
             while true {
