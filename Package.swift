@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "SwitchboardProtocol", targets: ["SwitchboardProtocol"]),
         .library(name: "Switchboard", targets: ["Switchboard"]),
+        .library(name: "SwitchboardCallKit", targets: ["SwitchboardCallKit"]),
         .library(name: "SwitchboardServer", targets: ["SwitchboardServer"]),
         .library(name: "SwitchboardTesting", targets: ["SwitchboardTesting"]),
         .executable(name: "switchboard", targets: ["switchboard"]),
@@ -78,12 +79,27 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+
+        // MARK: apple (platform-neutral CallKit rules; the Apple adapters compile only where CallKit exists)
+        .target(
+            name: "SwitchboardCallKit",
+            dependencies: [
+                "Switchboard",
+                "SwitchboardProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+
+        // MARK: test support
         .target(
             name: "SwitchboardTesting",
             dependencies: [
                 "SwitchboardProtocol",
                 "SwitchboardServer",
                 "Switchboard",
+                "SwitchboardCallKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -117,6 +133,7 @@ let package = Package(
         .testTarget(
             name: "SwitchboardProtocolTests",
             dependencies: ["SwitchboardProtocol"],
+            exclude: ["Fixtures"],
             resources: [.copy("Golden")]
         ),
         .testTarget(
@@ -130,6 +147,12 @@ let package = Package(
         .testTarget(
             name: "SwitchboardTests",
             dependencies: ["Switchboard", "SwitchboardTesting", "SwitchboardProtocol", "SwitchboardServer"]
+        ),
+        .testTarget(
+            name: "SwitchboardCallKitTests",
+            dependencies: [
+                "SwitchboardCallKit", "Switchboard", "SwitchboardTesting", "SwitchboardProtocol", "SwitchboardServer",
+            ]
         ),
     ]
 )

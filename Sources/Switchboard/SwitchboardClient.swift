@@ -19,6 +19,8 @@ public struct SwitchboardConfiguration: Sendable {
     /// The time source of every SDK timer; tests pass a test clock.
     public var clock: any SwitchboardClock
     public var transport: any SignalingTransport
+    /// The media engine the SDK drives; nil for signaling only. Fixed when the client is made.
+    public var mediaEngine: (any MediaEngine)?
     public var logger: Logger
 
     public init(
@@ -26,6 +28,7 @@ public struct SwitchboardConfiguration: Sendable {
         platform: String = SwitchboardConfiguration.defaultPlatform, requestTimeout: Duration = .seconds(10),
         reconnectPolicy: ReconnectPolicy = ReconnectPolicy(),
         clock: any SwitchboardClock = SystemClock(), transport: any SignalingTransport = WebSocketTransport(),
+        mediaEngine: (any MediaEngine)? = nil,
         logger: Logger = Logger(label: "switchboard")
     ) {
         self.serverURL = serverURL
@@ -35,6 +38,7 @@ public struct SwitchboardConfiguration: Sendable {
         self.reconnectPolicy = reconnectPolicy
         self.clock = clock
         self.transport = transport
+        self.mediaEngine = mediaEngine
         self.logger = logger
     }
 
@@ -60,6 +64,7 @@ public final class SwitchboardClient: Sendable {
     public let callStore: CallStore
     public let deviceStore: DeviceStore
     let signaling: SignalingClient
+    let media: MediaCoordinator
     private let settings: NIOLockedValueBox<SwitchboardConfiguration>
 
     public init(configuration: SwitchboardConfiguration = SwitchboardConfiguration()) {
@@ -72,6 +77,8 @@ public final class SwitchboardClient: Sendable {
             logger: configuration.logger)
         let deviceStore = DeviceStore()
         let callStore = CallStore(signaling: signaling, clock: configuration.clock, devices: deviceStore)
+        let media = MediaCoordinator(
+            engine: configuration.mediaEngine, callStore: callStore, deviceStore: deviceStore)
         let loginStore = LoginStore(signaling: signaling, callStore: callStore, configuration: settings)
         signaling.handlers.withLockedValue { handlers in
             handlers.event = { event in callStore.handle(event) }
@@ -85,6 +92,25 @@ public final class SwitchboardClient: Sendable {
         self.deviceStore = deviceStore
         self.callStore = callStore
         self.loginStore = loginStore
+        self.media = media
+    }
+
+    /// Who decides when call audio may start: `.automatic` (the default) starts it when a call
+    /// connects; the CallKit bridge sets `.external`, so audio waits for the system's activation.
+    public var audioSessionControl: AudioSessionControl {
+        get { media.control }
+        set { media.control = newValue }
+    }
+
+    /// The system activated the audio session (CallKit's `provider(_:didActivate:)`): call audio
+    /// may start. Only matters with ``AudioSessionControl/external``.
+    public func audioSessionActivated() {
+        media.audioSession(active: true)
+    }
+
+    /// The system deactivated the audio session: call audio stops.
+    public func audioSessionDeactivated() {
+        media.audioSession(active: false)
     }
 
     /// The configuration in use.

@@ -86,6 +86,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case notConnected = 9003
             case connectionLost = 9004
             case invalidResponse = 9005
+            case systemRefused = 9006
         }
 
         private let base: Base?
@@ -235,6 +236,8 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         public static let connectionLost = Code(.connectionLost)
         /// The server's response could not be decoded.
         public static let invalidResponse = Code(.invalidResponse)
+        /// The system (CallKit) refused the change, or the call is not one the system knows.
+        public static let systemRefused = Code(.systemRefused)
 
         fileprivate var defaultMessage: String {
             switch base {
@@ -293,6 +296,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .notConnected: "not connected"
             case .connectionLost: "the connection was lost"
             case .invalidResponse: "the server's response could not be decoded"
+            case .systemRefused: "the system refused the call action"
             case .none: "error \(rawValue)"
             }
         }

@@ -366,8 +366,8 @@ extension CallStoreEvent {
     /// The media type, for events that carry one.
     var mediaType: CallMediaType? {
         switch self {
-        case .onCallReceived(_, _, _, let mediaType, _), .onCallStarted(_, let mediaType, _),
-            .onCallEnded(_, let mediaType, _, _):
+        case .onCallPlaced(_, _, let mediaType), .onCallReceived(_, _, _, let mediaType, _),
+            .onCallStarted(_, let mediaType, _), .onCallEnded(_, let mediaType, _, _):
             mediaType
         case .onCallRecord(let record): record.mediaType
         case .onMediaTypeChangeRequested(_, _, let mediaType, _), .onMediaTypeChangeResult(_, _, let mediaType, _, _):
@@ -379,6 +379,8 @@ extension CallStoreEvent {
     /// One line for a timeline.
     public var summary: String {
         switch self {
+        case .onCallPlaced(let callId, let participantIds, let mediaType):
+            "onCallPlaced \(callId.rawValue.prefix(8)) to \(participantIds.map(\.rawValue).joined(separator: ", ")) (\(mediaType.rawValue))"
         case .onCallReceived(let callId, let callerId, _, let mediaType, _):
             "onCallReceived \(callId.rawValue.prefix(8)) from \(callerId) (\(mediaType.rawValue))"
         case .onCallStarted(let callId, _, let startTime):

@@ -63,17 +63,19 @@ public final class TestServer: Sendable {
     /// - Parameters:
     ///   - url: connect here instead (a ``TCPProxy`` in front of the server).
     ///   - reconnectPolicy: by default without jitter: the first retry 1 s after a drop, at most 8 s apart.
+    ///   - mediaEngine: the client's media engine (a ``RecordingMediaEngine`` to see what the SDK asks).
     public func client(
         _ user: String, deviceId: String? = nil, login: Bool = true, url: URL? = nil,
         userSigExpire: Int64 = 86_400,
-        reconnectPolicy: ReconnectPolicy = ReconnectPolicy(initialDelay: .seconds(1), maxDelay: .seconds(8), jitter: 0)
+        reconnectPolicy: ReconnectPolicy = ReconnectPolicy(initialDelay: .seconds(1), maxDelay: .seconds(8), jitter: 0),
+        mediaEngine: (any MediaEngine)? = nil
     ) async throws -> SwitchboardClient {
         var logger = Logger(label: "switchboard.test-client.\(user)")
         logger.logLevel = ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
         let client = SwitchboardClient(
             configuration: SwitchboardConfiguration(
                 serverURL: url ?? self.url, deviceId: deviceId.map(DeviceID.init(rawValue:)), platform: "test",
-                reconnectPolicy: reconnectPolicy, clock: clock, logger: logger))
+                reconnectPolicy: reconnectPolicy, clock: clock, mediaEngine: mediaEngine, logger: logger))
         if login {
             try await client.loginStore.login(
                 sdkAppID: app.sdkAppID, userID: user, userSig: userSig(user, expire: userSigExpire))

@@ -117,7 +117,7 @@ import Testing
                     Task {
                         for await event in events {
                             if case .onCallRecord(let record) = event {
-                                acknowledged.withLockedValue { $0[UserID(rawValue: user), default: []].insert(record.callId) }
+                                acknowledged.withLockedValue { _ = $0[UserID(rawValue: user), default: []].insert(record.callId) }
                             }
                         }
                     })

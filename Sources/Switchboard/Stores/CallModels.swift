@@ -12,6 +12,13 @@ public struct ActiveCall: Equatable, Sendable {
     /// 0 before it connects. Updated every second.
     public var duration: Int
 
+    public init(info: CallInfo, direction: CallDirection, inviterId: UserID, duration: Int = 0) {
+        self.info = info
+        self.direction = direction
+        self.inviterId = inviterId
+        self.duration = duration
+    }
+
     public var callId: CallID { info.callId }
     public var roomId: RoomID { info.roomId }
     public var mediaType: CallMediaType { info.mediaType }
@@ -75,6 +82,8 @@ public struct MediaTypeChange: Equatable, Sendable {
 
 /// What ``CallStore`` reports as it happens, named as in the reference SDKs.
 public enum CallStoreEvent: Equatable, Sendable {
+    /// You placed a call from this device; it is ringing at the invitees.
+    case onCallPlaced(callId: CallID, participantIds: [UserID], mediaType: CallMediaType)
     /// A call is ringing for you.
     case onCallReceived(callId: CallID, callerId: UserID, inviterId: UserID, mediaType: CallMediaType, userData: String?)
     /// The call connected for you; `startTime` is the server's (Unix ms).

@@ -42,6 +42,22 @@ public final class CallStore: Sendable {
             var announcedStart = false
         }
 
+        /// A state as the store would publish it, for previews of call views and for tests of view
+        /// logic; the store makes its own.
+        public init(
+            activeCall: ActiveCall?, selfInfo: CallParticipantInfo, allParticipants: [CallParticipantInfo],
+            activeSpeakerId: UserID? = nil, waitingCalls: [CallInfo] = [], mediaTypeChange: MediaTypeChange? = nil,
+            callsOnOtherDevices: [CallInfo] = []
+        ) {
+            self.activeCall = activeCall
+            self.selfInfo = selfInfo
+            self.allParticipants = allParticipants
+            self.activeSpeakerId = activeSpeakerId
+            self.waitingCalls = waitingCalls
+            self.mediaTypeChange = mediaTypeChange
+            self.callsOnOtherDevices = callsOnOtherDevices
+        }
+
         init(userId: UserID) {
             self.activeCall = nil
             self.selfInfo = CallParticipantInfo(userId: userId)
@@ -87,12 +103,25 @@ public final class CallStore: Sendable {
     public func calls(
         participantIds: [String], mediaType: CallMediaType, params: CallParams = CallParams()
     ) async throws -> CallStartResult {
+        try await calls(participantIds: participantIds, mediaType: mediaType, params: params, placed: { _ in })
+    }
+
+    /// Places a call; `placed` runs with the new call's id before the store or any observer hears
+    /// of the call (the CallKit bridge pairs its UUID with the call there).
+    package func calls(
+        participantIds: [String], mediaType: CallMediaType, params: CallParams,
+        placed: @escaping @Sendable (CallID) -> Void
+    ) async throws -> CallStartResult {
         let request = StartCallRequest(
             participantIds: participantIds.map(UserID.init(rawValue:)), mediaType: mediaType, params: params)
         let response = try await signaling.send(request) { [self] response in
+            placed(response.callId)
             apply {
                 $0.track(State.Tracked(info: response.call, direction: .outgoing, inviterId: response.call.callerId))
-                return []
+                return [
+                    .onCallPlaced(
+                        callId: response.callId, participantIds: request.participantIds, mediaType: response.call.mediaType)
+                ]
             }
         }
         reportDevices(for: response.callId)

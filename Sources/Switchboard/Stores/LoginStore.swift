@@ -22,6 +22,9 @@ public final class LoginStore: Sendable {
         public var selfInfo: UserProfile?
         /// Why the last session ended, when the server or the network ended it.
         public var lastError: SwitchboardError?
+        /// The VoIP push token this device registered (lowercase hex), nil when calls cannot reach it
+        /// by push.
+        public var pushToken: String?
         /// Failed reconnect attempts since the connection dropped.
         public var reconnectAttempts = 0
         /// The last heartbeat went unanswered: the connection may be stalled (a second one in a row
@@ -103,11 +106,13 @@ public final class LoginStore: Sendable {
     /// calls reach it while the app is not running. Call it after login and whenever the token changes.
     public func registerPushToken(_ token: String, environment: PushEnvironment, bundleId: String) async throws {
         _ = try await signaling.send(RegisterPushTokenRequest(token: token, environment: environment, bundleId: bundleId))
+        cell.update { $0.pushToken = token.lowercased() }
     }
 
     /// Stops VoIP pushes to this device (PushKit's `didInvalidatePushTokenFor`).
     public func unregisterPushToken() async throws {
         _ = try await signaling.send(UnregisterPushTokenRequest())
+        cell.update { $0.pushToken = nil }
     }
 
     func connectionChanged(_ event: SignalingClient.ConnectionEvent) {
