@@ -163,6 +163,7 @@ public enum ServerEvent: Equatable, Sendable {
     case callElsewhere(CallElsewhereEvent)
     case callsSynced(CallsSyncedEvent)
     case sessionEnded(SessionEndedEvent)
+    case mediaSignal(MediaSignalEvent)
 
     /// The wire name in the frame's `event` field.
     public var name: String {
@@ -179,6 +180,7 @@ public enum ServerEvent: Equatable, Sendable {
         case .callElsewhere: "callElsewhere"
         case .callsSynced: "callsSynced"
         case .sessionEnded: "sessionEnded"
+        case .mediaSignal: "mediaSignal"
         }
     }
 
@@ -195,6 +197,7 @@ public enum ServerEvent: Equatable, Sendable {
         case .mediaTypeChangeResult(let e): e.callId
         case .memberStatus(let e): e.callId
         case .callElsewhere(let e): e.call.callId
+        case .mediaSignal(let e): e.callId
         case .callsSynced, .sessionEnded: nil
         }
     }
@@ -221,6 +224,7 @@ extension ServerEvent: Codable {
         case "callElsewhere": self = .callElsewhere(try container.decode(CallElsewhereEvent.self, forKey: .data))
         case "callsSynced": self = .callsSynced(try container.decode(CallsSyncedEvent.self, forKey: .data))
         case "sessionEnded": self = .sessionEnded(try container.decode(SessionEndedEvent.self, forKey: .data))
+        case "mediaSignal": self = .mediaSignal(try container.decode(MediaSignalEvent.self, forKey: .data))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .event, in: container, debugDescription: "unknown event \(name)")
@@ -243,6 +247,7 @@ extension ServerEvent: Codable {
         case .callElsewhere(let e): try container.encode(e, forKey: .data)
         case .callsSynced(let e): try container.encode(e, forKey: .data)
         case .sessionEnded(let e): try container.encode(e, forKey: .data)
+        case .mediaSignal(let e): try container.encode(e, forKey: .data)
         }
     }
 }

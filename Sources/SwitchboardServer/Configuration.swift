@@ -51,6 +51,8 @@ public struct ServerConfiguration: Sendable {
     public var rateLimits = RateLimits()
     /// Apple's push service; without it invitees with no connected device are `offline`.
     public var apns: APNsConfiguration?
+    /// STUN and TURN servers for clients' media.
+    public var ice = IceConfiguration()
 
     public init() {}
 }

@@ -73,6 +73,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds a dropped device may take to come back to its call [SWITCHBOARD_RECONNECT_GRACE, default 15].")
     var reconnectGrace: Int?
 
+    @Option(help: "A STUN URL for clients, e.g. stun:stun.example.com:3478; repeatable [SWITCHBOARD_STUN_URLS, comma-separated].")
+    var stunUrl: [String] = []
+
+    @Option(help: "A TURN URL for clients, e.g. turn:turn.example.com:3478?transport=udp; repeatable [SWITCHBOARD_TURN_URLS, comma-separated].")
+    var turnUrl: [String] = []
+
+    @Option(help: "coturn's static-auth-secret: TURN credentials are issued with it [SWITCHBOARD_TURN_SECRET].")
+    var turnSecret: String?
+
+    @Option(help: "Hours issued TURN credentials stay valid [SWITCHBOARD_TURN_CREDENTIAL_HOURS, default 24].")
+    var turnCredentialHours: Int?
+
     @Option(help: "Directory of the browser client served at / [SWITCHBOARD_WEB_ROOT, default ./Web when present].")
     var webRoot: String?
 
@@ -149,6 +161,21 @@ struct Serve: AsyncParsableCommand {
             guard let seconds = Int(value), seconds >= 0 else { throw ValidationError("reconnect grace must be >= 0") }
             configuration.reconnectGrace = .seconds(seconds)
         }
+        func list(_ flags: [String], _ name: String) -> [String] {
+            flags.isEmpty ? (environment[name]?.split(separator: ",").map(String.init) ?? []) : flags
+        }
+        configuration.ice.stunURLs = list(stunUrl, "SWITCHBOARD_STUN_URLS")
+        configuration.ice.turnURLs = list(turnUrl, "SWITCHBOARD_TURN_URLS")
+        configuration.ice.turnSecret = setting(turnSecret, "SWITCHBOARD_TURN_SECRET")
+        if !configuration.ice.turnURLs.isEmpty, configuration.ice.turnSecret == nil {
+            throw ValidationError("TURN URLs need --turn-secret (coturn's static-auth-secret)")
+        }
+        if let value = setting(turnCredentialHours.map(String.init), "SWITCHBOARD_TURN_CREDENTIAL_HOURS") {
+            guard let hours = Int(value), (1...720).contains(hours) else {
+                throw ValidationError("TURN credentials must stay valid 1-720 hours")
+            }
+            configuration.ice.credentialLifetime = .seconds(hours * 3600)
+        }
         configuration.webRoot = setting(webRoot, "SWITCHBOARD_WEB_ROOT")
         if configuration.webRoot == nil, FileManager.default.fileExists(atPath: "Web/index.html") {
             configuration.webRoot = "Web"
@@ -191,6 +218,14 @@ struct Serve: AsyncParsableCommand {
         lines.append(
             configuration.apns.map { "  VoIP push  APNs key \($0.keyId), team \($0.teamId)" }
                 ?? "  VoIP push  off (no APNs key): invitees without a connected device are offline")
+        let ice = configuration.ice
+        lines.append(
+            ice.turnURLs.isEmpty
+                ? "  ICE        " + (ice.stunURLs.isEmpty ? "host candidates only (no STUN or TURN configured)" : "STUN \(ice.stunURLs.joined(separator: ", "))")
+                : "  ICE        TURN \(ice.turnURLs.joined(separator: ", ")) (credentials for \(ice.credentialLifetime.milliseconds / 3_600_000) h)")
+        if node.developmentApp != nil {
+            lines.append("  dev sigs   \(base)/v1/dev/usersig?userID=alice  (development mode only)")
+        }
         if configuration.adminSecret == nil {
             lines.append("  admin API  Authorization: Bearer \(node.adminSecret)  (set SWITCHBOARD_ADMIN_SECRET to choose it)")
         }

@@ -178,6 +178,48 @@ struct GoldenTests {
         try check("request.push.unregister", RequestEnvelope(id: "24", data: UnregisterPushTokenRequest()))
     }
 
+    static let offer =
+        "v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\n"
+        + "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=sendrecv\r\na=rtpmap:111 opus/48000/2\r\n"
+
+    @Test func mediaNegotiation() throws {
+        try check(
+            "request.call.media.offer",
+            RequestEnvelope(id: "30", data: SendMediaSignalRequest(callId: Self.callId, to: "bob", kind: .offer, sdp: Self.offer)))
+        try check(
+            "request.call.media.candidate",
+            RequestEnvelope(
+                id: "31",
+                data: SendMediaSignalRequest(
+                    callId: Self.callId, to: "alice", kind: .candidate,
+                    candidate: IceCandidate(
+                        candidate:
+                            "candidate:842163049 1 udp 1677729535 127.0.0.1 51234 typ srflx raddr 0.0.0.0 rport 0 generation 0",
+                        sdpMid: "0", sdpMLineIndex: 0, usernameFragment: "Xq3e"))))
+        try check(
+            "request.call.media.restart",
+            RequestEnvelope(id: "32", data: SendMediaSignalRequest(callId: Self.callId, to: "alice", kind: .restart)))
+        try check(
+            "event.mediaSignal",
+            ServerEvent.mediaSignal(
+                MediaSignalEvent(
+                    callId: Self.callId, from: "alice", kind: .answer,
+                    sdp: Self.offer.replacingOccurrences(of: "4611731400430051336", with: "8236520361209437510"))))
+        try check("request.media.iceServers", RequestEnvelope(id: "33", data: IceServersRequest()))
+        try check(
+            "response.media.iceServers",
+            ResponseEnvelope(
+                id: "33",
+                outcome: .success(
+                    IceServersResponse(
+                        iceServers: [
+                            IceServer(urls: ["stun:127.0.0.1:3478"]),
+                            IceServer(
+                                urls: ["turn:127.0.0.1:3478?transport=udp", "turn:127.0.0.1:3478?transport=tcp"],
+                                username: "1767312000:alice", credential: "HMACsha1BASE64EXAMPLE0000000="),
+                        ], expiresAt: 1_767_312_000_000))))
+    }
+
     /// The VoIP push bodies: what the server sends matches the files byte for byte in meaning.
     @Test func pushPayloads() throws {
         let invitation = VoIPPush.incomingCall(
@@ -292,6 +334,8 @@ struct GoldenTests {
             "event.memberStatus", "event.callElsewhere", "request.user.block", "request.user.unblock",
             "request.user.blocked", "response.user.blocked", "response.error.rateLimited", "event.callsSynced",
             "request.push.register", "request.push.unregister", "push.incomingCall", "push.callEnded",
+            "request.call.media.offer", "request.call.media.candidate", "request.call.media.restart", "event.mediaSignal",
+            "request.media.iceServers", "response.media.iceServers",
         ]
         #expect(Set(files) == checked)
     }

@@ -987,6 +987,77 @@ struct CallStateMachineTests {
             ]),
     ]
 
+    static func signal(_ user: String, _ device: String, to peer: String, _ kind: MediaSignalKind = .offer, call: String = "c1")
+        -> Step
+    {
+        .event(
+            .mediaSignal(
+                command(user, device, call),
+                SendMediaSignalRequest(
+                    callId: CallID(rawValue: call), to: UserID(rawValue: peer), kind: kind,
+                    sdp: kind == .offer || kind == .answer ? "v=0" : nil,
+                    candidate: kind == .candidate ? IceCandidate(candidate: "candidate:1 1 udp 1 127.0.0.1 9 typ host") : nil)))
+    }
+
+    /// Media signals go between members in the call, device to device, and nowhere else.
+    static let mediaRelay: [Row] = [
+        Row(
+            name: "an offer goes to the peer's device in the call",
+            setup: [start(), accept("bob", "b2")],
+            step: signal("alice", "a1", to: "bob"),
+            expected: ["reply ok", "bob@b2 ← mediaSignal(offer from alice)"]),
+        Row(
+            name: "candidates and answers flow back the same way",
+            setup: [start(), accept("bob", "b2"), signal("alice", "a1", to: "bob")],
+            step: signal("bob", "b2", to: "alice", .candidate),
+            expected: ["reply ok", "alice@a1 ← mediaSignal(candidate from bob)"]),
+        Row(
+            name: "not to a callee who is still ringing",
+            setup: [start()],
+            step: signal("alice", "a1", to: "bob"),
+            expected: ["reply error peerNotInCall"]),
+        Row(
+            name: "not from a callee who has not answered",
+            setup: [start()],
+            step: signal("bob", "b1", to: "alice"),
+            expected: ["reply error invalidCallState"]),
+        Row(
+            name: "not from another device of a member",
+            setup: [start(), accept("bob", "b2")],
+            step: signal("bob", "b1", to: "alice"),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "not from someone outside the call",
+            setup: [start(), accept("bob", "b2")],
+            step: signal("mallory", "m1", to: "alice"),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "not to someone outside the call",
+            setup: [start(), accept("bob", "b2")],
+            step: signal("alice", "a1", to: "mallory", .restart),
+            expected: ["reply error peerNotInCall"]),
+        Row(
+            name: "not to yourself",
+            setup: [start(), accept("bob", "b2")],
+            step: signal("alice", "a1", to: "alice"),
+            expected: ["reply error peerNotInCall"]),
+        Row(
+            name: "not to a member who left a group call",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1"), hangup("carol", "k1")],
+            step: signal("alice", "a1", to: "carol"),
+            expected: ["reply error peerNotInCall"]),
+        Row(
+            name: "between any two members of a group call (mesh)",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1")],
+            step: signal("bob", "b1", to: "carol"),
+            expected: ["reply ok", "carol@k1 ← mediaSignal(offer from bob)"]),
+        Row(
+            name: "not in an ended call",
+            setup: [start(), accept("bob", "b1"), hangup("bob", "b1")],
+            step: signal("alice", "a1", to: "bob"),
+            expected: ["reply error callAlreadyEnded"]),
+    ]
+
     /// Status reports in a group call of alice (a1), bob (b1) and carol (k1).
     static let status: [Row] = [
         Row(
@@ -1054,6 +1125,7 @@ struct CallStateMachineTests {
     @Test(arguments: inviteAndJoin) func invitingAndJoining(_ row: Row) { check(row) }
     @Test(arguments: mediaChange) func mediaTypeChanges(_ row: Row) { check(row) }
     @Test(arguments: status) func statusReports(_ row: Row) { check(row) }
+    @Test(arguments: mediaRelay) func mediaSignals(_ row: Row) { check(row) }
     @Test(arguments: validation) func startValidation(_ row: Row) { check(row) }
     @Test(arguments: blocking) func blockedCallers(_ row: Row) { check(row) }
     @Test(arguments: devices) func devicesAndConnections(_ row: Row) { check(row) }
@@ -1149,6 +1221,7 @@ struct CallStateMachineTests {
         case .callsSynced(let e):
             "callsSynced([\(e.callIds.map(\.rawValue).joined(separator: ","))] elsewhere [\(e.elsewhereCallIds.map(\.rawValue).joined(separator: ","))])"
         case .sessionEnded: "sessionEnded"
+        case .mediaSignal(let e): "mediaSignal(\(e.kind.rawValue) from \(e.from))"
         }
     }
 }

@@ -432,7 +432,8 @@ public final class CallStore: Sendable {
                 if e.active { state.callsOnOtherDevices.append(e.call) }
                 return [.onCallElsewhere(callId: e.call.callId, deviceId: e.deviceId, active: e.active)]
             }
-        case .sessionEnded:
+        case .sessionEnded, .mediaSignal:
+            // Media signals go to the media session (SwitchboardClient routes them).
             break
         }
     }

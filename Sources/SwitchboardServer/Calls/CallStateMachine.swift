@@ -170,6 +170,8 @@ struct CallStateMachine: Sendable {
             cancelMediaType(command, transaction, out: &out)
         case .statusReport(let command, let report):
             statusReport(command, report, out: &out)
+        case .mediaSignal(let command, let signal):
+            mediaSignal(command, signal, out: &out)
         case .timerFired(let key):
             timerFired(key, now: now, out: &out)
         case .endByServer(let callId):
@@ -753,6 +755,35 @@ struct CallStateMachine: Sendable {
                 out.append(.send(event, to: recipient(other, app: call.app)))
             }
             if mutedNow { broadcastStatus(of: member, in: call, out: &out) }
+        }
+    }
+
+    /// Relays a media signal between two members who are both in the call, from the sender's
+    /// device in the call to the peer's.
+    private func mediaSignal(_ command: CallCommand, _ signal: SendMediaSignalRequest, out: inout [CallAction]) {
+        switch lookup(command) {
+        case .failure(let error):
+            out.append(.reply(.failure(error)))
+        case .success(let (call, index)):
+            let sender = call.members[index]
+            guard sender.phase == .joined else {
+                out.append(.reply(.failure(SwitchboardError(.invalidCallState, "answer the call first"))))
+                return
+            }
+            guard sender.device == command.device else {
+                out.append(.reply(.failure(SwitchboardError(.notInCall, "this device is not the one in the call"))))
+                return
+            }
+            guard signal.to != sender.userId, let peer = call.index(of: signal.to).map({ call.members[$0] }),
+                peer.phase == .joined
+            else {
+                out.append(.reply(.failure(SwitchboardError(.peerNotInCall))))
+                return
+            }
+            out.append(.reply(.ok))
+            let event = MediaSignalEvent(
+                callId: call.id, from: sender.userId, kind: signal.kind, sdp: signal.sdp, candidate: signal.candidate)
+            out.append(.send(.mediaSignal(event), to: recipient(peer, app: call.app)))
         }
     }
 

@@ -161,6 +161,9 @@ enum CallEvent: Equatable, Sendable {
     case replyMediaType(CallCommand, TransactionID, agree: Bool)
     case cancelMediaType(CallCommand, TransactionID)
     case statusReport(CallCommand, StatusReport)
+    /// A WebRTC offer, answer, candidate or restart request for another member (already checked
+    /// for size and shape).
+    case mediaSignal(CallCommand, SendMediaSignalRequest)
     case timerFired(TimerKey)
     /// The admin API (or an operator) ends a call.
     case endByServer(CallID)

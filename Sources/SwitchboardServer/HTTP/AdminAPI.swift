@@ -45,6 +45,23 @@ enum AdminAPI {
                 body: ResponseBody(byteBuffer: ByteBuffer(string: node.metrics.render())))
         }
 
+        // Development mode only (the server made its own app): a UserSig for any user, so the
+        // browser client can log in without an app backend. Production apps issue UserSigs from
+        // their backend with the app's secret.
+        router.get("/v1/dev/usersig") { request, _ in
+            guard let app = node.apps.all.first(where: \.isDevelopment) else {
+                return Self.error(
+                    SwitchboardError(.developmentOnly, "UserSigs are issued here in development mode only"))
+            }
+            let user = UserID(rawValue: request.uri.queryParameters["userID"].map(String.init) ?? "")
+            guard user.isValid else { return Self.error(SwitchboardError(.invalidUserID)) }
+            let expire: Int64 = 86_400
+            let sig = UserSig.generate(
+                sdkAppID: app.sdkAppID, secretKey: app.secretKey, userID: user.rawValue, expire: expire,
+                time: node.clock.now() / 1000)
+            return encoded(DevUserSig(sdkAppID: app.sdkAppID, userID: user, userSig: sig, expire: expire))
+        }
+
         let admin = router.group("/v1").add(middleware: AdminAuthMiddleware(secret: adminSecret))
 
         admin.post("/calls/:callId/end") { _, context in
@@ -81,6 +98,17 @@ enum AdminAPI {
         }
 
         registerAppManagement(on: admin, node: node)
+
+        // TURN credentials for an app backend that hands them to its clients itself (logged-in
+        // clients ask over the WebSocket: `media.iceServers`).
+        admin.get("/apps/:app/users/:user/ice-servers") { _, context in
+            guard knownApp(try context.parameters.require("app"), node) != nil else {
+                return Self.error(SwitchboardError(.unknownApp))
+            }
+            let user = UserID(rawValue: try context.parameters.require("user"))
+            guard user.isValid else { return Self.error(SwitchboardError(.invalidUserID)) }
+            return encoded(node.iceServers(for: user))
+        }
 
         admin.get("/apps/:app/online") { _, context in
             guard let app = knownApp(try context.parameters.require("app"), node) else {
@@ -211,6 +239,14 @@ enum AdminAPI {
         }
         var userId: UserID
         var devices: [Device]
+    }
+
+    struct DevUserSig: Codable, Sendable, Equatable {
+        var sdkAppID: SdkAppID
+        var userID: UserID
+        var userSig: String
+        /// Seconds the UserSig is valid.
+        var expire: Int64
     }
 
     struct OnlineUsers: Codable, Sendable, Equatable {

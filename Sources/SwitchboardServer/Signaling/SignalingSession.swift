@@ -184,7 +184,7 @@ final class SignalingSession {
         .logout, .setProfile, .startCall, .acceptCall, .rejectCall, .hangupCall, .updateDeviceState,
         .inviteToCall, .joinCall, .changeMediaType, .replyMediaTypeChange, .cancelMediaTypeChange, .reportStatus,
         .queryRecords, .deleteRecords, .deleteAllRecords, .blockUsers, .unblockUsers, .blockedUsers,
-        .registerPushToken, .unregisterPushToken,
+        .registerPushToken, .unregisterPushToken, .sendMediaSignal, .iceServers,
     ]
 
     private func dispatch(_ type: RequestType, id: RequestID, data: Data) async {
@@ -282,6 +282,18 @@ final class SignalingSession {
                     packetLoss: request.packetLoss, rtt: request.rtt, bitrate: request.bitrate,
                     audioLevel: request.audioLevel)
                 await call(.statusReport(command(identity, request.callId), report), id: id)
+            }
+        case .sendMediaSignal:
+            if let request = decode(SendMediaSignalRequest.self, id: id, data: data) {
+                if let error = request.validationError() {
+                    fail(id, error)
+                } else {
+                    await call(.mediaSignal(command(identity, request.callId), request), id: id)
+                }
+            }
+        case .iceServers:
+            if decode(IceServersRequest.self, id: id, data: data) != nil {
+                succeed(id, node.iceServers(for: identity.user.user))
             }
         case .registerPushToken:
             if let request = decode(RegisterPushTokenRequest.self, id: id, data: data) {
