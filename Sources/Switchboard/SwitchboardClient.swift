@@ -78,13 +78,21 @@ public final class SwitchboardClient: Sendable {
         let deviceStore = DeviceStore()
         let callStore = CallStore(signaling: signaling, clock: configuration.clock, devices: deviceStore)
         let media = MediaCoordinator(
-            engine: configuration.mediaEngine, callStore: callStore, deviceStore: deviceStore)
+            engine: configuration.mediaEngine, signaling: signaling, clock: configuration.clock, callStore: callStore,
+            deviceStore: deviceStore, logger: configuration.logger)
         let loginStore = LoginStore(signaling: signaling, callStore: callStore, configuration: settings)
         signaling.handlers.withLockedValue { handlers in
-            handlers.event = { event in callStore.handle(event) }
+            handlers.event = { event in
+                callStore.handle(event)
+                media.handle(event)
+            }
             handlers.connection = { event in
                 loginStore.connectionChanged(event)
-                if case .sessionLost = event { callStore.reset() }
+                switch event {
+                case .sessionLost: callStore.reset()
+                case .reconnected: media.reconnected()
+                default: break
+                }
             }
         }
         self.settings = settings

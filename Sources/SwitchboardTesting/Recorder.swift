@@ -98,6 +98,24 @@ public final class Recorder<Value: Sendable>: Sendable {
     }
 }
 
+extension Recorder {
+    /// Waits until `count` values that match have arrived; returns them.
+    @discardableResult
+    public func matches(
+        _ count: Int, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (Value) -> Bool
+    ) async throws -> [Value] {
+        var from = 0
+        var found: [Value] = []
+        while found.count < count {
+            let value = try await first(from: from, timeout: timeout, where: predicate)
+            found.append(value)
+            let values = self.values
+            from = (from..<values.count).first { predicate(values[$0]) }.map { $0 + 1 } ?? values.count
+        }
+        return found
+    }
+}
+
 /// A wait for an expected value ran out of time.
 public struct RecorderTimeout: Error, CustomStringConvertible {
     public var description: String

@@ -63,7 +63,7 @@ public final class TestServer: Sendable {
     /// - Parameters:
     ///   - url: connect here instead (a ``TCPProxy`` in front of the server).
     ///   - reconnectPolicy: by default without jitter: the first retry 1 s after a drop, at most 8 s apart.
-    ///   - mediaEngine: the client's media engine (a ``RecordingMediaEngine`` to see what the SDK asks).
+    ///   - mediaEngine: the client's media engine (a ``FakeMediaEngine`` to see what the SDK asks).
     public func client(
         _ user: String, deviceId: String? = nil, login: Bool = true, url: URL? = nil,
         userSigExpire: Int64 = 86_400,

@@ -14,7 +14,7 @@ struct Phone {
     let client: SwitchboardClient
     let system: FakeCallSystem
     let coordinator: CallKitCoordinator
-    let media: RecordingMediaEngine
+    let media: FakeMediaEngine
     let events: Recorder<CallStoreEvent>
     let account: CallKitAccount
 
@@ -70,7 +70,7 @@ struct CallKitHarness {
 
     /// Bob's phone with the coordinator; logged in through it when `login` is true.
     func phone(_ user: String = "bob", deviceId: String = "bob-phone", login: Bool) async throws -> Phone {
-        let media = RecordingMediaEngine()
+        let media = FakeMediaEngine(name: user)
         let client = try await server.client(user, deviceId: deviceId, login: false, mediaEngine: media)
         let system = FakeCallSystem()
         var logger = Logger(label: "switchboard.test-callkit")

@@ -1,34 +1,70 @@
+import Logging
 import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
-/// Drives the media engine from the stores: audio runs while a call is connected and (with
-/// external control) the audio session is active; device switches follow ``DeviceStore``.
+/// Drives the app's media engine from the stores: the call's media while this device is in a
+/// connected call, audio while (with external control) the system's audio session is active, the
+/// microphone and camera from ``DeviceStore``, and, for a ``PeerMediaEngine``, one negotiated peer
+/// connection per other member.
 final class MediaCoordinator: Sendable {
+    /// The connected call as media sees it.
+    struct Connection: Equatable, Sendable {
+        var callId: CallID
+        var roomId: RoomID
+        var mediaType: CallMediaType
+        var me: UserID
+        /// The other members in the call.
+        var peers: Set<UserID>
+    }
+
+    /// What one peer connection's task works through, in order.
+    enum PeerInput: Sendable {
+        case start
+        case signal(MediaSignalEvent)
+        case localCandidate(IceCandidate)
+        case negotiationNeeded
+        case restartIce
+    }
+
+    private struct Peer {
+        var link: PeerLink
+        var inputs: AsyncStream<PeerInput>.Continuation
+        var task: Task<Void, Never>
+    }
+
     private struct State {
         var control = AudioSessionControl.automatic
         var sessionActive = false
-        var connected: (callId: CallID, mediaType: CallMediaType)?
+        var connected: Connection?
         var audioRunning = false
-    }
-
-    /// The call this device is connected in.
-    private struct Connection: Equatable, Sendable {
-        var callId: CallID
-        var mediaType: CallMediaType
+        var peers: [UserID: Peer] = [:]
+        var iceServers: IceServersResponse?
     }
 
     private let engine: (any MediaEngine)?
+    private let signaling: SignalingClient
+    private let clock: any SwitchboardClock
+    private let logger: Logger
     private let state = NIOLockedValueBox(State())
     private let watchers = NIOLockedValueBox<[Task<Void, Never>]>([])
 
-    init(engine: (any MediaEngine)?, callStore: CallStore, deviceStore: DeviceStore) {
+    init(
+        engine: (any MediaEngine)?, signaling: SignalingClient, clock: any SwitchboardClock, callStore: CallStore,
+        deviceStore: DeviceStore, logger: Logger
+    ) {
         self.engine = engine
+        self.signaling = signaling
+        self.clock = clock
+        self.logger = logger
         guard let engine else { return }
+        let connections = callStore.stateUpdates.removingDuplicates { state -> Connection? in
+            guard state.selfInfo.status == .accept, let call = state.activeCall else { return nil }
+            let me = state.selfInfo.userId
+            let peers = state.allParticipants.filter { $0.userId != me && $0.status == .accept }.map(\.userId)
+            return Connection(
+                callId: call.callId, roomId: call.roomId, mediaType: call.mediaType, me: me, peers: Set(peers))
+        }
         let calls = Task { [weak self] in
-            let connections = callStore.stateUpdates.removingDuplicates { state -> Connection? in
-                guard state.selfInfo.status == .accept, let call = state.activeCall else { return nil }
-                return Connection(callId: call.callId, mediaType: call.mediaType)
-            }
             for await connection in connections {
                 self?.connect(connection)
             }
@@ -50,6 +86,7 @@ final class MediaCoordinator: Sendable {
 
     deinit {
         watchers.withLockedValue { $0.forEach { $0.cancel() } }
+        state.withLockedValue { $0.peers.values.forEach { $0.task.cancel() } }
     }
 
     var control: AudioSessionControl {
@@ -61,19 +98,116 @@ final class MediaCoordinator: Sendable {
         update { $0.sessionActive = active }
     }
 
-    /// The connected call changed: stop the old one's media, set up the new one's.
+    /// A server event: media signals go to their peer connection.
+    func handle(_ event: ServerEvent) {
+        guard case .mediaSignal(let signal) = event else { return }
+        peer(signal.from, callId: signal.callId)?.yield(.signal(signal))
+    }
+
+    /// The signaling connection came back: ICE may not have survived the network change.
+    func reconnected() {
+        let peers = state.withLockedValue { Array($0.peers.values) }
+        for peer in peers { peer.inputs.yield(.restartIce) }
+    }
+
+    // MARK: - the connected call
+
     private func connect(_ connection: Connection?) {
         guard let engine else { return }
         let previous = state.withLockedValue { $0.connected }
         if let previous, previous.callId != connection?.callId {
+            closePeers(except: [])
             update { $0.connected = nil }
             engine.callEnded(callId: previous.callId)
         }
-        if let connection, connection.callId != previous?.callId {
-            engine.callConnected(callId: connection.callId, mediaType: connection.mediaType)
-            update { $0.connected = (connection.callId, connection.mediaType) }
+        guard let connection else { return }
+        if connection.callId != previous?.callId {
+            engine.callConnected(callId: connection.callId, roomId: connection.roomId, mediaType: connection.mediaType)
+            update { $0.connected = connection }
+        } else {
+            state.withLockedValue { $0.connected = connection }
+        }
+        guard engine is any PeerMediaEngine else { return }
+        closePeers(except: connection.peers)
+        for peer in connection.peers.sorted(by: { $0.rawValue < $1.rawValue }) {
+            _ = self.peer(peer, callId: connection.callId)
         }
     }
+
+    /// The input of the connection to `user` in the connected call, opened on first use. A
+    /// signal can come before this device's state shows the sender in the call.
+    private func peer(_ user: UserID, callId: CallID) -> AsyncStream<PeerInput>.Continuation? {
+        guard let engine = engine as? any PeerMediaEngine else { return nil }
+        return state.withLockedValue { state -> AsyncStream<PeerInput>.Continuation? in
+            guard let connection = state.connected, connection.callId == callId, user != connection.me else { return nil }
+            if let existing = state.peers[user] { return existing.inputs }
+            let (inputs, continuation) = AsyncStream<PeerInput>.makeStream()
+            let signaling = self.signaling
+            let logger = self.logger
+            let link = PeerLink(
+                callId: callId, me: connection.me, peer: user, engine: engine, logger: logger,
+                send: { request in
+                    await signaling.post(request) { result in
+                        if case .failure(let error) = result {
+                            logger.info("a media signal was refused", metadata: ["peer": "\(user)", "error": "\(error)"])
+                        }
+                    }
+                })
+            let events = PeerConnectionEvents(
+                localCandidate: { continuation.yield(.localCandidate($0)) },
+                negotiationNeeded: { continuation.yield(.negotiationNeeded) },
+                iceFailed: { continuation.yield(.restartIce) })
+            // One task per connection works through its inputs in order: negotiation steps never
+            // interleave, and candidates follow the description they belong to.
+            let task = Task { [weak self] in
+                let servers = await self?.iceServers() ?? []
+                engine.openPeer(user, iceServers: servers, events: events)
+                for await input in inputs {
+                    switch input {
+                    case .start: await link.start()
+                    case .signal(let signal): await link.receive(signal)
+                    case .localCandidate(let candidate): await link.trickle(candidate)
+                    case .negotiationNeeded: await link.negotiate(iceRestart: false)
+                    case .restartIce: await link.iceFailed()
+                    }
+                }
+                await link.close()
+                engine.closePeer(user)
+            }
+            continuation.yield(.start)
+            state.peers[user] = Peer(link: link, inputs: continuation, task: task)
+            return continuation
+        }
+    }
+
+    private func closePeers(except keep: Set<UserID>) {
+        let closing = state.withLockedValue { state -> [Peer] in
+            let gone = state.peers.filter { !keep.contains($0.key) }
+            for user in gone.keys { state.peers[user] = nil }
+            return Array(gone.values)
+        }
+        // Finishing the inputs lets each task close its connection after what it is doing.
+        for peer in closing { peer.inputs.finish() }
+    }
+
+    /// The ICE servers for this user, fetched once and reused while the TURN credentials have an
+    /// hour left. Without an answer, host candidates only.
+    private func iceServers() async -> [IceServer] {
+        let now = clock.now()
+        if let cached = state.withLockedValue({ $0.iceServers }), (cached.expiresAt ?? .max) > now + 3_600_000 {
+            return cached.iceServers
+        }
+        do {
+            let response = try await signaling.send(IceServersRequest())
+            state.withLockedValue { $0.iceServers = response }
+            return response.iceServers
+        } catch {
+            logger.info("no ICE servers", metadata: ["error": "\(error)"])
+            return []
+        }
+    }
+
+    // MARK: - audio
 
     /// Applies a change and starts or stops audio when the change decides it.
     private func update(_ change: (inout State) -> Void) {

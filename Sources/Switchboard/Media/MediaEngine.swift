@@ -1,12 +1,16 @@
 import SwitchboardProtocol
 
-/// The media side of a call: capture, playback, the peer connection. The SDK drives it; an app plugs
-/// WebRTC or another RTC engine in (the Agora article does the same with its engine), and tests plug
+/// The media side of a call: capture, playback, transport. The SDK drives it; an app plugs in
+/// WebRTC or another RTC engine (the Agora article does the same with its engine), and tests plug
 /// a deterministic one.
+///
+/// A room-based engine (an SFU service that joins `roomId`) needs only this protocol. An engine
+/// with peer-to-peer connections (WebRTC) also adopts ``PeerMediaEngine``, and the SDK then runs
+/// the negotiation between the members for it.
 public protocol MediaEngine: Sendable {
-    /// This device is now in the connected call: set up its media (capture, the peer
-    /// connection). Audio waits for ``startAudio()``.
-    func callConnected(callId: CallID, mediaType: CallMediaType)
+    /// This device is now in the connected call: set up its media (capture, join the room).
+    /// Audio waits for ``startAudio()``.
+    func callConnected(callId: CallID, roomId: RoomID, mediaType: CallMediaType)
     /// This device left the call (or it ended): tear its media down.
     func callEnded(callId: CallID)
     /// Audio may flow now: the system activated the audio session (CallKit), or no one manages it.
@@ -17,6 +21,72 @@ public protocol MediaEngine: Sendable {
     func setMicrophone(on: Bool)
     /// The local camera is on or off, and which one.
     func setCamera(on: Bool, front: Bool)
+}
+
+/// A WebRTC session description.
+public struct SessionDescription: Equatable, Sendable {
+    public enum Kind: String, Sendable {
+        case offer
+        case answer
+    }
+
+    public var kind: Kind
+    public var sdp: String
+
+    public init(kind: Kind, sdp: String) {
+        self.kind = kind
+        self.sdp = sdp
+    }
+}
+
+/// `RTCPeerConnection.signalingState`, as far as negotiation cares.
+public enum PeerSignalingState: Sendable, Equatable {
+    case stable
+    case haveLocalOffer
+    case haveRemoteOffer
+    case closed
+}
+
+/// What a peer connection reports to the SDK (its `onicecandidate`, `onnegotiationneeded` and
+/// ICE failure).
+public struct PeerConnectionEvents: Sendable {
+    /// A local ICE candidate to trickle to the peer (an empty candidate ends them).
+    public let localCandidate: @Sendable (IceCandidate) -> Void
+    /// The connection needs (re)negotiation: tracks were added or changed.
+    public let negotiationNeeded: @Sendable () -> Void
+    /// ICE failed (`iceConnectionState == "failed"`): the SDK restarts it.
+    public let iceFailed: @Sendable () -> Void
+
+    public init(
+        localCandidate: @escaping @Sendable (IceCandidate) -> Void, negotiationNeeded: @escaping @Sendable () -> Void,
+        iceFailed: @escaping @Sendable () -> Void
+    ) {
+        self.localCandidate = localCandidate
+        self.negotiationNeeded = negotiationNeeded
+        self.iceFailed = iceFailed
+    }
+}
+
+/// A media engine with one WebRTC-style peer connection per other member (a mesh). The SDK opens
+/// and closes the connections as members come and go, relays the offers, answers and candidates
+/// through the server, and decides who offers and how collisions resolve (``PeerLink``).
+public protocol PeerMediaEngine: MediaEngine {
+    /// Opens the connection to `peer` with these ICE servers, with the local tracks; reports
+    /// through `events`.
+    func openPeer(_ peer: UserID, iceServers: [IceServer], events: PeerConnectionEvents)
+    /// Closes the connection to `peer`.
+    func closePeer(_ peer: UserID)
+    /// `setLocalDescription()` with no argument: creates the offer (with fresh ICE credentials
+    /// when `iceRestart`) or the answer that the connection's state calls for, applies it and
+    /// returns it.
+    func setLocalDescription(peer: UserID, iceRestart: Bool) async throws -> SessionDescription
+    /// `setRemoteDescription(_:)`; an offer that arrives in `haveLocalOffer` rolls the local offer
+    /// back first (implicit rollback), as WebRTC does.
+    func setRemoteDescription(_ description: SessionDescription, peer: UserID) async throws
+    /// `addIceCandidate(_:)`.
+    func addRemoteCandidate(_ candidate: IceCandidate, peer: UserID) async throws
+    /// The connection's signaling state.
+    func signalingState(peer: UserID) async -> PeerSignalingState
 }
 
 /// Who decides when call audio may start.

@@ -149,37 +149,60 @@ actor SignalingClient {
         _ request: R, onResponse: (@Sendable (R.Response) -> Void)? = nil
     ) async throws -> R.Response {
         guard status != .idle else { throw SwitchboardError(.notConnected) }
+        return try await withCheckedThrowingContinuation { continuation in
+            enqueue(request) { result in
+                if case .success(let response) = result { onResponse?(response) }
+                continuation.resume(with: result)
+            }
+        }
+    }
+
+    /// Sends a request without waiting for its response; `completion` gets the outcome. Frames
+    /// leave in the order of the calls, so a caller that posts from one task keeps its order
+    /// without paying a round trip per request (trickled ICE candidates).
+    func post<R: SignalingRequest>(
+        _ request: R, completion: @escaping @Sendable (Result<R.Response, SwitchboardError>) -> Void
+    ) {
+        guard status != .idle else {
+            completion(.failure(SwitchboardError(.notConnected)))
+            return
+        }
+        enqueue(request) { result in completion(result.mapError { $0 as? SwitchboardError ?? SwitchboardError(.invalidResponse) }) }
+    }
+
+    /// Registers a request as pending and sends it when connected (else after the reconnect).
+    private func enqueue<R: SignalingRequest>(
+        _ request: R, completion: @escaping @Sendable (Result<R.Response, any Error>) -> Void
+    ) {
         nextRequest += 1
         let id = RequestID(rawValue: "\(sessionPrefix).\(nextRequest)")
-        let text = try SwitchboardJSON.encodeString(RequestEnvelope(id: id, data: request))
+        let text: String
+        do {
+            text = try SwitchboardJSON.encodeString(RequestEnvelope(id: id, data: request))
+        } catch {
+            completion(.failure(SwitchboardError(.invalidParams, SwitchboardJSON.describe(error))))
+            return
+        }
         let deadline = clock.now() + requestTimeout.milliseconds
         let clock = self.clock
         let resendable = !(request is PingRequest || request is LoginRequest)
-        return try await withCheckedThrowingContinuation { continuation in
-            let timeout = Task { [weak self] in
-                guard (try? await clock.sleep(until: deadline)) != nil else { return }
-                await self?.timedOut(id)
-            }
-            pending[id] = Pending(
-                text: text, resendable: resendable,
-                complete: { data in
-                    do {
-                        switch try SwitchboardJSON.decode(ResponseEnvelope<R.Response>.self, from: data).outcome {
-                        case .success(let response):
-                            onResponse?(response)
-                            continuation.resume(returning: response)
-                        case .failure(let error):
-                            continuation.resume(throwing: error)
-                        }
-                    } catch {
-                        continuation.resume(throwing: SwitchboardError(.invalidResponse, SwitchboardJSON.describe(error)))
-                    }
-                },
-                fail: { continuation.resume(throwing: $0) },
-                timeout: timeout)
-            order.append(id)
-            if status == .connected { connection?.send(text) }
+        let timeout = Task { [weak self] in
+            guard (try? await clock.sleep(until: deadline)) != nil else { return }
+            await self?.timedOut(id)
         }
+        pending[id] = Pending(
+            text: text, resendable: resendable,
+            complete: { data in
+                do {
+                    completion(try SwitchboardJSON.decode(ResponseEnvelope<R.Response>.self, from: data).outcome.mapError { $0 })
+                } catch {
+                    completion(.failure(SwitchboardError(.invalidResponse, SwitchboardJSON.describe(error))))
+                }
+            },
+            fail: { completion(.failure($0)) },
+            timeout: timeout)
+        order.append(id)
+        if status == .connected { connection?.send(text) }
     }
 
     // MARK: - connection

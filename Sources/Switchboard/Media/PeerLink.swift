@@ -1,0 +1,134 @@
+import Logging
+import SwitchboardProtocol
+
+/// The negotiation of one peer connection: who offers, and what happens when both sides offer at
+/// once (glare). The one place these rules live; the browser client (Web/js/media.js) follows the
+/// same ones.
+///
+/// - In each pair of members, the one whose user id sorts first (byte order) makes the first
+///   offer as soon as both are in the call, and is the *impolite* peer; the other waits for that
+///   offer and is *polite*.
+/// - Later renegotiation (a camera added, an ICE restart) may start on either side. When two
+///   offers cross, the impolite peer ignores the one it receives and the polite peer rolls its own
+///   back and answers: W3C's "perfect negotiation", so neither side has to retry.
+/// - ICE restart: the side that sees ICE fail restarts it if it is the offerer, or asks the
+///   offerer to (a `restart` signal), so one side drives every restart.
+actor PeerLink {
+    nonisolated let peer: UserID
+    nonisolated let polite: Bool
+    private let callId: CallID
+    private let engine: any PeerMediaEngine
+    private let send: @Sendable (SendMediaSignalRequest) async -> Void
+    private let logger: Logger
+    private var makingOffer = false
+    private var ignoreOffer = false
+    private var settingRemoteAnswerPending = false
+    private var closed = false
+
+    /// Whether `me` makes the first offer to `peer`.
+    nonisolated static func isOfferer(_ me: UserID, to peer: UserID) -> Bool {
+        Array(me.rawValue.utf8).lexicographicallyPrecedes(Array(peer.rawValue.utf8))
+    }
+
+    init(
+        callId: CallID, me: UserID, peer: UserID, engine: any PeerMediaEngine, logger: Logger,
+        send: @escaping @Sendable (SendMediaSignalRequest) async -> Void
+    ) {
+        self.callId = callId
+        self.peer = peer
+        self.polite = !Self.isOfferer(me, to: peer)
+        self.engine = engine
+        self.send = send
+        self.logger = logger
+    }
+
+    /// Both members are in the call: the offerer starts.
+    func start() async {
+        if !polite { await negotiate(iceRestart: false) }
+    }
+
+    func close() {
+        closed = true
+    }
+
+    /// Makes an offer (the connection needs negotiation, or ICE must restart).
+    func negotiate(iceRestart: Bool) async {
+        guard !closed else { return }
+        makingOffer = true
+        defer { makingOffer = false }
+        do {
+            let offer = try await engine.setLocalDescription(peer: peer, iceRestart: iceRestart)
+            // An offer that crossed the peer's and was rolled back meanwhile (this side being
+            // polite) is not sent: this side answered the peer's instead.
+            guard offer.kind == .offer, !closed, await engine.signalingState(peer: peer) == .haveLocalOffer else { return }
+            await send(SendMediaSignalRequest(callId: callId, to: peer, kind: .offer, sdp: offer.sdp))
+        } catch {
+            logger.info("offer failed", metadata: ["callId": "\(callId)", "peer": "\(peer)", "error": "\(error)"])
+        }
+    }
+
+    /// ICE failed on this side: restart it, or ask the offerer to.
+    func iceFailed() async {
+        guard !closed else { return }
+        if polite {
+            await send(SendMediaSignalRequest(callId: callId, to: peer, kind: .restart))
+        } else {
+            await negotiate(iceRestart: true)
+        }
+    }
+
+    /// A signal from the peer.
+    func receive(_ signal: MediaSignalEvent) async {
+        guard !closed else { return }
+        switch signal.kind {
+        case .offer, .answer:
+            guard let sdp = signal.sdp else { return }
+            let kind: SessionDescription.Kind = signal.kind == .offer ? .offer : .answer
+            let state = await engine.signalingState(peer: peer)
+            let readyForOffer = !makingOffer && (state == .stable || settingRemoteAnswerPending)
+            let collision = kind == .offer && !readyForOffer
+            ignoreOffer = !polite && collision
+            if ignoreOffer {
+                logger.debug("ignoring a colliding offer", metadata: ["callId": "\(callId)", "peer": "\(peer)"])
+                return
+            }
+            do {
+                settingRemoteAnswerPending = kind == .answer
+                try await engine.setRemoteDescription(SessionDescription(kind: kind, sdp: sdp), peer: peer)
+                settingRemoteAnswerPending = false
+                if kind == .offer {
+                    let answer = try await engine.setLocalDescription(peer: peer, iceRestart: false)
+                    await send(SendMediaSignalRequest(callId: callId, to: peer, kind: .answer, sdp: answer.sdp))
+                }
+            } catch {
+                settingRemoteAnswerPending = false
+                logger.info(
+                    "applying a remote description failed",
+                    metadata: ["callId": "\(callId)", "peer": "\(peer)", "error": "\(error)"])
+            }
+        case .candidate:
+            guard let candidate = signal.candidate else { return }
+            do {
+                try await engine.addRemoteCandidate(candidate, peer: peer)
+            } catch {
+                // Candidates of an offer this side ignored fail by design.
+                if !ignoreOffer {
+                    logger.info("a remote candidate failed", metadata: ["peer": "\(peer)", "error": "\(error)"])
+                }
+            }
+        case .restart:
+            await negotiate(iceRestart: true)
+        }
+    }
+
+    /// The peer connection's signaling state.
+    func engineSignalingState() async -> PeerSignalingState {
+        await engine.signalingState(peer: peer)
+    }
+
+    /// Sends a local candidate to the peer.
+    func trickle(_ candidate: IceCandidate) async {
+        guard !closed else { return }
+        await send(SendMediaSignalRequest(callId: callId, to: peer, kind: .candidate, candidate: candidate))
+    }
+}

@@ -1,0 +1,206 @@
+import NIOConcurrencyHelpers
+import Switchboard
+import SwitchboardProtocol
+
+/// A media engine for tests: it records what the SDK asks of it, in order, and plays WebRTC's
+/// peer-connection rules with readable SDP ("offer alice→bob #1 ice=alice-1"), so negotiation
+/// through a real server can be followed and checked. A connection counts as connected once both
+/// descriptions are applied and a candidate of the peer's current ICE credentials arrived.
+public final class FakeMediaEngine: PeerMediaEngine {
+    public enum Call: Equatable, Sendable {
+        case callConnected(CallID, CallMediaType)
+        case callEnded(CallID)
+        case startAudio
+        case stopAudio
+        case microphone(on: Bool)
+        case camera(on: Bool, front: Bool)
+        case opened(UserID, iceServers: [IceServer])
+        case closed(UserID)
+        case local(UserID, SessionDescription)
+        case remote(UserID, SessionDescription)
+        /// An offer arrived while this side's own offer was open: the own one was rolled back.
+        case rolledBack(UserID)
+        case remoteCandidate(UserID, IceCandidate)
+        /// Media flows with `peer` using these ICE credentials (local, remote).
+        case connected(UserID, local: String, remote: String)
+    }
+
+    public struct FakePeerError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    private struct Connection {
+        var events: PeerConnectionEvents
+        var state = PeerSignalingState.stable
+        var version = 0
+        var iceGeneration = 1
+        var localOffer: String?
+        var localUfrag: String?
+        var remoteUfrag: String?
+        /// The remote ICE credentials the last answer was for: an offer with new ones restarts ICE here too.
+        var answeredRemoteUfrag: String?
+        var remoteCandidateUfrags: Set<String> = []
+        /// An own offer was rolled back: once stable again, the connection still needs negotiation.
+        var negotiationPending = false
+        var connectedWith: (String, String)?
+    }
+
+    private let name: String
+    private let continuation: AsyncStream<Call>.Continuation
+    private let connections = NIOLockedValueBox<[UserID: Connection]>([:])
+    /// Everything asked so far.
+    public let calls: Recorder<Call>
+
+    /// `name` goes into the fake SDP (the user's id reads best).
+    public init(name: String = "me") {
+        self.name = name
+        let (stream, continuation) = AsyncStream<Call>.makeStream()
+        self.continuation = continuation
+        self.calls = Recorder(stream)
+    }
+
+    // MARK: - MediaEngine
+
+    public func callConnected(callId: CallID, roomId: RoomID, mediaType: CallMediaType) {
+        continuation.yield(.callConnected(callId, mediaType))
+    }
+
+    public func callEnded(callId: CallID) { continuation.yield(.callEnded(callId)) }
+    public func startAudio() { continuation.yield(.startAudio) }
+    public func stopAudio() { continuation.yield(.stopAudio) }
+    public func setMicrophone(on: Bool) { continuation.yield(.microphone(on: on)) }
+    public func setCamera(on: Bool, front: Bool) { continuation.yield(.camera(on: on, front: front)) }
+
+    // MARK: - PeerMediaEngine
+
+    public func openPeer(_ peer: UserID, iceServers: [IceServer], events: PeerConnectionEvents) {
+        connections.withLockedValue { $0[peer] = Connection(events: events) }
+        continuation.yield(.opened(peer, iceServers: iceServers))
+    }
+
+    public func closePeer(_ peer: UserID) {
+        connections.withLockedValue { $0[peer] = nil }
+        continuation.yield(.closed(peer))
+    }
+
+    public func setLocalDescription(peer: UserID, iceRestart: Bool) async throws -> SessionDescription {
+        let (description, events, candidate, renegotiate) = try connections.withLockedValue { connections in
+            guard var connection = connections[peer] else { throw FakePeerError(description: "no connection to \(peer)") }
+            let remoteRestarted =
+                connection.state == .haveRemoteOffer && connection.answeredRemoteUfrag != nil
+                && connection.remoteUfrag != connection.answeredRemoteUfrag
+            if iceRestart || remoteRestarted || connection.localUfrag == nil {
+                if connection.localUfrag != nil { connection.iceGeneration += 1 }
+                connection.localUfrag = "\(name)-\(connection.iceGeneration)"
+                connection.connectedWith = nil
+            }
+            let ufrag = connection.localUfrag!
+            let description: SessionDescription
+            var renegotiate = false
+            switch connection.state {
+            case .haveRemoteOffer:
+                connection.version += 1
+                description = SessionDescription(
+                    kind: .answer, sdp: "answer \(name)→\(peer.rawValue) #\(connection.version) ice=\(ufrag)")
+                connection.state = .stable
+                connection.answeredRemoteUfrag = connection.remoteUfrag
+                renegotiate = connection.negotiationPending
+                connection.negotiationPending = false
+            case .stable:
+                connection.version += 1
+                let sdp = "offer \(name)→\(peer.rawValue) #\(connection.version) ice=\(ufrag)"
+                description = SessionDescription(kind: .offer, sdp: sdp)
+                connection.localOffer = sdp
+                connection.state = .haveLocalOffer
+            case .haveLocalOffer:
+                description = SessionDescription(kind: .offer, sdp: connection.localOffer ?? "")
+            case .closed:
+                throw FakePeerError(description: "closed")
+            }
+            connections[peer] = connection
+            let candidate = IceCandidate(
+                candidate: "candidate:\(ufrag) 1 udp 1 127.0.0.1 9 typ host", sdpMid: "0", sdpMLineIndex: 0,
+                usernameFragment: ufrag)
+            return (description, connection.events, candidate, renegotiate)
+        }
+        continuation.yield(.local(peer, description))
+        // Gathering starts once a local description is set.
+        events.localCandidate(candidate)
+        // As WebRTC fires negotiationneeded again for changes a rollback undid.
+        if renegotiate { events.negotiationNeeded() }
+        checkConnected(peer)
+        return description
+    }
+
+    public func setRemoteDescription(_ description: SessionDescription, peer: UserID) async throws {
+        let rolledBack = try connections.withLockedValue { connections -> Bool in
+            guard var connection = connections[peer] else { throw FakePeerError(description: "no connection to \(peer)") }
+            var rolledBack = false
+            switch (description.kind, connection.state) {
+            case (.offer, .stable):
+                connection.state = .haveRemoteOffer
+            case (.offer, .haveLocalOffer):
+                rolledBack = true
+                connection.localOffer = nil
+                connection.negotiationPending = true
+                connection.state = .haveRemoteOffer
+            case (.answer, .haveLocalOffer):
+                connection.state = .stable
+            default:
+                throw FakePeerError(description: "\(description.kind) in state \(connection.state)")
+            }
+            let ufrag = description.sdp.split(separator: "=").last.map(String.init)
+            if ufrag != connection.remoteUfrag { connection.connectedWith = nil }
+            connection.remoteUfrag = ufrag
+            connections[peer] = connection
+            return rolledBack
+        }
+        if rolledBack { continuation.yield(.rolledBack(peer)) }
+        continuation.yield(.remote(peer, description))
+        checkConnected(peer)
+    }
+
+    public func addRemoteCandidate(_ candidate: IceCandidate, peer: UserID) async throws {
+        try connections.withLockedValue { connections in
+            guard var connection = connections[peer] else { throw FakePeerError(description: "no connection to \(peer)") }
+            guard connection.remoteUfrag != nil else { throw FakePeerError(description: "candidate before a remote description") }
+            if let ufrag = candidate.usernameFragment { connection.remoteCandidateUfrags.insert(ufrag) }
+            connections[peer] = connection
+        }
+        continuation.yield(.remoteCandidate(peer, candidate))
+        checkConnected(peer)
+    }
+
+    public func signalingState(peer: UserID) async -> PeerSignalingState {
+        connections.withLockedValue { $0[peer]?.state ?? .closed }
+    }
+
+    // MARK: - what a test does to the network
+
+    /// The app changed its tracks (a camera added): the connection needs negotiation.
+    public func needsNegotiation(with peer: UserID) {
+        connections.withLockedValue { $0[peer]?.events }?.negotiationNeeded()
+    }
+
+    /// ICE to `peer` failed (the network changed).
+    public func failICE(with peer: UserID) {
+        let events = connections.withLockedValue { connections -> PeerConnectionEvents? in
+            connections[peer]?.connectedWith = nil
+            return connections[peer]?.events
+        }
+        events?.iceFailed()
+    }
+
+    private func checkConnected(_ peer: UserID) {
+        let connected = connections.withLockedValue { connections -> (String, String)? in
+            guard var connection = connections[peer], connection.state == .stable,
+                let local = connection.localUfrag, let remote = connection.remoteUfrag,
+                connection.remoteCandidateUfrags.contains(remote), connection.connectedWith == nil
+            else { return nil }
+            connection.connectedWith = (local, remote)
+            connections[peer] = connection
+            return (local, remote)
+        }
+        if let (local, remote) = connected { continuation.yield(.connected(peer, local: local, remote: remote)) }
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import Switchboard
+import SwitchboardProtocol
+import SwitchboardServer
+import SwitchboardTesting
+import Testing
+
+/// The SDK negotiates peer connections for a ``PeerMediaEngine`` through a real server: who
+/// offers, glare, ICE restarts, the mesh of a group call, ICE servers. The engines are fakes that
+/// follow WebRTC's signaling-state rules with readable SDP.
+struct MediaNegotiationTests {
+    struct Member {
+        var client: SwitchboardClient
+        var media: FakeMediaEngine
+        var events: Recorder<CallStoreEvent>
+    }
+
+    static func member(_ server: TestServer, _ user: String, url: URL? = nil) async throws -> Member {
+        let media = FakeMediaEngine(name: user)
+        let client = try await server.client(user, url: url, mediaEngine: media)
+        return Member(client: client, media: media, events: Recorder(client.callStore.events))
+    }
+
+    /// `caller` calls `callee`, who answers; returns once both media connections are up.
+    static func connect(_ caller: Member, _ callee: Member, _ callerId: UserID, _ calleeId: UserID) async throws -> CallID {
+        let call = try await caller.client.callStore.calls(participantIds: [calleeId.rawValue], mediaType: .video)
+        try await callee.events.first(where: isReceived)
+        try await callee.client.callStore.accept()
+        try await caller.media.calls.first { if case .connected(calleeId, _, _) = $0 { true } else { false } }
+        try await callee.media.calls.first { if case .connected(callerId, _, _) = $0 { true } else { false } }
+        return call.callId
+    }
+
+    static func offers(_ media: FakeMediaEngine, to peer: UserID) -> [String] {
+        media.calls.values.compactMap { call in
+            if case .local(peer, let description) = call, description.kind == .offer { description.sdp } else { nil }
+        }
+    }
+
+    @Test func theMemberWhoseIdSortsFirstOffers() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        let call = try await Self.connect(alice, bob, "alice", "bob")
+
+        // alice (caller, first id) offered; bob only answered, and both saw the other's candidates.
+        #expect(Self.offers(alice.media, to: "bob") == ["offer alice→bob #1 ice=alice-1"])
+        #expect(Self.offers(bob.media, to: "alice").isEmpty)
+        #expect(
+            bob.media.calls.values.contains(
+                .remote("alice", SessionDescription(kind: .offer, sdp: "offer alice→bob #1 ice=alice-1"))))
+        #expect(
+            alice.media.calls.values.contains(
+                .remote("bob", SessionDescription(kind: .answer, sdp: "answer bob→alice #1 ice=bob-1"))))
+        #expect(alice.media.calls.values.contains(.connected("bob", local: "alice-1", remote: "bob-1")))
+        #expect(alice.media.calls.values.contains(.opened("bob", iceServers: [])))
+        #expect(alice.media.calls.values.contains(.callConnected(call, .video)))
+
+        // The call ends: each side closes its connection and the call's media.
+        try await alice.client.callStore.hangup()
+        try await alice.media.calls.first { $0 == .closed("bob") }
+        try await bob.media.calls.first { $0 == .closed("alice") }
+        try await bob.media.calls.first { $0 == .callEnded(call) }
+        await server.stop()
+    }
+
+    @Test func aCalleeWhoseIdSortsFirstOffers() async throws {
+        let server = try await TestServer.start()
+        let zed = try await Self.member(server, "zed")
+        let amy = try await Self.member(server, "amy")
+        _ = try await Self.connect(zed, amy, "zed", "amy")
+        #expect(Self.offers(amy.media, to: "zed") == ["offer amy→zed #1 ice=amy-1"])
+        #expect(Self.offers(zed.media, to: "amy").isEmpty)
+        await server.stop()
+    }
+
+    /// Both sides renegotiate at once: bob (polite) rolls his offer back and answers alice's,
+    /// alice (impolite) ignores bob's; bob then offers again and both end up stable.
+    @Test func crossingOffersResolveWithoutRetries() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        _ = try await Self.connect(alice, bob, "alice", "bob")
+
+        alice.media.needsNegotiation(with: "bob")
+        bob.media.needsNegotiation(with: "alice")
+        @Sendable func isAnswer(_ call: FakeMediaEngine.Call, from peer: UserID) -> Bool {
+            if case .remote(peer, let description) = call, description.kind == .answer { true } else { false }
+        }
+        // alice's second offer is answered; bob's offer either crossed alice's (bob rolled back,
+        // alice ignored it, bob offered again once stable) or came after (alice answered it).
+        // Either way bob's last offer is answered and nothing is left half-negotiated.
+        try await alice.media.calls.matches(2) { isAnswer($0, from: "bob") }
+        try await bob.media.calls.matches(1) { isAnswer($0, from: "alice") }
+        let bobOffers = Self.offers(bob.media, to: "alice")
+        let lastBobOffer = try #require(bobOffers.last)
+        try await alice.media.calls.first { $0 == .remote("bob", SessionDescription(kind: .offer, sdp: lastBobOffer)) }
+        if bob.media.calls.values.contains(.rolledBack("alice")) {
+            #expect(bobOffers.count == 2)
+            #expect(!alice.media.calls.values.contains(.remote("bob", SessionDescription(kind: .offer, sdp: bobOffers[0]))))
+        }
+        #expect(!alice.media.calls.values.contains(.rolledBack("bob")))
+        #expect(await alice.media.signalingState(peer: "bob") == .stable)
+        #expect(await bob.media.signalingState(peer: "alice") == .stable)
+        await server.stop()
+    }
+
+    @Test func iceRestartsAreDrivenByTheOfferer() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        _ = try await Self.connect(alice, bob, "alice", "bob")
+
+        // bob (the answerer) sees ICE fail: he asks alice, who offers with new ICE credentials.
+        bob.media.failICE(with: "alice")
+        try await alice.media.calls.first { $0 == .connected("bob", local: "alice-2", remote: "bob-2") }
+        try await bob.media.calls.first { $0 == .connected("alice", local: "bob-2", remote: "alice-2") }
+        #expect(Self.offers(bob.media, to: "alice").isEmpty)
+
+        // alice sees it fail: she restarts herself.
+        alice.media.failICE(with: "bob")
+        try await bob.media.calls.first { $0 == .connected("alice", local: "bob-3", remote: "alice-3") }
+        #expect(Self.offers(alice.media, to: "bob").count == 3)
+        await server.stop()
+    }
+
+    @Test func aGroupCallIsAMeshWithOneOffererPerPair() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        let carol = try await Self.member(server, "carol")
+        let call = try await alice.client.callStore.calls(participantIds: ["bob", "carol"], mediaType: .audio)
+        try await bob.events.first(where: isReceived)
+        try await carol.events.first(where: isReceived)
+        try await bob.client.callStore.accept()
+        try await carol.client.callStore.accept()
+        for (member, peers) in [(alice, ["bob", "carol"]), (bob, ["alice", "carol"]), (carol, ["alice", "bob"])] {
+            for peer in peers {
+                let id = UserID(rawValue: peer)
+                try await member.media.calls.first { if case .connected(id, _, _) = $0 { true } else { false } }
+            }
+        }
+        #expect(Self.offers(alice.media, to: "bob").count == 1 && Self.offers(alice.media, to: "carol").count == 1)
+        #expect(Self.offers(bob.media, to: "carol").count == 1 && Self.offers(bob.media, to: "alice").isEmpty)
+        #expect(Self.offers(carol.media, to: "alice").isEmpty && Self.offers(carol.media, to: "bob").isEmpty)
+
+        // carol leaves: the others close their connection to her; alice and bob go on.
+        try await carol.client.callStore.hangup()
+        try await alice.media.calls.first { $0 == .closed("carol") }
+        try await bob.media.calls.first { $0 == .closed("carol") }
+        try await carol.media.calls.first { $0 == .callEnded(call.callId) }
+        #expect(!alice.media.calls.values.contains(.closed("bob")))
+        await server.stop()
+    }
+
+    @Test func connectionsGetTheServersIceServers() async throws {
+        let server = try await TestServer.start { configuration in
+            configuration.ice.turnURLs = ["turn:127.0.0.1:3478?transport=udp"]
+            configuration.ice.turnSecret = "north-sea-secret"
+        }
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        _ = try await Self.connect(alice, bob, "alice", "bob")
+        let opened = alice.media.calls.values.compactMap { call -> [IceServer]? in
+            if case .opened("bob", let servers) = call { servers } else { nil }
+        }
+        #expect(opened.first?.first?.urls == ["turn:127.0.0.1:3478?transport=udp"])
+        #expect(opened.first?.first?.username == "1767312000:alice")
+        #expect(opened.first?.first?.credential == "dl+MQZzWBDH6knhgPr65ZASxwzo=")
+        await server.stop()
+    }
+
+    /// After its connection to the server came back, a member restarts ICE (the network changed).
+    @Test func aReconnectRestartsIce() async throws {
+        let server = try await TestServer.start()
+        let proxy = try await TCPProxy.start(targetPort: server.port)
+        let alice = try await Self.member(server, "alice", url: server.url(via: proxy))
+        let bob = try await Self.member(server, "bob")
+        _ = try await Self.connect(alice, bob, "alice", "bob")
+        let logins = Recorder(alice.client.loginStore.stateUpdates)
+        proxy.cut()
+        try await logins.first { $0.loginStatus == .reconnecting }
+        server.clock.advance(by: .seconds(1))
+        try await logins.first(from: 1) { $0.loginStatus == .loggedIn }
+        try await bob.media.calls.first { $0 == .connected("alice", local: "bob-2", remote: "alice-2") }
+        proxy.stop()
+        await server.stop()
+    }
+}

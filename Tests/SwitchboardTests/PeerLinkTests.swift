@@ -1,0 +1,106 @@
+import Logging
+import NIOConcurrencyHelpers
+import SwitchboardProtocol
+import SwitchboardTesting
+import Testing
+
+@testable import Switchboard
+
+/// The negotiation rules of ``PeerLink`` step by step, with the order of messages fixed by the
+/// test: who offers, both kinds of glare, restarts.
+struct PeerLinkTests {
+    final class Outbox: Sendable {
+        let sent = NIOLockedValueBox<[SendMediaSignalRequest]>([])
+        var kinds: [MediaSignalKind] { sent.withLockedValue { $0.map(\.kind) } }
+        var last: SendMediaSignalRequest? { sent.withLockedValue { $0.last } }
+    }
+
+    /// A link from `me` to `peer` over a fake engine, with the peer connection open.
+    static func link(_ me: UserID, _ peer: UserID) -> (PeerLink, FakeMediaEngine, Outbox) {
+        let engine = FakeMediaEngine(name: me.rawValue)
+        engine.openPeer(peer, iceServers: [], events: PeerConnectionEvents(localCandidate: { _ in }, negotiationNeeded: {}, iceFailed: {}))
+        let outbox = Outbox()
+        let link = PeerLink(
+            callId: "c1", me: me, peer: peer, engine: engine, logger: Logger(label: "test"),
+            send: { request in outbox.sent.withLockedValue { $0.append(request) } })
+        return (link, engine, outbox)
+    }
+
+    static func signal(_ from: UserID, _ request: SendMediaSignalRequest) -> MediaSignalEvent {
+        MediaSignalEvent(callId: "c1", from: from, kind: request.kind, sdp: request.sdp, candidate: request.candidate)
+    }
+
+    @Test(arguments: [("alice", "bob", true), ("bob", "alice", false), ("Zed", "amy", true), ("user-10", "user-9", true)])
+    func theFirstIdInByteOrderOffers(_ me: String, _ peer: String, _ offers: Bool) {
+        #expect(PeerLink.isOfferer(UserID(rawValue: me), to: UserID(rawValue: peer)) == offers)
+        #expect(PeerLink.isOfferer(UserID(rawValue: peer), to: UserID(rawValue: me)) == !offers)
+    }
+
+    @Test func onlyTheOffererStarts() async {
+        let (alice, _, aliceOut) = Self.link("alice", "bob")
+        let (bob, _, bobOut) = Self.link("bob", "alice")
+        await alice.start()
+        await bob.start()
+        #expect(aliceOut.kinds == [.offer])
+        #expect(bobOut.kinds == [])
+        await bob.receive(Self.signal("alice", aliceOut.last!))
+        #expect(bobOut.kinds == [.answer])
+        await alice.receive(Self.signal("bob", bobOut.last!))
+        #expect(await alice.engineState == .stable)
+    }
+
+    /// Offers cross: the impolite side ignores the other's offer, the polite side rolls back and
+    /// answers; nothing else is sent.
+    @Test func crossingOffers() async throws {
+        let (alice, aliceEngine, aliceOut) = Self.link("alice", "bob")
+        let (bob, bobEngine, bobOut) = Self.link("bob", "alice")
+        await alice.negotiate(iceRestart: false)
+        await bob.negotiate(iceRestart: false)
+        let aliceOffer = try #require(aliceOut.last)
+        let bobOffer = try #require(bobOut.last)
+
+        await alice.receive(Self.signal("bob", bobOffer))
+        #expect(aliceOut.kinds == [.offer])
+        #expect(await aliceEngine.signalingState(peer: "bob") == .haveLocalOffer)
+
+        await bob.receive(Self.signal("alice", aliceOffer))
+        try await bobEngine.calls.first { $0 == .rolledBack("alice") }
+        #expect(bobOut.kinds == [.offer, .answer])
+        await alice.receive(Self.signal("bob", bobOut.last!))
+        #expect(await aliceEngine.signalingState(peer: "bob") == .stable)
+        #expect(await bobEngine.signalingState(peer: "alice") == .stable)
+    }
+
+    @Test func aRestartRequestMakesTheOffererRestart() async throws {
+        let (alice, _, aliceOut) = Self.link("alice", "bob")
+        let (bob, _, bobOut) = Self.link("bob", "alice")
+        await alice.start()
+        await bob.receive(Self.signal("alice", aliceOut.last!))
+        await alice.receive(Self.signal("bob", bobOut.last!))
+
+        await bob.iceFailed()
+        #expect(bobOut.kinds == [.answer, .restart])
+        await alice.receive(Self.signal("bob", bobOut.last!))
+        #expect(aliceOut.last?.sdp == "offer alice→bob #2 ice=alice-2")
+        await bob.receive(Self.signal("alice", aliceOut.last!))
+        #expect(bobOut.last?.sdp == "answer bob→alice #2 ice=bob-2")
+        await alice.receive(Self.signal("bob", bobOut.last!))
+        await alice.iceFailed()
+        #expect(aliceOut.kinds == [.offer, .offer, .offer])
+        #expect(aliceOut.last?.sdp == "offer alice→bob #3 ice=alice-3")
+    }
+
+    @Test func aClosedLinkSendsNothing() async {
+        let (alice, _, aliceOut) = Self.link("alice", "bob")
+        await alice.close()
+        await alice.start()
+        await alice.trickle(IceCandidate(candidate: ""))
+        #expect(aliceOut.kinds == [])
+    }
+}
+
+extension PeerLink {
+    var engineState: PeerSignalingState {
+        get async { await engineSignalingState() }
+    }
+}
