@@ -6,8 +6,8 @@ import Testing
 struct CallViewLayoutTests {
     static let viewport = LayoutSize(width: 400, height: 800)
     static let full = LayoutRect(x: 0, y: 0, width: 400, height: 800)
-    /// The small tile: 28% of the width (112), 16:9 (199), 16 points from the top right corner.
-    static let floating = LayoutRect(x: 272, y: 16, width: 112, height: 199)
+    /// The small tile: 28% of the view's size (112×224), 16 points from the top right corner.
+    static let floating = LayoutRect(x: 272, y: 16, width: 112, height: 224)
 
     /// A call of `count` members: "me" (the caller) and u1…; connected or still ringing.
     static func state(
@@ -69,11 +69,11 @@ struct CallViewLayoutTests {
         var layout = CallViewLayout(template: .float)
         let connected = Self.state(members: 2, connected: true)
         layout.dragFloatingTile(to: LayoutPoint(x: 40, y: 500), in: connected, viewport: Self.viewport)
-        #expect(layout.tiles(for: connected, in: Self.viewport)[1].frame == LayoutRect(x: 40, y: 500, width: 112, height: 199))
+        #expect(layout.tiles(for: connected, in: Self.viewport)[1].frame == LayoutRect(x: 40, y: 500, width: 112, height: 224))
         layout.dragFloatingTile(to: LayoutPoint(x: -80, y: 900), in: connected, viewport: Self.viewport)
         #expect(
             layout.tiles(for: connected, in: Self.viewport)[1].frame
-                == LayoutRect(x: 16, y: 800 - 199 - 16, width: 112, height: 199))
+                == LayoutRect(x: 16, y: 800 - 224 - 16, width: 112, height: 224))
         // The next call starts from the default place, not swapped.
         let next = Self.state(members: 2, connected: true, callId: "c2")
         #expect(layout.tiles(for: next, in: Self.viewport)[1].frame == Self.floating)

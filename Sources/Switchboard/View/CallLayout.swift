@@ -110,8 +110,8 @@ public struct CallViewLayout: Equatable, Sendable {
 
     /// Gap between the small tile and the view's edges, in points.
     public static let margin = 16.0
-    /// The small tile's width as a share of the view's width (its height follows at 16:9).
-    public static let floatingWidthShare = 0.28
+    /// The small tile's size as a share of the view's: a miniature of the view, in either orientation.
+    public static let floatingShare = 0.28
 
     public init(template: CallLayoutTemplate? = nil, settings: CallViewSettings = CallViewSettings()) {
         self.template = template
@@ -234,8 +234,7 @@ public struct CallViewLayout: Equatable, Sendable {
     }
 
     static func floatingSize(in viewport: LayoutSize) -> LayoutSize {
-        let width = (viewport.width * floatingWidthShare).rounded()
-        return LayoutSize(width: width, height: (width * 16 / 9).rounded())
+        LayoutSize(width: (viewport.width * floatingShare).rounded(), height: (viewport.height * floatingShare).rounded())
     }
 
     private func floatingFrame(in viewport: LayoutSize, state: CallStore.State) -> LayoutRect {

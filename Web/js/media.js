@@ -1,0 +1,275 @@
+// WebRTC for one connected call: local capture, one peer connection per other member (a mesh),
+// the negotiation rules of the Swift SDK's PeerLink (Sources/Switchboard/Media/PeerLink.swift),
+// and statistics for the status reports.
+//
+// - In each pair, the member whose user id sorts first (byte order) offers first and is impolite;
+//   the other waits for that offer and is polite.
+// - Crossing offers: the impolite side ignores the one it receives, the polite side rolls its own
+//   back and answers (W3C "perfect negotiation").
+// - ICE restart: the side that sees ICE fail restarts it when it is the offerer, or asks the
+//   offerer with a `restart` signal.
+
+/** Whether `me` makes the first offer to `peer` (byte order of the ids, ASCII for valid ids). */
+export function isOfferer(me, peer) {
+  return me < peer;
+}
+
+/** The quality levels of SPEC §3 from packet loss (%) and round-trip time (ms); the worse wins. */
+export function networkQuality(packetLoss, rtt) {
+  const levels = ["excellent", "good", "poor", "bad", "veryBad"];
+  const lossLevel = packetLoss < 1 ? 0 : packetLoss < 3 ? 1 : packetLoss < 8 ? 2 : packetLoss < 15 ? 3 : 4;
+  const rttLevel = rtt < 100 ? 0 : rtt < 200 ? 1 : rtt < 400 ? 2 : rtt < 800 ? 3 : 4;
+  return levels[Math.max(lossLevel, rttLevel)];
+}
+
+/** The volume level of SPEC §3 for an audio level 0–100. */
+export function volumeLevel(level, microphoneOn) {
+  if (!microphoneOn || level <= 0) return "mute";
+  return level <= 25 ? "low" : level <= 50 ? "medium" : level <= 75 ? "high" : "peak";
+}
+
+class Peer {
+  constructor(session, id) {
+    this.session = session;
+    this.id = id;
+    this.polite = !isOfferer(session.me, id);
+    // The polite side waits for the offerer's first offer before it negotiates anything itself.
+    this.started = !this.polite;
+    this.makingOffer = false;
+    this.ignoreOffer = false;
+    this.settingRemoteAnswerPending = false;
+    this.chain = Promise.resolve();
+    this.stream = new MediaStream();
+    const pc = new RTCPeerConnection({
+      iceServers: session.iceServers,
+      iceTransportPolicy: session.relayOnly ? "relay" : "all",
+    });
+    this.pc = pc;
+    this.senders = {};
+    for (const track of session.localStream.getTracks()) {
+      this.senders[track.kind] = pc.addTrack(track, session.localStream);
+      if (!session.enabled[track.kind]) this.senders[track.kind].replaceTrack(null);
+    }
+    pc.ontrack = ({ track }) => {
+      this.stream.addTrack(track);
+      session.onRemoteStream(id, this.stream);
+    };
+    pc.onicecandidate = ({ candidate }) => {
+      if (candidate && !session.keepCandidate(candidate)) return;
+      const init = candidate ? candidate.toJSON() : { candidate: "" };
+      session.send(id, { kind: "candidate", candidate: compact(init) });
+    };
+    pc.onnegotiationneeded = () => {
+      if (this.started) this.serially(() => this.negotiate());
+    };
+    pc.oniceconnectionstatechange = () => {
+      if (pc.iceConnectionState === "failed") this.serially(() => this.iceFailed());
+    };
+  }
+
+  /** Runs negotiation steps one after another, as the SDK does. */
+  serially(step) {
+    this.chain = this.chain.then(step).catch((error) => console.warn(`negotiation with ${this.id}`, error));
+    return this.chain;
+  }
+
+  async negotiate() {
+    const pc = this.pc;
+    this.makingOffer = true;
+    try {
+      await pc.setLocalDescription();
+      // Rolled back meanwhile (offers crossed and this side is polite): it answered instead.
+      if (pc.signalingState !== "have-local-offer") return;
+      this.session.send(this.id, { kind: "offer", sdp: pc.localDescription.sdp });
+    } finally {
+      this.makingOffer = false;
+    }
+  }
+
+  async iceFailed() {
+    if (this.polite) {
+      this.session.send(this.id, { kind: "restart" });
+    } else {
+      this.pc.restartIce();
+    }
+  }
+
+  async receive(signal) {
+    const pc = this.pc;
+    if (signal.kind === "offer" || signal.kind === "answer") {
+      const readyForOffer = !this.makingOffer && (pc.signalingState === "stable" || this.settingRemoteAnswerPending);
+      const collision = signal.kind === "offer" && !readyForOffer;
+      this.ignoreOffer = !this.polite && collision;
+      if (this.ignoreOffer) return;
+      this.settingRemoteAnswerPending = signal.kind === "answer";
+      await pc.setRemoteDescription({ type: signal.kind, sdp: signal.sdp });
+      this.settingRemoteAnswerPending = false;
+      if (signal.kind === "offer") {
+        await pc.setLocalDescription();
+        this.session.send(this.id, { kind: "answer", sdp: pc.localDescription.sdp });
+        if (!this.started) {
+          this.started = true;
+          // Tracks the offer had no place for still need a negotiation of their own.
+          if (pc.getTransceivers().some((t) => t.mid === null)) await this.negotiate();
+        }
+      }
+    } else if (signal.kind === "candidate") {
+      try {
+        await pc.addIceCandidate(signal.candidate);
+      } catch (error) {
+        if (!this.ignoreOffer) throw error;
+      }
+    } else if (signal.kind === "restart") {
+      pc.restartIce();
+    }
+  }
+
+  replaceTrack(kind, track) {
+    return this.senders[kind]?.replaceTrack(track);
+  }
+
+  close() {
+    this.pc.close();
+  }
+}
+
+function compact(object) {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== null && value !== undefined));
+}
+
+/**
+ * The media of one connected call. `send(peer, signal)` relays a signal; `onRemoteStream(peer,
+ * stream)` shows a member's media.
+ */
+export class MediaSession {
+  constructor({ me, callId, mediaType, iceServers, relayOnly, loopbackOnly, send, onRemoteStream }) {
+    this.me = me;
+    this.callId = callId;
+    this.mediaType = mediaType;
+    this.iceServers = [];
+    this.relayOnly = relayOnly;
+    this.loopbackOnly = loopbackOnly;
+    this.sendSignal = send;
+    this.onRemoteStream = onRemoteStream;
+    this.peers = new Map();
+    this.localStream = new MediaStream();
+    this.enabled = { audio: true, video: mediaType === "video" };
+    this.closed = false;
+    // Capture and the ICE servers come first; signals and peers that arrive meanwhile wait, in order.
+    this.ready = Promise.all([
+      iceServers,
+      navigator.mediaDevices.getUserMedia({
+        audio: true,
+        video: mediaType === "video" ? { width: 640, height: 360 } : false,
+      }),
+    ]).then(([servers, stream]) => {
+      this.iceServers = servers;
+      this.localStream = stream;
+      if (this.closed) stream.getTracks().forEach((track) => track.stop());
+    });
+  }
+
+  /** Runs `step` once capture and ICE servers are ready, after the steps queued before it. */
+  whenReady(step) {
+    this.ready = this.ready.then(() => (this.closed ? undefined : step())).catch((error) => {
+      console.warn("media", error);
+    });
+    return this.ready;
+  }
+
+  /** Keeps only loopback host candidates when asked to (tests keep traffic on 127.0.0.0/8). */
+  keepCandidate(candidate) {
+    if (!this.loopbackOnly || candidate.type !== "host") return true;
+    return (candidate.address ?? "").startsWith("127.");
+  }
+
+  send(peer, signal) {
+    if (!this.closed) this.sendSignal(peer, signal);
+  }
+
+  /** The members to be connected with now. */
+  setPeers(ids) {
+    this.whenReady(() => this.applyPeers(ids));
+  }
+
+  applyPeers(ids) {
+    for (const [id, peer] of this.peers) {
+      if (!ids.includes(id)) {
+        peer.close();
+        this.peers.delete(id);
+      }
+    }
+    for (const id of ids) this.peer(id);
+  }
+
+  peer(id) {
+    if (this.closed || id === this.me) return null;
+    let peer = this.peers.get(id);
+    if (!peer) {
+      peer = new Peer(this, id);
+      this.peers.set(id, peer);
+    }
+    return peer;
+  }
+
+  handleSignal(signal) {
+    this.whenReady(() => {
+      this.peer(signal.from)?.serially(() => this.peers.get(signal.from)?.receive(signal));
+    });
+  }
+
+  /** The signaling connection came back: ICE may not have survived the network change. */
+  reconnected() {
+    for (const peer of this.peers.values()) peer.serially(() => peer.iceFailed());
+  }
+
+  /** Turns sending of a kind on or off without renegotiating: muted audio sends nothing. */
+  async setEnabled(kind, on) {
+    this.enabled[kind] = on;
+    await this.ready;
+    const track = this.localStream.getTracks().find((t) => t.kind === kind) ?? null;
+    if (track) track.enabled = on;
+    await Promise.all([...this.peers.values()].map((peer) => peer.replaceTrack(kind, on ? track : null)));
+  }
+
+  /** Per-peer byte counters, round trip, loss and the kind of the selected candidate pair. */
+  async stats() {
+    const result = {};
+    for (const [id, peer] of this.peers) {
+      const report = await peer.pc.getStats();
+      const entry = {
+        bytesReceived: { audio: 0, video: 0 }, bytesSent: { audio: 0, video: 0 }, rtt: 0, packetLoss: 0,
+        audioLevel: 0, localCandidateType: null, remoteCandidateType: null, iceConnectionState: peer.pc.iceConnectionState,
+      };
+      let pair = null;
+      for (const stat of report.values()) {
+        if (stat.type === "inbound-rtp") entry.bytesReceived[stat.kind] += stat.bytesReceived ?? 0;
+        if (stat.type === "outbound-rtp") entry.bytesSent[stat.kind] += stat.bytesSent ?? 0;
+        if (stat.type === "remote-inbound-rtp" && stat.kind === "audio") {
+          entry.packetLoss = Math.max(0, (stat.fractionLost ?? 0) * 100);
+        }
+        if (stat.type === "media-source" && stat.kind === "audio") entry.audioLevel = Math.round((stat.audioLevel ?? 0) * 100);
+        if (stat.type === "transport" && stat.selectedCandidatePairId) pair = report.get(stat.selectedCandidatePairId);
+      }
+      if (!pair) {
+        for (const stat of report.values()) {
+          if (stat.type === "candidate-pair" && stat.nominated && stat.state === "succeeded") pair = stat;
+        }
+      }
+      if (pair) {
+        entry.rtt = Math.round((pair.currentRoundTripTime ?? 0) * 1000);
+        entry.localCandidateType = report.get(pair.localCandidateId)?.candidateType ?? null;
+        entry.remoteCandidateType = report.get(pair.remoteCandidateId)?.candidateType ?? null;
+      }
+      result[id] = entry;
+    }
+    return result;
+  }
+
+  close() {
+    this.closed = true;
+    for (const peer of this.peers.values()) peer.close();
+    this.peers.clear();
+    for (const track of this.localStream.getTracks()) track.stop();
+  }
+}
