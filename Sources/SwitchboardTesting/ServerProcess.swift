@@ -22,11 +22,14 @@ public final class ServerProcess: Sendable {
         self.outputBox = outputBox
     }
 
-    /// Starts `binary serve --port 0 <arguments>` and returns once it listens.
-    public static func launch(binary: URL, arguments: [String], directory: URL) throws -> ServerProcess {
+    /// Starts `binary <command> --port 0 <arguments>` and returns once it prints that it listens
+    /// (`… is listening on http://host:port`).
+    public static func launch(
+        binary: URL, command: String = "serve", arguments: [String], directory: URL
+    ) throws -> ServerProcess {
         let process = Process()
         process.executableURL = binary
-        process.arguments = ["serve", "--port", "0", "--log-level", "error"] + arguments
+        process.arguments = [command, "--port", "0", "--log-level", "error"] + arguments
         process.currentDirectoryURL = directory
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SWITCHBOARD_") }
         let stdout = Pipe()
@@ -88,6 +91,9 @@ public final class ServerProcess: Sendable {
     }
 
     public var isRunning: Bool { process.isRunning }
+
+    /// The process id (to read its memory in /proc).
+    public var processIdentifier: Int32 { process.processIdentifier }
 
     public struct ProcessError: Error, CustomStringConvertible {
         public var description: String

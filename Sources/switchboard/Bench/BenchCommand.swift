@@ -1,0 +1,455 @@
+import ArgumentParser
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import SwitchboardProtocol
+import SwitchboardTesting
+
+/// `switchboard bench`: a load generator that drives a server in another process over real
+/// WebSocket connections. Build it in release mode; each run prints a table and can write JSON.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Load-test a Switchboard server: latency, throughput, connections (see docs/BENCHMARKS.md).",
+        discussion: """
+            Without --server each scenario starts `switchboard serve` (this same binary) in a child process \
+            on 127.0.0.1 with a temporary SQLite database and no abuse limits. With --server, pass the app's \
+            --app-id and --secret and run the server with --no-rate-limits. Build with `swift build -c release`.
+            """,
+        subcommands: [Echo.self, Invite.self, Lifecycle.self, Connections.self, Login.self])
+
+    struct Options: ParsableArguments {
+        @Option(help: "A running server, host:port (default: start one).")
+        var server: String?
+
+        @Option(name: .customLong("app-id"), help: "sdkAppID of the app on --server.")
+        var appID: Int64?
+
+        @Option(help: "secretKey of the app on --server.")
+        var secret: String?
+
+        @Option(help: "Write the results as JSON to this file.")
+        var json: String?
+
+        @Option(help: "Spread the load's connections over at least this many 127.0.0.x source addresses.")
+        var sources = 4
+
+        @Option(help: "Event-loop threads of the load generator (it shares the machine with the server).")
+        var clientThreads = 1
+
+        @Flag(help: "A few seconds with tiny numbers: checks that the scenario works, measures nothing.")
+        var smoke = false
+    }
+
+    // MARK: - scenarios
+
+    struct Echo: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The floor: round trips through a bare WebSocket echo server (same library, same client code).")
+        @OptionGroup var options: Options
+        @Option(help: "Round trips to time.") var messages = 50_000
+
+        func run() async throws {
+            let bench = try await Bench(options)
+            defer { bench.stop() }
+            let count = options.smoke ? 200 : messages
+            let report = try await bench.echo(messages: count)
+            Bench.table(
+                "echo: \(count) sequential round trips of a \(report.messageBytes)-byte message",
+                ["", "p50", "p90", "p99", "p99.9", "max (ms)"], [["round trip"] + report.roundTrip.row])
+            print("throughput \(Int(report.messagesPerSecond)) round trips/s on one connection")
+            try bench.write(options.json, scenario: "echo", parameters: ["messages": count], results: ["echo": report])
+        }
+    }
+
+    struct Invite: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Calls paced at --rate between logged-in pairs: invitation, answer and hang-up delays.")
+        @OptionGroup var options: Options
+        @Option(help: "Calls per second.") var rate = 1000.0
+        @Option(help: "Seconds of load.") var duration = 20.0
+        @Option(help: "Caller-callee pairs (each has at most one call at a time).") var pairs = 200
+        @Option(help: "Echo round trips measured first, for the ratio.") var echoMessages = 20_000
+
+        func run() async throws {
+            let bench = try await Bench(options)
+            defer { bench.stop() }
+            let (rate, seconds, pairCount) = options.smoke ? (50.0, 1.0, 5) : (rate, duration, pairs)
+            let echo = try await bench.echo(messages: options.smoke ? 200 : echoMessages)
+            let load = try await bench.callLoad(pairs: pairCount)
+            print("== \(pairCount * 2) users logged in; \(Int(rate)) calls/s for \(seconds) s")
+            _ = await load.run(rate: min(rate, 200), seconds: options.smoke ? 0.2 : 2)  // warm-up
+            let counters = await load.run(rate: rate, seconds: seconds)
+            let step = StepReport(rate: rate, seconds: seconds, load: load, counters: counters)
+            Bench.printStep(step, echo: echo)
+            try bench.write(
+                options.json, scenario: "invite", parameters: ["rate": rate, "duration": seconds, "pairs": Double(pairCount)],
+                results: InviteResults(echo: echo, step: step, ratioP50: step.invite.ratio(to: echo.roundTrip)))
+            if counters.errors > 0 || counters.unfinished > 0 { throw ExitCode(2) }
+        }
+    }
+
+    struct Lifecycle: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Steps the call rate up until p99 invite delay passes 10 ms or calls or records fall behind.")
+        @OptionGroup var options: Options
+        @Option(parsing: .upToNextOption, help: "Rates to try, calls per second.")
+        var rates: [Double] = [250, 500, 750, 1000, 1250, 1500, 2000, 2500, 3000, 4000]
+        @Option(help: "Seconds per step.") var stepSeconds = 10.0
+        @Option(help: "Caller-callee pairs.") var pairs = 400
+
+        func run() async throws {
+            let bench = try await Bench(options)
+            defer { bench.stop() }
+            let (rates, seconds, pairCount) = options.smoke ? ([20.0, 40.0], 1.0, 8) : (rates, stepSeconds, pairs)
+            let echo = try await bench.echo(messages: options.smoke ? 200 : 20_000)
+            let load = try await bench.callLoad(pairs: pairCount)
+            _ = await load.run(rate: min(rates[0], 200), seconds: options.smoke ? 0.2 : 2)  // warm-up
+            var steps: [StepReport] = []
+            for rate in rates {
+                let counters = await load.run(rate: rate, seconds: seconds)
+                let step = StepReport(rate: rate, seconds: seconds, load: load, counters: counters)
+                steps.append(step)
+                print(
+                    "  \(Int(rate)) calls/s: \(step.callsPerSecond) completed/s, invite p99 \(Double(step.invite.p99) / 1000) ms, "
+                        + "records durable p99 \(Double(step.hangupToRecordsDurable.p99) / 1000) ms, errors \(counters.errors) "
+                        + (step.passes ? "✓" : "✗"))
+                if !step.passes { break }
+            }
+            let best = steps.last(where: \.passes)
+            Bench.table(
+                "lifecycle: whole calls (invite, ring, accept, hang up, both records committed)",
+                ["rate", "done/s", "invite p50", "p99", "connected p99", "ended p99", "records p99 (ms)", "errors", "pass"],
+                steps.map { step in
+                    [
+                        "\(Int(step.rate))", "\(step.callsPerSecond)", ms(step.invite.p50), ms(step.invite.p99),
+                        ms(step.acceptToConnected.p99), ms(step.hangupToEnded.p99), ms(step.hangupToRecordsDurable.p99),
+                        "\(step.counters.errors + step.counters.unfinished + step.counters.recordsMissing)",
+                        step.passes ? "yes" : "no",
+                    ]
+                })
+            print("highest rate sustained: \(best.map { "\(Int($0.rate)) calls/s" } ?? "none of the steps")")
+            print("echo round trip p50 \(ms(echo.roundTrip.p50)) ms in the same run")
+            try bench.write(
+                options.json, scenario: "lifecycle", parameters: ["stepSeconds": seconds, "pairs": Double(pairCount)],
+                results: LifecycleResults(echo: echo, steps: steps, highestPassingRate: best?.rate))
+        }
+    }
+
+    struct Connections: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Holds many logged-in idle connections with heartbeats; the server's memory per connection.")
+        @OptionGroup var options: Options
+        @Option(help: "Connections (each logged in as its own user).") var count = 19_000
+        @Option(help: "Seconds to hold them, pinging every 10 s.") var hold = 60.0
+
+        func run() async throws {
+            let bench = try await Bench(options)
+            defer { bench.stop() }
+            let (count, hold) = options.smoke ? (50, 1.0) : (count, hold)
+            let report = try await bench.connections(count: count, hold: hold)
+            let kib = { (value: Int?) in value.map { "\($0) KiB" } ?? "n/a" }
+            Bench.table(
+                "connections: \(report.connections) logged-in idle connections over \(report.sources) source addresses",
+                ["", "value"],
+                [
+                    ["connected and logged in in", String(format: "%.1f s", report.connectSeconds)],
+                    ["held for", String(format: "%.0f s", report.holdSeconds)],
+                    ["heartbeats answered", "\(report.pingsAnswered) / \(report.pingsSent)"],
+                    ["closed by the server", "\(report.closedByServer)"],
+                    ["server RSS before", kib(report.serverRSSBeforeKiB)],
+                    ["server RSS connected", kib(report.serverRSSConnectedKiB)],
+                    ["server RSS after holding", kib(report.serverRSSAfterHoldKiB)],
+                    ["per connection", report.bytesPerConnection.map { String(format: "%.1f KiB", Double($0) / 1024) } ?? "n/a"],
+                    ["load generator RSS", kib(report.loadGeneratorRSSKiB)],
+                ])
+            try bench.write(options.json, scenario: "connections", parameters: ["count": Double(count), "hold": hold], results: report)
+            if report.closedByServer > 0 || report.pingsAnswered < report.pingsSent { throw ExitCode(2) }
+        }
+    }
+
+    struct Login: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A storm of logins on fresh connections, each verifying a UserSig.")
+        @OptionGroup var options: Options
+        @Option(help: "Logins in the storm.") var count = 10_000
+
+        func run() async throws {
+            let bench = try await Bench(options)
+            defer { bench.stop() }
+            let count = options.smoke ? 50 : count
+            let report = try await bench.loginStorm(count: count)
+            Bench.table(
+                "login: \(report.logins) logins sent at once on open connections",
+                ["", "p50", "p90", "p99", "p99.9", "max (ms)"], [["login"] + report.latency.row])
+            print(
+                "\(Int(report.loginsPerSecond)) logins/s (\(report.logins) in \(String(format: "%.2f", report.seconds)) s), "
+                    + "\(report.failures) failed")
+            try bench.write(options.json, scenario: "login", parameters: ["count": count], results: report)
+            if report.failures > 0 { throw ExitCode(2) }
+        }
+    }
+}
+
+/// The JSON a run writes.
+struct BenchOutput<Parameters: Encodable, Results: Encodable>: Encodable {
+    var scenario: String
+    var command: String
+    var date: String
+    var smoke: Bool
+    var cores: Int
+    var limits: SystemLimits
+    var parameters: Parameters
+    var results: Results
+}
+
+struct InviteResults: Codable {
+    var echo: EchoReport
+    var step: StepReport
+    /// Invite delay p50 over echo round trip p50.
+    var ratioP50: Double
+}
+
+struct LifecycleResults: Codable {
+    var echo: EchoReport
+    var steps: [StepReport]
+    var highestPassingRate: Double?
+}
+
+extension LatencySummary {
+    func ratio(to other: LatencySummary) -> Double {
+        other.p50 == 0 ? 0 : (Double(p50) / Double(other.p50) * 100).rounded() / 100
+    }
+}
+
+func ms(_ micros: UInt64) -> String {
+    String(format: "%.3f", Double(micros) / 1000)
+}
+
+/// One benchmark run: the server (started here or given), the echo server, the load's threads.
+final class Bench: Sendable {
+    let target: BenchTarget
+    let limits: SystemLimits
+    let group: MultiThreadedEventLoopGroup
+    let smoke: Bool
+    let minimumSources: Int
+    private let spawned: [ServerProcess]
+    private let echoServer: ServerProcess?
+    private let directory: URL?
+
+    init(_ options: BenchCommand.Options) async throws {
+        #if DEBUG
+        if !options.smoke {
+            FileHandle.standardError.write(
+                Data("warning: a debug build; build with `swift build -c release` for numbers worth keeping\n".utf8))
+        }
+        #endif
+        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var spawned: [ServerProcess] = []
+        if let server = options.server {
+            let parts = server.replacingOccurrences(of: "ws://", with: "").split(separator: "/")[0].split(separator: ":")
+            guard parts.count == 2, let port = Int(parts[1]), let appID = options.appID, let secret = options.secret else {
+                throw ValidationError("--server takes host:port, with --app-id and --secret")
+            }
+            target = BenchTarget(host: String(parts[0]), port: port, sdkAppID: SdkAppID(appID), secretKey: secret, pid: nil)
+        } else {
+            let secret = (0..<32).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
+            let app = SdkAppID(1_400_000_001)
+            let server = try ServerProcess.launch(
+                binary: binary,
+                arguments: [
+                    "--database", directory.appendingPathComponent("bench.sqlite").path, "--app", "\(app.rawValue):\(secret)",
+                    "--no-rate-limits", "--host", "127.0.0.1",
+                ], directory: directory)
+            spawned.append(server)
+            target = BenchTarget(host: "127.0.0.1", port: server.port, sdkAppID: app, secretKey: secret, pid: server.processIdentifier)
+        }
+        echoServer = try ServerProcess.launch(binary: binary, command: "echo-server", arguments: [], directory: directory)
+        spawned.append(echoServer!)
+        self.spawned = spawned
+        self.directory = directory
+        self.limits = SystemLimits.prepare(serverPid: target.pid)
+        self.group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.clientThreads))
+        self.smoke = options.smoke
+        self.minimumSources = max(1, min(options.sources, 200))
+        print(
+            "== server \(target.host):\(target.port)\(target.pid.map { " (pid \($0))" } ?? ""); "
+                + "limits: \(limits.clientOpenFiles) open files here, \(limits.serverOpenFiles.map(String.init) ?? "?") in the server, "
+                + "\(limits.localPorts) local ports per source address; \(ProcessInfo.processInfo.activeProcessorCount) cores")
+    }
+
+    func stop() {
+        for process in spawned where process.isRunning { process.terminate() }
+        try? group.syncShutdownGracefully()
+        if let directory { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    /// The message the echo floor bounces: a `call.start` request of the size the invite scenario sends.
+    static let echoPayload =
+        #"{"id":"s123.45","type":"call.start","data":{"participantIds":["uabcdr123"],"mediaType":"audio"}}"#
+
+    func echo(messages: Int) async throws -> EchoReport {
+        guard let echoServer else { throw BenchError("no echo server") }
+        return try await measureEcho(
+            host: "127.0.0.1", port: echoServer.port, messages: messages, payload: Self.echoPayload,
+            source: "127.0.0.\(10)", group: group)
+    }
+
+    func callLoad(pairs: Int) async throws -> CallLoad {
+        let tag = runTag()
+        let sources = limits.sources(for: pairs * 2, minimum: minimumSources)
+        try limits.check(connections: pairs * 2)
+        let callers = try await connectUsers(prefix: "u\(tag)c", count: pairs, target: target, sources: sources, group: group)
+        let callees = try await connectUsers(prefix: "u\(tag)r", count: pairs, target: target, sources: sources, group: group)
+        return CallLoad(pairs: zip(callers, callees).map { CallLoad.Pair(caller: $0, callee: $1) })
+    }
+
+    func connections(count: Int, hold: Double) async throws -> ConnectionsReport {
+        try limits.check(connections: count)
+        let sources = limits.sources(for: count, minimum: minimumSources)
+        let before = target.pid.flatMap(residentKilobytes)
+        let started = monotonicNanos()
+        let clients = try await connectUsers(prefix: "u\(runTag())i", count: count, target: target, sources: sources, group: group)
+        let connectSeconds = Double(monotonicNanos() - started) / 1e9
+        let connected = target.pid.flatMap(residentKilobytes)
+        // Heartbeats as the SDK sends them: a ping every 10 s per connection, spread evenly.
+        let answered = NIOLockedValueBox(0)
+        for client in clients {
+            client.onFrame { buffer, _ in
+                if buffer.contains(#""serverTime""#) { answered.withLockedValue { $0 += 1 } }
+            }
+        }
+        var sent = 0
+        let holdStart = monotonicNanos()
+        let holdEnd = holdStart + UInt64(hold * 1e9)
+        let interval = 10.0
+        while monotonicNanos() < holdEnd {
+            let elapsed = Double(monotonicNanos() - holdStart) / 1e9
+            let due = Int(elapsed / interval * Double(count))
+            while sent < due {
+                clients[sent % count].socket.send(#"{"id":"ping","type":"ping","data":{}}"#)
+                sent += 1
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let drain = monotonicNanos() + 5_000_000_000
+        while answered.withLockedValue({ $0 }) < sent, monotonicNanos() < drain {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let after = target.pid.flatMap(residentKilobytes)
+        let closed = clients.filter(\.isClosed).count
+        for client in clients { client.socket.close() }
+        return ConnectionsReport(
+            connections: count, sources: sources.count, connectSeconds: (connectSeconds * 10).rounded() / 10,
+            holdSeconds: hold, pingsSent: sent, pingsAnswered: answered.withLockedValue { $0 }, closedByServer: closed,
+            serverRSSBeforeKiB: before, serverRSSConnectedKiB: connected, serverRSSAfterHoldKiB: after,
+            bytesPerConnection: before.flatMap { before in after.map { ($0 - before) * 1024 / max(1, count) } },
+            loadGeneratorRSSKiB: residentKilobytes(of: getpid()))
+    }
+
+    func loginStorm(count: Int) async throws -> LoginReport {
+        try limits.check(connections: count)
+        let sources = limits.sources(for: count, minimum: minimumSources)
+        let tag = runTag()
+        let clients = (0..<count).map { BenchClient(user: "u\(tag)l\($0)", index: $0) }
+        try await forEach(clients, width: 256) { [target, group] client in
+            try await client.connect(to: target, from: sources[client.index % sources.count], group: group)
+        }
+        // UserSigs made beforehand: the storm measures the server's verification, not the generator's signing.
+        let now = Int64(Date().timeIntervalSince1970)
+        let frames = clients.map { client in
+            let sig = UserSig.generate(
+                sdkAppID: target.sdkAppID, secretKey: target.secretKey, userID: client.user, expire: 86_400, time: now)
+            return #"{"id":"login","type":"login","data":{"sdkAppID":\#(target.sdkAppID.rawValue),"userID":"\#(client.user)","userSig":"\#(sig)","protocolVersion":1,"platform":"bench"}}"#
+        }
+        let latency = LatencyRecorder()
+        let outcome = NIOLockedValueBox<(done: Int, failures: Int, samples: [String], last: UInt64)>((0, 0, [], 0))
+        let sentAt = clients.map { _ in NIOLockedValueBox<UInt64>(0) }
+        let finished = NIOLockedValueBox<CheckedContinuation<Void, Never>?>(nil)
+        for client in clients {
+            client.onFrame { buffer, time in
+                latency.record(nanos: time &- sentAt[client.index].withLockedValue { $0 })
+                let complete = outcome.withLockedValue { outcome -> Bool in
+                    outcome.done += 1
+                    outcome.last = max(outcome.last, time)
+                    if buffer.contains(#""error":{"#) {
+                        outcome.failures += 1
+                        if outcome.samples.count < 5 { outcome.samples.append(String(buffer: buffer)) }
+                    }
+                    return outcome.done == count
+                }
+                if complete { finished.withLockedValue { $0.take() }?.resume() }
+            }
+        }
+        let start = monotonicNanos()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            finished.withLockedValue { $0 = continuation }
+            for (index, client) in clients.enumerated() {
+                client.socket.channel.eventLoop.execute {
+                    sentAt[index].withLockedValue { $0 = monotonicNanos() }
+                    client.socket.send(frames[index])
+                }
+            }
+        }
+        let result = outcome.withLockedValue { $0 }
+        let seconds = Double(result.last - start) / 1e9
+        for client in clients { client.socket.close() }
+        return LoginReport(
+            logins: count, sources: sources.count, seconds: (seconds * 1000).rounded() / 1000,
+            loginsPerSecond: (Double(count) / seconds).rounded(), failures: result.failures, latency: latency.summary,
+            failureSamples: result.samples)
+    }
+
+    // MARK: - output
+
+    static func printStep(_ step: StepReport, echo: EchoReport) {
+        let counters = step.counters
+        table(
+            "invite: \(Int(step.rate)) calls/s for \(step.seconds) s: \(counters.completed) of \(counters.started) calls done "
+                + "(\(step.callsPerSecond)/s), \(counters.errors) errors, \(counters.unfinished) unfinished, "
+                + "\(counters.noIdlePair) skipped (no idle pair), \(counters.recordsMissing) records missing",
+            ["", "p50", "p90", "p99", "p99.9", "max (ms)"],
+            [
+                ["echo round trip (floor)"] + echo.roundTrip.row,
+                ["invite: call.start → callReceived"] + step.invite.row,
+                ["accept → caller's callStarted"] + step.acceptToConnected.row,
+                ["hangup → both callEnded"] + step.hangupToEnded.row,
+                ["hangup → both records durable"] + step.hangupToRecordsDurable.row,
+            ])
+        print("invite delay p50 / echo round trip p50 = \(step.invite.ratio(to: echo.roundTrip))")
+        for sample in counters.errorSamples { print("  error: \(sample)") }
+    }
+
+    static func table(_ title: String, _ header: [String], _ rows: [[String]]) {
+        print("\n\(title)")
+        let widths = header.indices.map { column in
+            ([header] + rows).map { $0.indices.contains(column) ? $0[column].count : 0 }.max() ?? 0
+        }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { index, cell in
+                let pad = String(repeating: " ", count: max(0, widths[index] - cell.count))
+                return index == 0 ? cell + pad : pad + cell
+            }.joined(separator: "  ")
+        }
+        print(line(header))
+        print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
+        rows.forEach { print(line($0)) }
+    }
+
+    func write<Parameters: Encodable, Results: Encodable>(
+        _ path: String?, scenario: String, parameters: Parameters, results: Results
+    ) throws {
+        guard let path else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let output = BenchOutput(
+            scenario: scenario, command: CommandLine.arguments.joined(separator: " "),
+            date: ISO8601DateFormatter().string(from: Date()), smoke: smoke,
+            cores: ProcessInfo.processInfo.activeProcessorCount, limits: limits, parameters: parameters, results: results)
+        try encoder.encode(output).write(to: URL(fileURLWithPath: path))
+        print("results written to \(path)")
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import Histogram
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import SwitchboardProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A server under load: where it listens and the app the load logs in to.
+struct BenchTarget: Sendable {
+    var host: String
+    var port: Int
+    var sdkAppID: SdkAppID
+    var secretKey: String
+    /// The server's process id, when this machine runs it (for its memory and limits).
+    var pid: Int32?
+}
+
+/// One logged-in user of the load: request/response matching for the set-up steps, and a fast
+/// path for the scenario (every frame that is not the answer to a waited-for request).
+final class BenchClient: Sendable {
+    let user: String
+    let index: Int
+    private let socketBox = NIOLockedValueBox<BenchSocket?>(nil)
+    private let waiters = NIOLockedValueBox<[String: CheckedContinuation<ByteBuffer, any Error>]>([:])
+    private let handler = NIOLockedValueBox<BenchSocket.Receive?>(nil)
+    private let closed = NIOLockedValueBox(false)
+
+    init(user: String, index: Int) {
+        self.user = user
+        self.index = index
+    }
+
+    var socket: BenchSocket { socketBox.withLockedValue { $0! } }
+    var isClosed: Bool { closed.withLockedValue { $0 } }
+
+    func connect(to target: BenchTarget, from source: String?, group: any EventLoopGroup) async throws {
+        let socket = try await BenchSocket.connect(
+            host: target.host, port: target.port, path: "/v1/ws", localAddress: source, group: group,
+            onText: { [weak self] buffer, time in self?.received(buffer, time) },
+            onClose: { [weak self] in self?.closed.withLockedValue { $0 = true } })
+        socketBox.withLockedValue { $0 = socket }
+    }
+
+    /// Sends a request and waits for its answer (result or error frame).
+    func request(id: String, _ text: String) async throws -> ByteBuffer {
+        try await withCheckedThrowingContinuation { continuation in
+            waiters.withLockedValue { $0[id] = continuation }
+            socket.send(text)
+        }
+    }
+
+    func login(_ target: BenchTarget, sig: String) async throws {
+        let answer = try await request(
+            id: "login",
+            #"{"id":"login","type":"login","data":{"sdkAppID":\#(target.sdkAppID.rawValue),"userID":"\#(user)","userSig":"\#(sig)","protocolVersion":1,"platform":"bench"}}"#)
+        if answer.contains(#""error""#) {
+            throw BenchError("login of \(user) failed: \(String(buffer: answer))")
+        }
+    }
+
+    /// Frames that no waiter takes go here (on the event loop).
+    func onFrame(_ receive: @escaping BenchSocket.Receive) {
+        handler.withLockedValue { $0 = receive }
+    }
+
+    private func received(_ buffer: ByteBuffer, _ time: UInt64) {
+        if let id = buffer.stringValue(of: #""id":""#),
+            let waiter = waiters.withLockedValue({ $0.removeValue(forKey: id) })
+        {
+            waiter.resume(returning: buffer)
+            return
+        }
+        handler.withLockedValue { $0 }?(buffer, time)
+    }
+}
+
+/// A latency histogram shared by the event loop and the scenario (microseconds, 1 µs to 60 s).
+final class LatencyRecorder: Sendable {
+    private let histogram = NIOLockedValueBox(Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
+
+    func record(nanos: UInt64) {
+        histogram.withLockedValue { _ = $0.record(Swift.max(1, nanos / 1000)) }
+    }
+
+    var summary: LatencySummary {
+        histogram.withLockedValue { LatencySummary($0) }
+    }
+
+    func reset() {
+        histogram.withLockedValue { $0.reset() }
+    }
+}
+
+/// Percentiles of a latency distribution, in microseconds.
+struct LatencySummary: Codable, Equatable {
+    var count: UInt64
+    var p50: UInt64
+    var p90: UInt64
+    var p99: UInt64
+    var p999: UInt64
+    var max: UInt64
+    var mean: Double
+
+    init(_ histogram: Histogram<UInt64>) {
+        count = histogram.totalCount
+        p50 = count > 0 ? histogram.valueAtPercentile(50) : 0
+        p90 = count > 0 ? histogram.valueAtPercentile(90) : 0
+        p99 = count > 0 ? histogram.valueAtPercentile(99) : 0
+        p999 = count > 0 ? histogram.valueAtPercentile(99.9) : 0
+        max = count > 0 ? histogram.max : 0
+        mean = count > 0 ? (histogram.mean * 10).rounded() / 10 : 0
+    }
+
+    /// `p50/p90/p99/p99.9/max` in ms.
+    var row: [String] {
+        [p50, p90, p99, p999, max].map { String(format: "%.3f", Double($0) / 1000) }
+    }
+}
+
+/// What this machine allows the load: open files per process, local ports per source address.
+struct SystemLimits: Codable {
+    var clientOpenFiles: Int
+    var serverOpenFiles: Int?
+    var localPorts: Int
+
+    /// Raises this process's open-file limit to its hard limit and reads the server's.
+    static func prepare(serverPid: Int32?) -> SystemLimits {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        var ports = 28_232
+        if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) {
+            let bounds = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+            if bounds.count == 2 { ports = bounds[1] - bounds[0] + 1 }
+        }
+        var serverFiles: Int?
+        if let serverPid, let text = try? String(contentsOfFile: "/proc/\(serverPid)/limits", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Max open files") })
+        {
+            serverFiles = line.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }.first
+        }
+        return SystemLimits(clientOpenFiles: Int(limit.rlim_cur), serverOpenFiles: serverFiles, localPorts: ports)
+    }
+
+    /// Source addresses for `connections`: each carries at most 80% of the local port range.
+    func sources(for connections: Int, minimum: Int) -> [String] {
+        let perSource = Swift.max(1, localPorts * 8 / 10)
+        let count = Swift.max(minimum, (connections + perSource - 1) / perSource)
+        return (0..<count).map { "127.0.0.\(10 + $0)" }
+    }
+
+    /// Refuses a load the machine cannot carry, saying which limit, instead of failing midway.
+    func check(connections: Int) throws {
+        let margin = 64
+        if connections + margin > clientOpenFiles {
+            throw BenchError(
+                "\(connections) connections need \(connections + margin) open files in the load generator; its limit is \(clientOpenFiles)")
+        }
+        if let serverOpenFiles, connections + margin > serverOpenFiles {
+            throw BenchError(
+                "\(connections) connections need \(connections + margin) open files in the server; its limit is \(serverOpenFiles)")
+        }
+    }
+}
+
+/// The server's resident memory, from /proc (kB).
+func residentKilobytes(of pid: Int32) -> Int? {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return nil }
+    return line.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }.first
+}
+
+/// Runs `body` for every item with at most `width` at a time.
+func forEach<T: Sendable>(
+    _ items: [T], width: Int, _ body: @escaping @Sendable (T) async throws -> Void
+) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        var iterator = items.makeIterator()
+        for _ in 0..<width {
+            guard let item = iterator.next() else { break }
+            group.addTask { try await body(item) }
+        }
+        while try await group.next() != nil {
+            if let item = iterator.next() { group.addTask { try await body(item) } }
+        }
+    }
+}
+
+/// Connects and logs in `count` users named `<prefix><i>`, spread over `sources`.
+func connectUsers(
+    prefix: String, count: Int, target: BenchTarget, sources: [String], group: any EventLoopGroup
+) async throws -> [BenchClient] {
+    let clients = (0..<count).map { BenchClient(user: "\(prefix)\($0)", index: $0) }
+    let now = Int64(Date().timeIntervalSince1970)
+    try await forEach(clients, width: 256) { client in
+        try await client.connect(to: target, from: sources[client.index % sources.count], group: group)
+        let sig = UserSig.generate(
+            sdkAppID: target.sdkAppID, secretKey: target.secretKey, userID: client.user, expire: 86_400, time: now)
+        try await client.login(target, sig: sig)
+    }
+    return clients
+}
+
+/// A short random tag that keeps the users of one run apart from the last one's.
+func runTag() -> String {
+    String((0..<4).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement()! })
+}

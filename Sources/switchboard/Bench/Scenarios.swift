@@ -1,0 +1,335 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import SwitchboardProtocol
+
+// MARK: - echo: the floor
+
+struct EchoReport: Codable {
+    var messages: Int
+    var messageBytes: Int
+    var roundTrip: LatencySummary
+    var messagesPerSecond: Double
+}
+
+/// Sequential round trips of `payload` through a WebSocket echo server, sent and timed on the
+/// event loop (no thread hop in the measured path). The first tenth warms up and is not recorded.
+func measureEcho(
+    host: String, port: Int, messages: Int, payload: String, source: String?, group: any EventLoopGroup
+) async throws -> EchoReport {
+    final class Loop: Sendable {
+        let state = NIOLockedValueBox<(sentAt: UInt64, remaining: Int, warmup: Int)>((0, 0, 0))
+        let socket = NIOLockedValueBox<BenchSocket?>(nil)
+        let done = NIOLockedValueBox<CheckedContinuation<Void, any Error>?>(nil)
+    }
+    let loop = Loop()
+    let recorder = LatencyRecorder()
+    let warmup = max(1, messages / 10)
+    let socket = try await BenchSocket.connect(
+        host: host, port: port, path: "/v1/ws", localAddress: source, group: group,
+        onText: { _, received in
+            let next = loop.state.withLockedValue { state -> Bool in
+                if state.warmup > 0 {
+                    state.warmup -= 1
+                } else {
+                    recorder.record(nanos: received - state.sentAt)
+                    state.remaining -= 1
+                }
+                return state.remaining > 0
+            }
+            if next {
+                loop.state.withLockedValue { $0.sentAt = monotonicNanos() }
+                loop.socket.withLockedValue { $0 }?.send(payload)
+            } else {
+                loop.done.withLockedValue { $0.take() }?.resume()
+            }
+        },
+        onClose: { loop.done.withLockedValue { $0.take() }?.resume(throwing: BenchError("the echo server closed")) })
+    loop.socket.withLockedValue { $0 = socket }
+    loop.state.withLockedValue { $0 = (0, messages, warmup) }
+    let started = monotonicNanos()
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        loop.done.withLockedValue { $0 = continuation }
+        socket.channel.eventLoop.execute {
+            loop.state.withLockedValue { $0.sentAt = monotonicNanos() }
+            socket.send(payload)
+        }
+    }
+    let seconds = Double(monotonicNanos() - started) / 1e9
+    socket.close()
+    return EchoReport(
+        messages: messages, messageBytes: payload.utf8.count, roundTrip: recorder.summary,
+        messagesPerSecond: (Double(messages + warmup) / seconds).rounded())
+}
+
+// MARK: - calls: invite and lifecycle
+
+/// Pairs of logged-in users placing whole calls: the caller sends `call.start`, the callee answers
+/// the moment the invitation arrives, the caller hangs up the moment the call connects. Each step
+/// is timed across the two connections with one monotonic clock; every frame is sent and timed on
+/// the event loop.
+final class CallLoad: Sendable {
+    struct Pair: Sendable {
+        var caller: BenchClient
+        var callee: BenchClient
+    }
+
+    struct PairState {
+        var busy = false
+        var startSent: UInt64 = 0
+        var acceptSent: UInt64 = 0
+        var hangupSent: UInt64 = 0
+        var callId: String?
+        var callerEnded: UInt64?
+        var calleeEnded: UInt64?
+        var serial = 0
+    }
+
+    struct Counters: Codable {
+        var started = 0
+        var completed = 0
+        var errors = 0
+        /// A call was due but every pair was still busy: the load could not keep the rate.
+        var noIdlePair = 0
+        /// Calls that did not finish within 5 s of the end of the step.
+        var unfinished = 0
+        /// Hang-ups whose two records were acknowledged (`callRecord`: committed with fsync).
+        var recordsAcknowledged = 0
+        var recordsMissing = 0
+        var errorSamples: [String] = []
+    }
+
+    let pairs: [Pair]
+    private let states: [NIOLockedValueBox<PairState>]
+    private let idle: NIOLockedValueBox<[Int]>
+    let invite = LatencyRecorder()
+    let accept = LatencyRecorder()
+    let hangup = LatencyRecorder()
+    let records = LatencyRecorder()
+    private let counters = NIOLockedValueBox(Counters())
+    private let recordWaits = NIOLockedValueBox<[String: (hangupSent: UInt64, count: Int)]>([:])
+
+    init(pairs: [Pair]) {
+        self.pairs = pairs
+        self.states = pairs.map { _ in NIOLockedValueBox(PairState()) }
+        self.idle = NIOLockedValueBox(Array(pairs.indices))
+        for (index, pair) in pairs.enumerated() {
+            pair.caller.onFrame { [weak self] buffer, time in self?.callerFrame(index, buffer, time) }
+            pair.callee.onFrame { [weak self] buffer, time in self?.calleeFrame(index, buffer, time) }
+        }
+    }
+
+    var snapshot: Counters { counters.withLockedValue { $0 } }
+
+    func reset() {
+        counters.withLockedValue { $0 = Counters() }
+        for recorder in [invite, accept, hangup, records] { recorder.reset() }
+    }
+
+    /// Places calls at `rate` per second for `seconds`, then waits for them and their records.
+    func run(rate: Double, seconds: Double) async -> Counters {
+        reset()
+        let start = monotonicNanos()
+        let end = start + UInt64(seconds * 1e9)
+        var launched = 0
+        while true {
+            let now = monotonicNanos()
+            if now >= end { break }
+            let due = Int(Double(now - start) / 1e9 * rate)
+            while launched < due {
+                launched += 1
+                if let index = idle.withLockedValue({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                    place(index)
+                } else {
+                    counters.withLockedValue { $0.noIdlePair += 1 }
+                }
+            }
+            try? await Task.sleep(for: .microseconds(500))
+        }
+        // Drain: calls in flight, then their records.
+        let drainEnd = monotonicNanos() + 5_000_000_000
+        while idle.withLockedValue({ $0.count }) < pairs.count, monotonicNanos() < drainEnd {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        while !recordWaits.withLockedValue({ $0.isEmpty }), monotonicNanos() < drainEnd {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let stuck = states.indices.filter { states[$0].withLockedValue { $0.busy } }
+        for index in stuck { abandon(index) }
+        let missing = recordWaits.withLockedValue { waits -> Int in
+            defer { waits = [:] }
+            return waits.count
+        }
+        return counters.withLockedValue { counters in
+            counters.unfinished += stuck.count
+            counters.recordsMissing += missing
+            return counters
+        }
+    }
+
+    private func place(_ index: Int) {
+        let pair = pairs[index]
+        let serial = states[index].withLockedValue { state -> Int in
+            state = PairState(busy: true, serial: state.serial + 1)
+            return state.serial
+        }
+        let text =
+            #"{"id":"s\#(index).\#(serial)","type":"call.start","data":{"participantIds":["\#(pair.callee.user)"],"mediaType":"audio"}}"#
+        counters.withLockedValue { $0.started += 1 }
+        pair.caller.socket.channel.eventLoop.execute { [states] in
+            states[index].withLockedValue { $0.startSent = monotonicNanos() }
+            pair.caller.socket.send(text)
+        }
+    }
+
+    private func calleeFrame(_ index: Int, _ buffer: ByteBuffer, _ time: UInt64) {
+        if buffer.contains(#""event":"callReceived""#) {
+            guard let callId = buffer.stringValue(of: #""callId":""#) else { return }
+            let (sent, serial) = states[index].withLockedValue { state -> (UInt64, Int) in
+                state.callId = callId
+                state.acceptSent = monotonicNanos()
+                return (state.startSent, state.serial)
+            }
+            invite.record(nanos: time &- sent)
+            // Every request id is new: the server answers a repeated id from its memory (idempotency).
+            pairs[index].callee.socket.send(
+                #"{"id":"a\#(index).\#(serial)","type":"call.accept","data":{"callId":"\#(callId)"}}"#)
+        } else if buffer.contains(#""event":"callEnded""#) {
+            ended(index, caller: false, time)
+        } else {
+            common(buffer, time)
+        }
+    }
+
+    private func callerFrame(_ index: Int, _ buffer: ByteBuffer, _ time: UInt64) {
+        if buffer.contains(#""event":"callStarted""#) {
+            let (callId, acceptSent, serial) = states[index].withLockedValue { state -> (String?, UInt64, Int) in
+                state.hangupSent = monotonicNanos()
+                return (state.callId ?? buffer.stringValue(of: #""callId":""#), state.acceptSent, state.serial)
+            }
+            guard let callId else { return }
+            accept.record(nanos: time &- acceptSent)
+            let hangupSent = states[index].withLockedValue { $0.hangupSent }
+            recordWaits.withLockedValue { waits in
+                waits[callId, default: (hangupSent, 0)].hangupSent = hangupSent
+            }
+            pairs[index].caller.socket.send(
+                #"{"id":"h\#(index).\#(serial)","type":"call.hangup","data":{"callId":"\#(callId)"}}"#)
+        } else if buffer.contains(#""event":"callEnded""#) {
+            ended(index, caller: true, time)
+        } else {
+            common(buffer, time)
+        }
+    }
+
+    private func common(_ buffer: ByteBuffer, _ time: UInt64) {
+        if buffer.contains(#""event":"callRecord""#) {
+            guard let callId = buffer.stringValue(of: #""callId":""#) else { return }
+            let done = recordWaits.withLockedValue { waits -> UInt64? in
+                var wait = waits[callId, default: (0, 0)]
+                wait.count += 1
+                if wait.count >= 2, wait.hangupSent > 0 {
+                    waits[callId] = nil
+                    return wait.hangupSent
+                }
+                waits[callId] = wait
+                return nil
+            }
+            if let done {
+                records.record(nanos: time &- done)
+                counters.withLockedValue { $0.recordsAcknowledged += 1 }
+            }
+        } else if buffer.contains(#""error":{"#) {
+            counters.withLockedValue { counters in
+                counters.errors += 1
+                if counters.errorSamples.count < 5 { counters.errorSamples.append(String(buffer: buffer)) }
+            }
+        }
+    }
+
+    private func ended(_ index: Int, caller: Bool, _ time: UInt64) {
+        let finished = states[index].withLockedValue { state -> UInt64? in
+            guard state.busy else { return nil }
+            if caller { state.callerEnded = time } else { state.calleeEnded = time }
+            guard let a = state.callerEnded, let b = state.calleeEnded else { return nil }
+            state.busy = false
+            return max(a, b) &- state.hangupSent
+        }
+        guard let finished else { return }
+        hangup.record(nanos: finished)
+        counters.withLockedValue { $0.completed += 1 }
+        idle.withLockedValue { $0.append(index) }
+    }
+
+    /// A call that never finished: hang it up and free the pair.
+    private func abandon(_ index: Int) {
+        let (callId, serial) = states[index].withLockedValue { state -> (String?, Int) in
+            state.busy = false
+            return (state.callId, state.serial)
+        }
+        if let callId {
+            pairs[index].caller.socket.send(
+                #"{"id":"x\#(index).\#(serial)","type":"call.hangup","data":{"callId":"\#(callId)"}}"#)
+        }
+        idle.withLockedValue { $0.append(index) }
+    }
+}
+
+struct StepReport: Codable {
+    var rate: Double
+    var seconds: Double
+    var counters: CallLoad.Counters
+    var callsPerSecond: Double
+    var invite: LatencySummary
+    var acceptToConnected: LatencySummary
+    var hangupToEnded: LatencySummary
+    var hangupToRecordsDurable: LatencySummary
+
+    init(rate: Double, seconds: Double, load: CallLoad, counters: CallLoad.Counters) {
+        self.rate = rate
+        self.seconds = seconds
+        self.counters = counters
+        self.callsPerSecond = (Double(counters.completed) / seconds * 10).rounded() / 10
+        self.invite = load.invite.summary
+        self.acceptToConnected = load.accept.summary
+        self.hangupToEnded = load.hangup.summary
+        self.hangupToRecordsDurable = load.records.summary
+    }
+
+    /// The lifecycle criterion: p99 invite under 10 ms, the rate kept (every call due was placed
+    /// and finished), every record durable, no errors.
+    var passes: Bool {
+        invite.p99 <= 10_000 && counters.errors == 0 && counters.unfinished == 0 && counters.recordsMissing == 0
+            && counters.noIdlePair == 0 && counters.completed == counters.started
+            && Double(counters.started) >= (rate * seconds).rounded(.down) - 1
+    }
+}
+
+// MARK: - connections
+
+struct ConnectionsReport: Codable {
+    var connections: Int
+    var sources: Int
+    var connectSeconds: Double
+    var holdSeconds: Double
+    var pingsSent: Int
+    var pingsAnswered: Int
+    var closedByServer: Int
+    var serverRSSBeforeKiB: Int?
+    var serverRSSConnectedKiB: Int?
+    var serverRSSAfterHoldKiB: Int?
+    var bytesPerConnection: Int?
+    var loadGeneratorRSSKiB: Int?
+}
+
+// MARK: - login storm
+
+struct LoginReport: Codable {
+    var logins: Int
+    var sources: Int
+    var seconds: Double
+    var loginsPerSecond: Double
+    var failures: Int
+    var latency: LatencySummary
+    var failureSamples: [String]
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+
+/// Every `switchboard bench` scenario in smoke mode (seconds, tiny numbers) against a server in
+/// another process, so the load generator never rots. The numbers are not looked at; the JSON's
+/// shape and the absence of errors are.
+@Suite(.serialized) struct BenchSmokeTests {
+    static func run(_ scenario: String, _ extra: [String] = []) throws -> [String: Any] {
+        let json = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(scenario)-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: json) }
+        let output = try CLITests.run(["bench", scenario, "--smoke", "--json", json.path] + extra)
+        #expect(output.status == 0, "bench \(scenario) failed:\n\(output.stdout)\n\(output.stderr)")
+        let data = try Data(contentsOf: json)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(object["scenario"] as? String == scenario)
+        #expect(object["smoke"] as? Bool == true)
+        return try #require(object["results"] as? [String: Any])
+    }
+
+    static func latency(_ object: Any?) -> [String: Any]? { object as? [String: Any] }
+
+    @Test func echo() throws {
+        let results = try Self.run("echo")
+        let echo = try #require(results["echo"] as? [String: Any])
+        #expect((Self.latency(echo["roundTrip"])?["count"] as? Int ?? 0) == 200)
+    }
+
+    @Test func invite() throws {
+        let results = try Self.run("invite")
+        let step = try #require(results["step"] as? [String: Any])
+        let counters = try #require(step["counters"] as? [String: Any])
+        #expect(counters["errors"] as? Int == 0 && counters["unfinished"] as? Int == 0)
+        #expect((counters["completed"] as? Int ?? 0) > 0)
+        #expect((Self.latency(step["invite"])?["count"] as? Int ?? 0) > 0)
+        #expect((Self.latency(step["hangupToRecordsDurable"])?["count"] as? Int ?? 0) > 0)
+        #expect(results["ratioP50"] is Double)
+    }
+
+    @Test func lifecycle() throws {
+        let results = try Self.run("lifecycle")
+        let steps = try #require(results["steps"] as? [[String: Any]])
+        #expect(!steps.isEmpty)
+        #expect(steps.allSatisfy { (($0["counters"] as? [String: Any])?["errors"] as? Int) == 0 })
+    }
+
+    @Test func connections() throws {
+        let results = try Self.run("connections")
+        #expect(results["connections"] as? Int == 50)
+        #expect(results["closedByServer"] as? Int == 0)
+        #expect(results["pingsAnswered"] as? Int == results["pingsSent"] as? Int)
+        #expect(results["serverRSSConnectedKiB"] is Int)
+    }
+
+    @Test func login() throws {
+        let results = try Self.run("login")
+        #expect(results["logins"] as? Int == 50 && results["failures"] as? Int == 0)
+    }
+
+    /// A load the machine cannot carry is refused up front, naming the limit.
+    @Test func anImpossibleLoadNamesTheLimit() throws {
+        let output = try CLITests.run(["bench", "connections", "--count", "10000000", "--hold", "1"])
+        #expect(output.status != 0)
+        #expect((output.stdout + output.stderr).contains("open files"))
+    }
+}
