@@ -100,16 +100,14 @@ public struct ServerFrameHeader: Decodable, Sendable {
 
 /// The one JSON configuration used on the wire.
 public enum SwitchboardJSON {
-    /// Encodes a wire value.
+    /// Encodes a wire value (with ``WireEncoder``: one pass, no intermediate tree).
     public static func encode(_ value: some Encodable) throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        return try encoder.encode(value)
+        Data(try WireEncoder.encode(value))
     }
 
     /// Encodes a wire value as a UTF-8 string (a WebSocket text message).
     public static func encodeString(_ value: some Encodable) throws -> String {
-        String(decoding: try encode(value), as: UTF8.self)
+        String(decoding: try WireEncoder.encode(value), as: UTF8.self)
     }
 
     /// Decodes a wire value.

@@ -188,7 +188,7 @@ public func buildApplication(
     let push = PushService(store: storage, apns: apns, clock: clock, metrics: metrics, logger: logger)
     let writer = PersistenceWriter(store: storage, logger: logger) { stored in
         for item in stored {
-            registry.send(CallEngine.frame(.callRecord(CallRecordEvent(record: item.record))), to: .user(item.owner))
+            registry.send({ CallEngine.frame(.callRecord(CallRecordEvent(record: item.record))) }, to: .user(item.owner))
         }
     }
     let context = NodeContext(

@@ -210,14 +210,16 @@ struct TimerQueueTests {
 struct PersistenceWriterTests {
     @Test func aBatchKeepsTheLastSaveOfACallAndNoneOfAnEndedOne() {
         func save(_ id: CallID, _ at: Int64) -> PersistenceWriter.Write {
-            .save(JournalEntry(callId: id, app: 1, state: Data(), updatedAt: at))
+            .save(.init(callId: id, app: 1, updatedAt: at) { Data("\(id.rawValue)@\(at)".utf8) })
         }
         let batch = PersistenceWriter.batch([
             save("c1", 1), save("c2", 2), save("c1", 3), .end(EndedCallWrite(callId: "c2", records: [])), save("c3", 4),
+            .save(.init(callId: "c4", app: 1, updatedAt: 5) { nil }),
         ])
         #expect(batch.journal.map(\.callId) == ["c1", "c3"])
-        #expect(batch.journal.first?.updatedAt == 3)
+        #expect(batch.journal.map { String(decoding: $0.state, as: UTF8.self) } == ["c1@3", "c3@4"])
         #expect(batch.ended.map(\.callId) == ["c2"])
+        #expect(batch.unencodable == 1)
     }
 
     /// A store that records the batch sizes it was given.

@@ -70,9 +70,10 @@ actor CallEngine {
     private func perform(_ actions: [CallAction], reply: (@Sendable (CallReply) -> Void)?) -> CallReply? {
         var answer: CallReply?
         var timersChanged = false
-        // Consecutive sends of the same event (a broadcast) are encoded once.
+        // Consecutive sends of the same event (a broadcast) are encoded once, and only for a
+        // recipient who is connected.
         var lastEvent: ServerEvent?
-        var lastFrame = ""
+        var lastFrame: String?
         for action in actions {
             switch action {
             case .reply(let callReply):
@@ -82,9 +83,14 @@ actor CallEngine {
             case .send(let event, let recipient):
                 if event != lastEvent {
                     lastEvent = event
-                    lastFrame = Self.frame(event)
+                    lastFrame = nil
                 }
-                registry.send(lastFrame, to: recipient)
+                registry.send(
+                    {
+                        let frame = lastFrame ?? Self.frame(event)
+                        lastFrame = frame
+                        return frame
+                    }, to: recipient)
             case .setTimer(let key, let deadline):
                 timers.set(key, at: deadline)
                 timersChanged = true
@@ -105,14 +111,9 @@ actor CallEngine {
         return answer
     }
 
-    /// Saves a call in progress to the journal.
+    /// Saves a call in progress to the journal (encoded by the writer, if it still matters then).
     private func journal(_ call: CallStateMachine.Call) {
-        do {
-            let state = try JSONEncoder().encode(call)
-            writer.submit(journal: JournalEntry(callId: call.id, app: call.app, state: state, updatedAt: clock.now()))
-        } catch {
-            logger.error("could not journal a call", metadata: ["call": "\(call.id)", "error": "\(error)"])
-        }
+        writer.submit(journal: call.id, app: call.app, updatedAt: clock.now()) { try? SwitchboardJSON.encode(call) }
     }
 
     /// Ends the calls a crash left in the journal (see ``CallStateMachine/recover(_:endTime:)``).

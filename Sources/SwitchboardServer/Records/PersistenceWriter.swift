@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import SwitchboardProtocol
@@ -13,8 +14,17 @@ import SwitchboardProtocol
 /// promise that the record is durable).
 final class PersistenceWriter: Sendable {
     enum Write: Sendable {
-        case save(JournalEntry)
+        case save(JournalSave)
         case end(EndedCallWrite)
+    }
+
+    /// A save of a call in progress. Its state is encoded only if the save survives coalescing:
+    /// most calls end within the batch that would have journaled them.
+    struct JournalSave: Sendable {
+        var callId: CallID
+        var app: SdkAppID
+        var updatedAt: Int64
+        var state: @Sendable () -> Data?
     }
 
     private struct State {
@@ -36,9 +46,10 @@ final class PersistenceWriter: Sendable {
         self.onCommitted = onCommitted
     }
 
-    /// Queues a save of a call in progress.
-    func submit(journal entry: JournalEntry) {
-        enqueue(.save(entry))
+    /// Queues a save of a call in progress; `state` is its JSON, made when the batch is written
+    /// (nil when it cannot be encoded: the save is dropped and logged).
+    func submit(journal callId: CallID, app: SdkAppID, updatedAt: Int64, state: @escaping @Sendable () -> Data?) {
+        enqueue(.save(JournalSave(callId: callId, app: app, updatedAt: updatedAt, state: state)))
     }
 
     /// Queues the end of a call: its records, and the removal of its journal entry.
@@ -95,14 +106,18 @@ final class PersistenceWriter: Sendable {
                 waiters.forEach { $0.resume() }
                 return
             }
-            await write(Self.batch(writes))
+            let batch = Self.batch(writes)
+            if batch.unencodable > 0 {
+                logger.error("could not encode calls for the journal", metadata: ["calls": "\(batch.unencodable)"])
+            }
+            await write(batch)
         }
     }
 
     /// Coalesces writes: the last save of each call, none for calls that end in the same batch.
     static func batch(_ writes: [Write]) -> PersistenceBatch {
         var batch = PersistenceBatch()
-        var saves: [CallID: JournalEntry] = [:]
+        var saves: [CallID: JournalSave] = [:]
         var order: [CallID] = []
         for write in writes {
             switch write {
@@ -113,7 +128,13 @@ final class PersistenceWriter: Sendable {
                 batch.ended.append(ended)
             }
         }
-        batch.journal = order.compactMap { saves[$0] }
+        for save in order.compactMap({ saves[$0] }) {
+            if let state = save.state() {
+                batch.journal.append(JournalEntry(callId: save.callId, app: save.app, state: state, updatedAt: save.updatedAt))
+            } else {
+                batch.unencodable += 1
+            }
+        }
         return batch
     }
 

@@ -280,11 +280,11 @@ final class SQLiteStorage: SwitchboardStorage {
         return try await pool.read { db in
             Set(
                 try String.fetchAll(
-                    db,
-                    sql: """
-                        SELECT user_id FROM blocks WHERE sdk_app_id = ? AND blocked_id = ?
-                        AND user_id IN (\(databaseQuestionMarks(count: users.count)))
-                        """,
+                    db.cachedStatement(
+                        sql: """
+                            SELECT user_id FROM blocks WHERE sdk_app_id = ? AND blocked_id = ?
+                            AND user_id IN (\(databaseQuestionMarks(count: users.count)))
+                            """),
                     arguments: StatementArguments([app.rawValue, caller.rawValue] as [any DatabaseValueConvertible])
                         + StatementArguments(users.map(\.rawValue))
                 ).map(UserID.init(rawValue:)))
@@ -329,17 +329,19 @@ final class SQLiteStorage: SwitchboardStorage {
     func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
         guard !batch.journal.isEmpty || !batch.ended.isEmpty else { return [] }
         return try await pool.write { db in
+            // Cached statements: parsed once per connection, not once per call.
             for entry in batch.journal {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         INSERT INTO call_journal (call_id, sdk_app_id, state, updated_at) VALUES (?, ?, ?, ?)
                         ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
-                        """,
-                    arguments: [entry.callId.rawValue, entry.app.rawValue, entry.state, entry.updatedAt])
+                        """
+                ).execute(arguments: [entry.callId.rawValue, entry.app.rawValue, entry.state, entry.updatedAt])
             }
             var stored: [StoredRecord] = []
             for ended in batch.ended {
-                try db.execute(sql: "DELETE FROM call_journal WHERE call_id = ?", arguments: [ended.callId.rawValue])
+                try db.cachedStatement(sql: "DELETE FROM call_journal WHERE call_id = ?")
+                    .execute(arguments: [ended.callId.rawValue])
                 stored += try Self.insert(ended.records, db)
             }
             return stored
@@ -373,11 +375,10 @@ final class SQLiteStorage: SwitchboardStorage {
     private static func insert(_ drafts: [RecordDraft], _ db: Database) throws -> [StoredRecord] {
         try drafts.map { draft in
                 var record = draft.record
-                let participants = String(
-                    decoding: try JSONEncoder().encode(record.participantIds.map(\.rawValue)), as: UTF8.self)
+                let participants = try SwitchboardJSON.encodeString(record.participantIds.map(\.rawValue))
                 let inserted = try Int64.fetchOne(
-                    db,
-                    sql: """
+                    db.cachedStatement(
+                        sql: """
                         INSERT OR IGNORE INTO call_records (sdk_app_id, user_id, call_id, sync_time, room_id, call_type,
                             media_type, caller_id, inviter_id, participant_ids, chat_group_id, direction, result,
                             start_time, end_time, duration, end_reason)
@@ -385,7 +386,7 @@ final class SQLiteStorage: SwitchboardStorage {
                             max(?, coalesce((SELECT max(sync_time) FROM call_records WHERE sdk_app_id = ? AND user_id = ?), -1) + 1),
                             ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         RETURNING sync_time
-                        """,
+                        """),
                     arguments: [
                         draft.owner.app.rawValue, draft.owner.user.rawValue, record.callId.rawValue, record.endTime,
                         draft.owner.app.rawValue, draft.owner.user.rawValue, record.roomId.rawValue,

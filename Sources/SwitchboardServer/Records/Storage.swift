@@ -49,6 +49,8 @@ struct EndedCallWrite: Equatable, Sendable {
 struct PersistenceBatch: Equatable, Sendable {
     /// Calls in progress to save (replacing what the journal has for them).
     var journal: [JournalEntry] = []
+    /// Saves dropped because their state could not be encoded (logged by the writer).
+    var unencodable = 0
     var ended: [EndedCallWrite] = []
 }
 

@@ -40,9 +40,10 @@ final class ConnectionRegistry: Sendable {
         }
     }
 
-    /// Queues a frame for every device the recipient names; returns how many got it.
+    /// Queues a frame for every device the recipient names; returns how many got it. The frame is
+    /// made only when somebody is there to get it.
     @discardableResult
-    func send(_ frame: String, to recipient: Recipient) -> Int {
+    func send(_ frame: () -> String, to recipient: Recipient) -> Int {
         let sinks: [any EventSink] = users.withLockedValue { users in
             switch recipient {
             case .user(let user):
@@ -53,7 +54,9 @@ final class ConnectionRegistry: Sendable {
                 return users[user].map { $0.filter { $0.key != device }.map(\.value.sink) } ?? []
             }
         }
-        for sink in sinks { sink.enqueue(frame) }
+        guard !sinks.isEmpty else { return 0 }
+        let text = frame()
+        for sink in sinks { sink.enqueue(text) }
         return sinks.count
     }
 

@@ -37,9 +37,8 @@ final class RequestLedger: Sendable {
             case answered(String)
             case wait
         }
-        let start = logs.withLockedValue { logs -> Start in
-            var log = logs[device] ?? Log()
-            defer { logs[device] = log }
+        // The device's log is changed in place: a copy of it would copy its dictionary.
+        func start(_ log: inout Log) -> Start {
             // Forget old answers, and the oldest ones beyond the capacity (never one in progress).
             while let first = log.order.first, let entry = log.entries[first], entry.answer != nil,
                 log.order.count > Self.capacity || entry.at < now - Self.retention
@@ -54,7 +53,7 @@ final class RequestLedger: Sendable {
             log.order.append(id)
             return .fresh
         }
-        switch start {
+        switch logs.withLockedValue({ start(&$0[device, default: Log()]) }) {
         case .fresh:
             return nil
         case .answered(let answer):
