@@ -11,18 +11,18 @@ import Foundation
 ///
 /// Containers are closed lazily, so they must be used as a stack, as synthesized and ordinary
 /// hand-written `encode(to:)` methods do: once a container has been left for a sibling or for its
-/// parent, writing to it again throws rather than producing wrong JSON.
+/// parent, writing to it again throws rather than producing wrong JSON. Coding paths are not
+/// tracked (they would cost an allocation per value); errors name the problem, not the path.
 enum WireEncoder {
     static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         let writer = WireWriter()
-        let encoder = WireValueEncoder(writer: writer, depth: 0, path: .root)
-        try writer.encodeValue(value, with: encoder)
+        try writer.encodeValue(value, depth: 0)
         try writer.finish()
         return writer.bytes
     }
 }
 
-/// The output and the containers still open, outermost first.
+/// The output, the containers still open (outermost first) and one reusable encoder per depth.
 final class WireWriter {
     struct Frame {
         var id: Int
@@ -30,20 +30,25 @@ final class WireWriter {
         var closer: UInt8
     }
 
-    var bytes: [UInt8] = []
-    private(set) var open: [Frame] = []
-    private var nextID = 0
+    // Only this writer touches these, one call at a time: no need for dynamic exclusivity checks,
+    // which cost a fifth of the encoding time.
+    @exclusivity(unchecked) var bytes: [UInt8] = []
+    @exclusivity(unchecked) private var open: [Frame] = []
+    @exclusivity(unchecked) private var encoders: [WireValueEncoder] = []
+    @exclusivity(unchecked) private var nextID = 0
     /// A key (or an array slot) was written and its value not yet.
-    private var pending = true
-    /// The first misuse found where the protocol gives no way to throw (opening a container).
-    private var failure: EncodingError?
+    @exclusivity(unchecked) private var pending = true
+    /// The first misuse found where the protocol gives no way to throw (opening a container);
+    /// `failed` is what the hot paths check.
+    @exclusivity(unchecked) private var failure: EncodingError?
+    @exclusivity(unchecked) private var failed = false
 
     init() {
         bytes.reserveCapacity(512)
     }
 
     func finish() throws {
-        if let failure { throw failure }
+        if failed, let failure { throw failure }
         settle(depth: 0)
     }
 
@@ -58,23 +63,38 @@ final class WireWriter {
         }
     }
 
-    private func misuse(_ path: WirePath, _ what: String) -> EncodingError {
-        EncodingError.invalidValue(
-            (), .init(codingPath: path.keys, debugDescription: "\(what): containers must be used in stack order"))
+    private func misuse(_ what: String) -> EncodingError {
+        let error = EncodingError.invalidValue(
+            (), .init(codingPath: [], debugDescription: "\(what): containers must be used in stack order"))
+        if !failed {
+            failure = error
+            failed = true
+        }
+        return error
+    }
+
+    /// The encoder for a value whose slot is at `depth`; one per depth, reset for each value.
+    func encoder(at depth: Int) -> WireValueEncoder {
+        while encoders.count <= depth {
+            encoders.append(WireValueEncoder(writer: self, depth: encoders.count))
+        }
+        let encoder = encoders[depth]
+        encoder.keyed = nil
+        return encoder
     }
 
     // MARK: positions
 
     /// Claims the slot of a value written by the encoder at `depth`.
-    func beginValue(depth: Int, path: WirePath) throws {
-        guard pending, open.count == depth, failure == nil else { throw failure ?? misuse(path, "a second value") }
+    func beginValue(depth: Int) throws {
+        guard pending, open.count == depth, !failed else { throw failure ?? misuse("a second value") }
         pending = false
     }
 
     /// Opens a container at `depth`; nil (and the error remembered) when the slot is taken.
-    func openContainer(depth: Int, keyed: Bool, path: WirePath) -> Int? {
-        guard pending, open.count == depth, failure == nil else {
-            failure = failure ?? misuse(path, "a container where a value was written")
+    func openContainer(depth: Int, keyed: Bool) -> Int? {
+        guard pending, open.count == depth, !failed else {
+            _ = misuse("a container where a value was written")
             return nil
         }
         pending = false
@@ -91,12 +111,9 @@ final class WireWriter {
 
     /// Starts the next element of container `id` (at `depth`): closes what was opened inside the
     /// previous one and writes the separator. The element's value is pending afterwards.
-    func beginElement(of id: Int?, depth: Int, path: WirePath) throws {
-        if let failure { throw failure }
-        guard let id, isOpen(id, depth: depth) else {
-            let error = misuse(path, "a container written after it was left")
-            failure = error
-            throw error
+    func beginElement(of id: Int?, depth: Int) throws {
+        guard !failed, let id, isOpen(id, depth: depth) else {
+            throw failure ?? misuse("a container written after it was left")
         }
         settle(depth: depth + 1)
         if open[depth].count > 0 { bytes.append(UInt8(ascii: ",")) }
@@ -111,20 +128,20 @@ final class WireWriter {
 
     // MARK: values
 
-    /// Encodes a value into the pending slot with `encoder` (whose depth is the slot's).
-    func encodeValue<T: Encodable>(_ value: T, with encoder: WireValueEncoder) throws {
+    /// Encodes a value into the pending slot at `depth`.
+    func encodeValue<T: Encodable>(_ value: T, depth: Int) throws {
         if T.self == Data.self {
-            try beginValue(depth: encoder.depth, path: encoder.path)
+            try beginValue(depth: depth)
             writeString((value as! Data).base64EncodedString())
         } else if T.self == URL.self {
-            try beginValue(depth: encoder.depth, path: encoder.path)
+            try beginValue(depth: depth)
             writeString((value as! URL).absoluteString)
         } else if T.self == Decimal.self {
-            try beginValue(depth: encoder.depth, path: encoder.path)
+            try beginValue(depth: depth)
             bytes.append(contentsOf: (value as! Decimal).description.utf8)
         } else {
-            try value.encode(to: encoder)
-            if pending, open.count == encoder.depth {
+            try value.encode(to: encoder(at: depth))
+            if pending, open.count == depth {
                 // The value encoded nothing: JSONEncoder writes an empty object.
                 bytes.append(contentsOf: "{}".utf8)
                 pending = false
@@ -145,30 +162,40 @@ final class WireWriter {
         if value { bytes.append(contentsOf: "true".utf8) } else { bytes.append(contentsOf: "false".utf8) }
     }
 
-    func writeInteger<T: FixedWidthInteger>(_ value: T) {
-        if value == 0 {
-            bytes.append(UInt8(ascii: "0"))
-            return
-        }
-        var magnitude = value.magnitude
+    func writeInteger(_ value: Int64) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        writeInteger(value.magnitude)
+    }
+
+    func writeInteger(_ value: UInt64) {
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: UInt64.max has 20 digits
+        var magnitude = value
         var count = 0
         withUnsafeMutableBytes(of: &digits) { buffer in
-            while magnitude > 0 {
+            repeat {
                 let (quotient, remainder) = magnitude.quotientAndRemainder(dividingBy: 10)
                 count += 1
                 buffer[24 - count] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: remainder)
                 magnitude = quotient
-            }
+            } while magnitude > 0
             bytes.append(contentsOf: buffer[(24 - count)...])
         }
     }
 
-    func writeFloatingPoint<T: BinaryFloatingPoint & LosslessStringConvertible>(_ value: T, path: WirePath) throws {
+    func writeFloatingPoint(_ value: Double) throws {
         guard value.isFinite else {
             throw EncodingError.invalidValue(
-                value, .init(codingPath: path.keys, debugDescription: "Unable to encode \(value) directly in JSON."))
+                value, .init(codingPath: [], debugDescription: "Unable to encode \(value) directly in JSON."))
+        }
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    func writeFloatingPoint(_ value: Float) throws {
+        guard value.isFinite else {
+            throw EncodingError.invalidValue(
+                value, .init(codingPath: [], debugDescription: "Unable to encode \(value) directly in JSON."))
         }
         var text = value.description
         if text.hasSuffix(".0") { text.removeLast(2) }
@@ -206,74 +233,43 @@ final class WireWriter {
     }
 }
 
-/// A coding path kept as a list that is only turned into keys for an error message.
-indirect enum WirePath {
-    case root
-    case key(any CodingKey, WirePath)
-    case index(Int, WirePath)
-
-    var keys: [any CodingKey] {
-        var keys: [any CodingKey] = []
-        var node = self
-        while true {
-            switch node {
-            case .root: return keys.reversed()
-            case .key(let key, let parent):
-                keys.append(key)
-                node = parent
-            case .index(let index, let parent):
-                keys.append(WireIndexKey(intValue: index))
-                node = parent
-            }
-        }
-    }
+/// The key a superclass is encoded under, as in Foundation.
+struct WireSuperKey: CodingKey {
+    var stringValue: String { "super" }
+    var intValue: Int? { nil }
+    init() {}
+    init?(stringValue: String) { nil }
+    init?(intValue: Int) { nil }
 }
 
-struct WireIndexKey: CodingKey {
-    var stringValue: String
-    var intValue: Int?
-    init(stringValue: String) {
-        self.stringValue = stringValue
-        self.intValue = nil
-    }
-    init(intValue: Int) {
-        self.stringValue = "Index \(intValue)"
-        self.intValue = intValue
-    }
-}
-
-/// The encoder handed to each value: where its slot is (`depth`) and the container it opened.
+/// The encoder handed to a value at `depth`, and the keyed container it opened (asked twice, by a
+/// subclass and its superclass, it gives the same one).
 final class WireValueEncoder: Encoder {
-    let writer: WireWriter
+    unowned let writer: WireWriter
     let depth: Int
-    let path: WirePath
-    private var keyed: Int?
+    var keyed: Int?
 
-    init(writer: WireWriter, depth: Int, path: WirePath) {
+    init(writer: WireWriter, depth: Int) {
         self.writer = writer
         self.depth = depth
-        self.path = path
     }
 
-    var codingPath: [any CodingKey] { path.keys }
+    var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        // A second request for the keyed container (a subclass and its superclass) gets the same one.
-        if let keyed, writer.isOpen(keyed, depth: depth) {
-            return KeyedEncodingContainer(WireKeyedContainer(writer: writer, id: keyed, depth: depth, path: path))
+        if keyed == nil || !writer.isOpen(keyed!, depth: depth) {
+            keyed = writer.openContainer(depth: depth, keyed: true)
         }
-        keyed = writer.openContainer(depth: depth, keyed: true, path: path)
-        return KeyedEncodingContainer(WireKeyedContainer(writer: writer, id: keyed, depth: depth, path: path))
+        return KeyedEncodingContainer(WireKeyedContainer(writer: writer, id: keyed, depth: depth))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        WireUnkeyedContainer(
-            writer: writer, id: writer.openContainer(depth: depth, keyed: false, path: path), depth: depth, path: path)
+        WireUnkeyedContainer(writer: writer, id: writer.openContainer(depth: depth, keyed: false), depth: depth)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
-        WireSingleValueContainer(encoder: self)
+        WireSingleValueContainer(writer: writer, depth: depth)
     }
 }
 
@@ -281,14 +277,13 @@ struct WireKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let writer: WireWriter
     let id: Int?
     let depth: Int
-    let path: WirePath
 
-    var codingPath: [any CodingKey] { path.keys }
+    var codingPath: [any CodingKey] { [] }
 
-    private func begin(_ key: some CodingKey) throws {
-        try writer.beginElement(of: id, depth: depth, path: path)
+    private func begin(_ key: Key) throws {
+        try writer.beginElement(of: id, depth: depth)
         writer.writeKey(key)
-        try writer.beginValue(depth: depth + 1, path: .key(key, path))
+        try writer.beginValue(depth: depth + 1)
     }
 
     mutating func encodeNil(forKey key: Key) throws {
@@ -308,34 +303,39 @@ struct WireKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func encode(_ value: Double, forKey key: Key) throws {
         try begin(key)
-        try writer.writeFloatingPoint(value, path: .key(key, path))
+        try writer.writeFloatingPoint(value)
     }
 
     mutating func encode(_ value: Float, forKey key: Key) throws {
         try begin(key)
-        try writer.writeFloatingPoint(value, path: .key(key, path))
+        try writer.writeFloatingPoint(value)
     }
 
-    mutating func encode(_ value: Int, forKey key: Key) throws { try integer(value, key) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { try integer(value, key) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { try integer(value, key) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { try integer(value, key) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { try integer(value, key) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { try integer(value, key) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { try integer(value, key) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { try integer(value, key) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { try integer(value, key) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { try integer(value, key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try signed(Int64(value), key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try signed(Int64(value), key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try signed(Int64(value), key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try signed(Int64(value), key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try signed(value, key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try unsigned(UInt64(value), key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try unsigned(UInt64(value), key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try unsigned(UInt64(value), key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try unsigned(UInt64(value), key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try unsigned(value, key) }
 
-    private func integer(_ value: some FixedWidthInteger, _ key: Key) throws {
+    private func signed(_ value: Int64, _ key: Key) throws {
+        try begin(key)
+        writer.writeInteger(value)
+    }
+
+    private func unsigned(_ value: UInt64, _ key: Key) throws {
         try begin(key)
         writer.writeInteger(value)
     }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        try writer.beginElement(of: id, depth: depth, path: path)
+        try writer.beginElement(of: id, depth: depth)
         writer.writeKey(key)
-        try writer.encodeValue(value, with: WireValueEncoder(writer: writer, depth: depth + 1, path: .key(key, path)))
+        try writer.encodeValue(value, depth: depth + 1)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
@@ -349,7 +349,7 @@ struct WireKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     mutating func superEncoder() -> any Encoder {
-        child(WireIndexKey(stringValue: "super"))
+        child(WireSuperKey())
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
@@ -358,11 +358,10 @@ struct WireKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     /// An encoder for the value of `key`; a misuse here surfaces at the next write or at the end.
     private func child(_ key: some CodingKey) -> WireValueEncoder {
-        let path = WirePath.key(key, path)
-        if (try? writer.beginElement(of: id, depth: depth, path: path)) != nil {
+        if (try? writer.beginElement(of: id, depth: depth)) != nil {
             writer.writeKey(key)
         }
-        return WireValueEncoder(writer: writer, depth: depth + 1, path: path)
+        return writer.encoder(at: depth + 1)
     }
 }
 
@@ -370,14 +369,13 @@ struct WireUnkeyedContainer: UnkeyedEncodingContainer {
     let writer: WireWriter
     let id: Int?
     let depth: Int
-    let path: WirePath
 
-    var codingPath: [any CodingKey] { path.keys }
+    var codingPath: [any CodingKey] { [] }
     var count: Int { writer.count(of: id, depth: depth) }
 
     private func begin() throws {
-        try writer.beginElement(of: id, depth: depth, path: path)
-        try writer.beginValue(depth: depth + 1, path: path)
+        try writer.beginElement(of: id, depth: depth)
+        try writer.beginValue(depth: depth + 1)
     }
 
     mutating func encodeNil() throws {
@@ -397,34 +395,38 @@ struct WireUnkeyedContainer: UnkeyedEncodingContainer {
 
     mutating func encode(_ value: Double) throws {
         try begin()
-        try writer.writeFloatingPoint(value, path: path)
+        try writer.writeFloatingPoint(value)
     }
 
     mutating func encode(_ value: Float) throws {
         try begin()
-        try writer.writeFloatingPoint(value, path: path)
+        try writer.writeFloatingPoint(value)
     }
 
-    mutating func encode(_ value: Int) throws { try integer(value) }
-    mutating func encode(_ value: Int8) throws { try integer(value) }
-    mutating func encode(_ value: Int16) throws { try integer(value) }
-    mutating func encode(_ value: Int32) throws { try integer(value) }
-    mutating func encode(_ value: Int64) throws { try integer(value) }
-    mutating func encode(_ value: UInt) throws { try integer(value) }
-    mutating func encode(_ value: UInt8) throws { try integer(value) }
-    mutating func encode(_ value: UInt16) throws { try integer(value) }
-    mutating func encode(_ value: UInt32) throws { try integer(value) }
-    mutating func encode(_ value: UInt64) throws { try integer(value) }
+    mutating func encode(_ value: Int) throws { try signed(Int64(value)) }
+    mutating func encode(_ value: Int8) throws { try signed(Int64(value)) }
+    mutating func encode(_ value: Int16) throws { try signed(Int64(value)) }
+    mutating func encode(_ value: Int32) throws { try signed(Int64(value)) }
+    mutating func encode(_ value: Int64) throws { try signed(value) }
+    mutating func encode(_ value: UInt) throws { try unsigned(UInt64(value)) }
+    mutating func encode(_ value: UInt8) throws { try unsigned(UInt64(value)) }
+    mutating func encode(_ value: UInt16) throws { try unsigned(UInt64(value)) }
+    mutating func encode(_ value: UInt32) throws { try unsigned(UInt64(value)) }
+    mutating func encode(_ value: UInt64) throws { try unsigned(value) }
 
-    private func integer(_ value: some FixedWidthInteger) throws {
+    private func signed(_ value: Int64) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+
+    private func unsigned(_ value: UInt64) throws {
         try begin()
         writer.writeInteger(value)
     }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        let index = count
-        try writer.beginElement(of: id, depth: depth, path: path)
-        try writer.encodeValue(value, with: WireValueEncoder(writer: writer, depth: depth + 1, path: .index(index, path)))
+        try writer.beginElement(of: id, depth: depth)
+        try writer.encodeValue(value, depth: depth + 1)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
@@ -442,20 +444,19 @@ struct WireUnkeyedContainer: UnkeyedEncodingContainer {
     }
 
     private func child() -> WireValueEncoder {
-        let path = WirePath.index(count, path)
-        _ = try? writer.beginElement(of: id, depth: depth, path: path)
-        return WireValueEncoder(writer: writer, depth: depth + 1, path: path)
+        _ = try? writer.beginElement(of: id, depth: depth)
+        return writer.encoder(at: depth + 1)
     }
 }
 
 struct WireSingleValueContainer: SingleValueEncodingContainer {
-    let encoder: WireValueEncoder
+    let writer: WireWriter
+    let depth: Int
 
-    var codingPath: [any CodingKey] { encoder.codingPath }
-    private var writer: WireWriter { encoder.writer }
+    var codingPath: [any CodingKey] { [] }
 
     private func begin() throws {
-        try writer.beginValue(depth: encoder.depth, path: encoder.path)
+        try writer.beginValue(depth: depth)
     }
 
     mutating func encodeNil() throws {
@@ -475,31 +476,37 @@ struct WireSingleValueContainer: SingleValueEncodingContainer {
 
     mutating func encode(_ value: Double) throws {
         try begin()
-        try writer.writeFloatingPoint(value, path: encoder.path)
+        try writer.writeFloatingPoint(value)
     }
 
     mutating func encode(_ value: Float) throws {
         try begin()
-        try writer.writeFloatingPoint(value, path: encoder.path)
+        try writer.writeFloatingPoint(value)
     }
 
-    mutating func encode(_ value: Int) throws { try integer(value) }
-    mutating func encode(_ value: Int8) throws { try integer(value) }
-    mutating func encode(_ value: Int16) throws { try integer(value) }
-    mutating func encode(_ value: Int32) throws { try integer(value) }
-    mutating func encode(_ value: Int64) throws { try integer(value) }
-    mutating func encode(_ value: UInt) throws { try integer(value) }
-    mutating func encode(_ value: UInt8) throws { try integer(value) }
-    mutating func encode(_ value: UInt16) throws { try integer(value) }
-    mutating func encode(_ value: UInt32) throws { try integer(value) }
-    mutating func encode(_ value: UInt64) throws { try integer(value) }
+    mutating func encode(_ value: Int) throws { try signed(Int64(value)) }
+    mutating func encode(_ value: Int8) throws { try signed(Int64(value)) }
+    mutating func encode(_ value: Int16) throws { try signed(Int64(value)) }
+    mutating func encode(_ value: Int32) throws { try signed(Int64(value)) }
+    mutating func encode(_ value: Int64) throws { try signed(value) }
+    mutating func encode(_ value: UInt) throws { try unsigned(UInt64(value)) }
+    mutating func encode(_ value: UInt8) throws { try unsigned(UInt64(value)) }
+    mutating func encode(_ value: UInt16) throws { try unsigned(UInt64(value)) }
+    mutating func encode(_ value: UInt32) throws { try unsigned(UInt64(value)) }
+    mutating func encode(_ value: UInt64) throws { try unsigned(value) }
 
-    private func integer(_ value: some FixedWidthInteger) throws {
+    private func signed(_ value: Int64) throws {
+        try begin()
+        writer.writeInteger(value)
+    }
+
+    private func unsigned(_ value: UInt64) throws {
         try begin()
         writer.writeInteger(value)
     }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        try writer.encodeValue(value, with: encoder)
+        // The same slot: the value's own encode writes it (and claims it).
+        try writer.encodeValue(value, depth: depth)
     }
 }

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
+import NIOPosix
 import ServiceLifecycle
 import SwitchboardProtocol
 public import UnixSignals
@@ -17,6 +18,8 @@ public final class SwitchboardNode: Sendable {
     public let adminSecret: String
     let context: NodeContext
     private let application: any Service
+    /// The event loops this node made for itself (``ServerConfiguration/eventLoopThreads``).
+    private let ownEventLoops: MultiThreadedEventLoopGroup?
     private let lifecycle: SignalingLifecycle
     private let state = NIOLockedValueBox<RunState>(RunState())
 
@@ -29,8 +32,9 @@ public final class SwitchboardNode: Sendable {
 
     init(
         apps: [AppCredentials], developmentApp: AppCredentials?, adminSecret: String, context: NodeContext,
-        application: any Service
+        application: any Service, ownEventLoops: MultiThreadedEventLoopGroup?
     ) {
+        self.ownEventLoops = ownEventLoops
         self.apps = apps
         self.developmentApp = developmentApp
         self.adminSecret = adminSecret
@@ -59,6 +63,7 @@ public final class SwitchboardNode: Sendable {
             return state.shutdownRequested
         }
         if stopAtOnce { await group.triggerGracefulShutdown() }
+        defer { ownEventLoops?.shutdownGracefully { _ in } }
         try await group.run()
     }
 
@@ -208,13 +213,16 @@ public func buildApplication(
         router.add(middleware: FileMiddleware(webRoot, searchForIndexHtml: true, logger: logger))
     }
     router.ws("/v1/ws") { inbound, outbound, wsContext in
-        await SignalingSession.serve(
-            context: context, inbound: inbound, outbound: outbound,
-            remoteAddress: wsContext.requestContext.remoteAddress?.ipAddress ?? "unknown", logger: wsContext.logger)
+        await withTaskExecutorPreference(EventLoopTaskExecutor.of(wsContext.requestContext.eventLoop)) {
+            await SignalingSession.serve(
+                context: context, inbound: inbound, outbound: outbound,
+                remoteAddress: wsContext.requestContext.remoteAddress?.ipAddress ?? "unknown", logger: wsContext.logger)
+        }
     }
     AdminAPI.register(on: router, node: context, adminSecret: adminSecret)
 
     let portBox = NIOLockedValueBox<SwitchboardNode?>(nil)
+    let ownEventLoops = configuration.eventLoopThreads.map { MultiThreadedEventLoopGroup(numberOfThreads: max(1, $0)) }
     let application = Application(
         router: router,
         server: .http1WebSocketUpgrade(
@@ -230,10 +238,12 @@ public func buildApplication(
                 portBox.withLockedValue { $0 }?.listening(on: port)
             }
         },
+        eventLoopGroupProvider: ownEventLoops.map { .shared($0) } ?? .singleton,
         logger: logger)
     let node = SwitchboardNode(
         apps: served.map { AppCredentials(sdkAppID: $0.sdkAppID, secretKey: $0.secretKey) },
-        developmentApp: developmentApp, adminSecret: adminSecret, context: context, application: application)
+        developmentApp: developmentApp, adminSecret: adminSecret, context: context, application: application,
+        ownEventLoops: ownEventLoops)
     portBox.withLockedValue { $0 = node }
     return node
 }

@@ -47,6 +47,8 @@ public struct ServerConfiguration: Sendable {
     public var webRoot: String?
     /// Listen backlog; connection storms need more than the usual 256.
     public var backlog = 4096
+    /// Event-loop threads serving connections; nil: one per core (NIO's shared group).
+    public var eventLoopThreads: Int?
     /// Abuse limits per IP address, user and connection.
     public var rateLimits = RateLimits()
     /// Apple's push service; without it invitees with no connected device are `offline`.

@@ -88,6 +88,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Directory of the browser client served at / [SWITCHBOARD_WEB_ROOT, default ./Web when present].")
     var webRoot: String?
 
+    @Option(help: "Event-loop threads serving connections [SWITCHBOARD_THREADS, default: one per core].")
+    var threads: Int?
+
     @Option(help: "trace, debug, info, notice, warning, error or critical [SWITCHBOARD_LOG_LEVEL, default info].")
     var logLevel: String?
 
@@ -135,6 +138,10 @@ struct Serve: AsyncParsableCommand {
             else {
                 throw ValidationError("--rate-limit takes NAME=N/s|min|h[:BURST], got '\(text)'")
             }
+        }
+        if let value = setting(threads.map(String.init), "SWITCHBOARD_THREADS") {
+            guard let count = Int(value), (1...256).contains(count) else { throw ValidationError("threads must be 1-256") }
+            configuration.eventLoopThreads = count
         }
         configuration.rateLimits.disabled = noRateLimits || environment["SWITCHBOARD_NO_RATE_LIMITS"] == "1"
         configuration.adminSecret = setting(adminSecret, "SWITCHBOARD_ADMIN_SECRET")

@@ -32,6 +32,31 @@ struct StorageTests {
                 duration: result == .answered ? 5 : 0, endReason: .hangup, syncTime: 0))
     }
 
+    /// Who blocks the caller is answered from an index of the users who block anyone: it must
+    /// follow every block and unblock, and survive a restart.
+    @Test(arguments: Kind.allCases) func blocksAreFoundAfterEveryChangeAndARestart(_ kind: Kind) async throws {
+        let (store, directory) = try Self.makeStore(kind)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let app = Self.app
+        #expect(try await store.usersBlocking("alice", among: ["bob", "carol"], app: app).isEmpty)
+        try await store.block(app: app, user: "bob", blocked: ["alice", "mallory"])
+        try await store.block(app: app, user: "carol", blocked: ["mallory"])
+        #expect(try await store.usersBlocking("alice", among: ["bob", "carol"], app: app) == ["bob"])
+        #expect(try await store.usersBlocking("alice", among: ["bob"], app: 1_400_000_002).isEmpty)
+        try await store.unblock(app: app, user: "bob", blocked: ["alice"])
+        #expect(try await store.usersBlocking("alice", among: ["bob", "carol"], app: app).isEmpty)
+        #expect(try await store.usersBlocking("mallory", among: ["bob", "carol"], app: app) == ["bob", "carol"])
+        try await store.unblock(app: app, user: "bob", blocked: ["mallory"])
+        try await store.block(app: app, user: "bob", blocked: ["alice"])
+
+        let reopened: any SwitchboardStorage
+        switch kind {
+        case .sqlite: reopened = try SQLiteStorage(path: directory.appendingPathComponent("db.sqlite").path)
+        }
+        #expect(try await reopened.usersBlocking("alice", among: ["bob", "carol"], app: app) == ["bob"])
+        #expect(try await reopened.usersBlocking("mallory", among: ["bob", "carol"], app: app) == ["carol"])
+    }
+
     @Test(arguments: Kind.allCases) func insertAssignsUniqueIncreasingSyncTimes(_ kind: Kind) async throws {
         let (store, directory) = try Self.makeStore(kind)
         defer { try? FileManager.default.removeItem(at: directory) }

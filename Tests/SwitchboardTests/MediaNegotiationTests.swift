@@ -1,9 +1,10 @@
 import Foundation
-import Switchboard
 import SwitchboardProtocol
 import SwitchboardServer
 import SwitchboardTesting
 import Testing
+
+@testable import Switchboard
 
 /// The SDK negotiates peer connections for a ``PeerMediaEngine`` through a real server: who
 /// offers, glare, ICE restarts, the mesh of a group call, ICE servers. The engines are fakes that
@@ -121,6 +122,25 @@ struct MediaNegotiationTests {
         alice.media.failICE(with: "bob")
         try await bob.media.calls.first { $0 == .connected("alice", local: "bob-3", remote: "alice-3") }
         #expect(Self.offers(alice.media, to: "bob").count == 3)
+        await server.stop()
+    }
+
+    /// A member's offer can reach a device before the device's own state shows the call connected
+    /// (the event and the state reach the media coordinator separately): it waits, and is answered
+    /// once the call connects, instead of being lost.
+    @Test func anOfferThatComesBeforeTheCallConnectsIsKept() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        let call = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await bob.events.first(where: isReceived)
+        // "aaron" sorts before bob, so he is the one who offers to bob.
+        let offer = SessionDescription(kind: .offer, sdp: "offer aaron→bob #1 ice=aaron-1")
+        bob.client.media.handle(.mediaSignal(MediaSignalEvent(callId: call.callId, from: "aaron", kind: .offer, sdp: offer.sdp)))
+        try await bob.client.callStore.accept()
+        try await bob.media.calls.first { $0 == .remote("aaron", offer) }
+        try await bob.media.calls.first { if case .local("aaron", let answer) = $0 { answer.kind == .answer } else { false } }
+        try await bob.media.calls.first { if case .connected("alice", _, _) = $0 { true } else { false } }
         await server.stop()
     }
 

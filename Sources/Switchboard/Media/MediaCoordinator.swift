@@ -39,7 +39,13 @@ final class MediaCoordinator: Sendable {
         var audioRunning = false
         var peers: [UserID: Peer] = [:]
         var iceServers: IceServersResponse?
+        /// Signals that came before this device's state showed their call connected (the event
+        /// and the state travel separately); replayed in order once it does.
+        var early: [MediaSignalEvent] = []
     }
+
+    /// Most early signals kept (a peer's offer and its candidates, for every member of a big call).
+    static let earlySignalLimit = 256
 
     private let engine: (any MediaEngine)?
     private let signaling: SignalingClient
@@ -100,8 +106,15 @@ final class MediaCoordinator: Sendable {
 
     /// A server event: media signals go to their peer connection.
     func handle(_ event: ServerEvent) {
-        guard case .mediaSignal(let signal) = event else { return }
-        peer(signal.from, callId: signal.callId)?.yield(.signal(signal))
+        guard case .mediaSignal(let signal) = event, engine is any PeerMediaEngine else { return }
+        state.withLockedValue { state in
+            if state.connected?.callId == signal.callId {
+                peer(signal.from, callId: signal.callId, in: &state)?.yield(.signal(signal))
+            } else {
+                state.early.append(signal)
+                if state.early.count > Self.earlySignalLimit { state.early.removeFirst() }
+            }
+        }
     }
 
     /// The signaling connection came back: ICE may not have survived the network change.
@@ -116,7 +129,7 @@ final class MediaCoordinator: Sendable {
         guard let engine else { return }
         let previous = state.withLockedValue { $0.connected }
         if let previous, previous.callId != connection?.callId {
-            closePeers(except: [])
+            closePeers(nil)
             update { $0.connected = nil }
             engine.callEnded(callId: previous.callId)
         }
@@ -128,61 +141,71 @@ final class MediaCoordinator: Sendable {
             state.withLockedValue { $0.connected = connection }
         }
         guard engine is any PeerMediaEngine else { return }
-        closePeers(except: connection.peers)
-        for peer in connection.peers.sorted(by: { $0.rawValue < $1.rawValue }) {
-            _ = self.peer(peer, callId: connection.callId)
+        // Only members who left are closed: a connection a member's early signal opened stays.
+        if let previous, previous.callId == connection.callId {
+            closePeers(previous.peers.subtracting(connection.peers))
+        }
+        state.withLockedValue { state in
+            for peer in connection.peers.sorted(by: { $0.rawValue < $1.rawValue }) {
+                _ = self.peer(peer, callId: connection.callId, in: &state)
+            }
+            let early = state.early
+            state.early = []
+            for signal in early where signal.callId == connection.callId {
+                peer(signal.from, callId: signal.callId, in: &state)?.yield(.signal(signal))
+            }
         }
     }
 
-    /// The input of the connection to `user` in the connected call, opened on first use. A
-    /// signal can come before this device's state shows the sender in the call.
-    private func peer(_ user: UserID, callId: CallID) -> AsyncStream<PeerInput>.Continuation? {
+    /// The input of the connection to `user` in the connected call, opened on first use (a
+    /// signal can come before this device's state shows the sender in the call). Called with the
+    /// state locked, so that signals reach their connection in the order they came.
+    private func peer(_ user: UserID, callId: CallID, in state: inout State) -> AsyncStream<PeerInput>.Continuation? {
         guard let engine = engine as? any PeerMediaEngine else { return nil }
-        return state.withLockedValue { state -> AsyncStream<PeerInput>.Continuation? in
-            guard let connection = state.connected, connection.callId == callId, user != connection.me else { return nil }
-            if let existing = state.peers[user] { return existing.inputs }
-            let (inputs, continuation) = AsyncStream<PeerInput>.makeStream()
-            let signaling = self.signaling
-            let logger = self.logger
-            let link = PeerLink(
-                callId: callId, me: connection.me, peer: user, engine: engine, logger: logger,
-                send: { request in
-                    await signaling.post(request) { result in
-                        if case .failure(let error) = result {
-                            logger.info("a media signal was refused", metadata: ["peer": "\(user)", "error": "\(error)"])
-                        }
-                    }
-                })
-            let events = PeerConnectionEvents(
-                localCandidate: { continuation.yield(.localCandidate($0)) },
-                negotiationNeeded: { continuation.yield(.negotiationNeeded) },
-                iceFailed: { continuation.yield(.restartIce) })
-            // One task per connection works through its inputs in order: negotiation steps never
-            // interleave, and candidates follow the description they belong to.
-            let task = Task { [weak self] in
-                let servers = await self?.iceServers() ?? []
-                engine.openPeer(user, iceServers: servers, events: events)
-                for await input in inputs {
-                    switch input {
-                    case .start: await link.start()
-                    case .signal(let signal): await link.receive(signal)
-                    case .localCandidate(let candidate): await link.trickle(candidate)
-                    case .negotiationNeeded: await link.negotiate(iceRestart: false)
-                    case .restartIce: await link.iceFailed()
+        guard let connection = state.connected, connection.callId == callId, user != connection.me else { return nil }
+        if let existing = state.peers[user] { return existing.inputs }
+        let (inputs, continuation) = AsyncStream<PeerInput>.makeStream()
+        let signaling = self.signaling
+        let logger = self.logger
+        let link = PeerLink(
+            callId: callId, me: connection.me, peer: user, engine: engine, logger: logger,
+            send: { request in
+                await signaling.post(request) { result in
+                    if case .failure(let error) = result {
+                        logger.info("a media signal was refused", metadata: ["peer": "\(user)", "error": "\(error)"])
                     }
                 }
-                await link.close()
-                engine.closePeer(user)
+            })
+        let events = PeerConnectionEvents(
+            localCandidate: { continuation.yield(.localCandidate($0)) },
+            negotiationNeeded: { continuation.yield(.negotiationNeeded) },
+            iceFailed: { continuation.yield(.restartIce) })
+        // One task per connection works through its inputs in order: negotiation steps never
+        // interleave, and candidates follow the description they belong to.
+        let task = Task { [weak self] in
+            let servers = await self?.iceServers() ?? []
+            engine.openPeer(user, iceServers: servers, events: events)
+            for await input in inputs {
+                switch input {
+                case .start: await link.start()
+                case .signal(let signal): await link.receive(signal)
+                case .localCandidate(let candidate): await link.trickle(candidate)
+                case .negotiationNeeded: await link.negotiate(iceRestart: false)
+                case .restartIce: await link.iceFailed()
+                }
             }
-            continuation.yield(.start)
-            state.peers[user] = Peer(link: link, inputs: continuation, task: task)
-            return continuation
+            await link.close()
+            engine.closePeer(user)
         }
+        continuation.yield(.start)
+        state.peers[user] = Peer(link: link, inputs: continuation, task: task)
+        return continuation
     }
 
-    private func closePeers(except keep: Set<UserID>) {
+    /// Closes the connections to `users` (nil: all).
+    private func closePeers(_ users: Set<UserID>?) {
         let closing = state.withLockedValue { state -> [Peer] in
-            let gone = state.peers.filter { !keep.contains($0.key) }
+            let gone = state.peers.filter { users?.contains($0.key) ?? true }
             for user in gone.keys { state.peers[user] = nil }
             return Array(gone.values)
         }

@@ -10,10 +10,13 @@ struct SwitchboardRequestContext: RequestContext, WebSocketRequestContext, Remot
     var coreContext: CoreRequestContextStorage
     let webSocket: WebSocketHandlerReference<Self>
     let remoteAddress: SocketAddress?
+    /// The event loop of the connection, on which its WebSocket session runs.
+    let eventLoop: any EventLoop
 
     init(source: ApplicationRequestContextSource) {
         coreContext = CoreRequestContextStorage(source: source)
         webSocket = WebSocketHandlerReference()
         remoteAddress = source.channel.remoteAddress
+        eventLoop = source.channel.eventLoop
     }
 }

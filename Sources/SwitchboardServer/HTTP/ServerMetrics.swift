@@ -12,19 +12,24 @@ final class ServerMetrics: Sendable {
     let connectedDevices: Gauge
 
     init() {
-        callsStarted = registry.makeCounter(name: "switchboard_calls_started_total", help: "Calls placed")
-        callsEnded = registry.makeCounter(name: "switchboard_calls_ended_total", help: "Calls ended")
-        connectedDevices = registry.makeGauge(name: "switchboard_connected_devices", help: "Logged-in devices")
+        callsStarted = registry.makeCounter(descriptor: Self.name("calls_started", "total", help: "Calls placed"))
+        callsEnded = registry.makeCounter(descriptor: Self.name("calls_ended", "total", help: "Calls ended"))
+        connectedDevices = registry.makeGauge(descriptor: Self.name("connected_devices", "", help: "Logged-in devices"))
+    }
+
+    /// `switchboard_NAME_UNIT` (no unit: `switchboard_NAME`).
+    private static func name(_ name: String, _ unit: String, help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "switchboard", metricName: name, unitName: unit, helpText: help)
     }
 
     /// Counts a VoIP push delivery attempt's outcome.
     func push(_ outcome: String) {
-        counter(pushCounters, "switchboard_push_total", "outcome", outcome, help: "VoIP pushes by outcome").increment()
+        counter(pushCounters, "push", "outcome", outcome, help: "VoIP pushes by outcome").increment()
     }
 
     /// Counts a login by result (`ok` or the error name).
     func login(_ result: String) {
-        counter(loginCounters, "switchboard_logins_total", "result", result, help: "Logins by result").increment()
+        counter(loginCounters, "logins", "result", result, help: "Logins by result").increment()
     }
 
     private func counter(
@@ -32,7 +37,7 @@ final class ServerMetrics: Sendable {
     ) -> Counter {
         box.withLockedValue { counters in
             if let counter = counters[value] { return counter }
-            let counter = registry.makeCounter(name: name, labels: [(label, value)], help: help)
+            let counter = registry.makeCounter(descriptor: Self.name(name, "total", help: help), labels: [(label, value)])
             counters[value] = counter
             return counter
         }

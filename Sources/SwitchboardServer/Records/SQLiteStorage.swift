@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
 /// The embedded store: one SQLite file in WAL mode, through GRDB.
@@ -9,6 +10,10 @@ import SwitchboardProtocol
 /// batched by ``PersistenceWriter``, so the fsync is paid once per batch, not per record.
 final class SQLiteStorage: SwitchboardStorage {
     let pool: DatabasePool
+    /// The users who block anyone. Every call start asks whether an invitee blocks the caller;
+    /// almost nobody blocks anybody, so the question is answered from memory for everyone else.
+    /// This process is the file's only writer, so the set is kept exact by ``block`` and ``unblock``.
+    private let blockers: NIOLockedValueBox<Set<UserKey>>
 
     init(path: String) throws {
         var configuration = Configuration()
@@ -18,6 +23,13 @@ final class SQLiteStorage: SwitchboardStorage {
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        blockers = NIOLockedValueBox(
+            Set(
+                try pool.read { db in
+                    try Row.fetchAll(db, sql: "SELECT DISTINCT sdk_app_id, user_id FROM blocks").map { row in
+                        UserKey(app: SdkAppID(row["sdk_app_id"] as Int64), user: UserID(rawValue: row["user_id"]))
+                    }
+                }))
     }
 
     static var migrator: DatabaseMigrator {
@@ -247,6 +259,7 @@ final class SQLiteStorage: SwitchboardStorage {
     // MARK: blocks
 
     func block(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
+        guard !blocked.isEmpty else { return }
         try await pool.write { db in
             for other in Set(blocked) {
                 try db.execute(
@@ -254,16 +267,21 @@ final class SQLiteStorage: SwitchboardStorage {
                     arguments: [app.rawValue, user.rawValue, other.rawValue])
             }
         }
+        blockers.withLockedValue { _ = $0.insert(UserKey(app: app, user: user)) }
     }
 
     func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
-        try await pool.write { db in
+        let blocksAnyone = try await pool.write { db in
             for other in Set(blocked) {
                 try db.execute(
                     sql: "DELETE FROM blocks WHERE sdk_app_id = ? AND user_id = ? AND blocked_id = ?",
                     arguments: [app.rawValue, user.rawValue, other.rawValue])
             }
+            return try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM blocks WHERE sdk_app_id = ? AND user_id = ?)",
+                arguments: [app.rawValue, user.rawValue]) ?? false
         }
+        if !blocksAnyone { blockers.withLockedValue { _ = $0.remove(UserKey(app: app, user: user)) } }
     }
 
     func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID] {
@@ -276,6 +294,7 @@ final class SQLiteStorage: SwitchboardStorage {
     }
 
     func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID> {
+        let users = blockers.withLockedValue { blockers in users.filter { blockers.contains(UserKey(app: app, user: $0)) } }
         guard !users.isEmpty else { return [] }
         return try await pool.read { db in
             Set(

@@ -17,11 +17,14 @@ struct BenchCommand: AsyncParsableCommand {
             on 127.0.0.1 with a temporary SQLite database and no abuse limits. With --server, pass the app's \
             --app-id and --secret and run the server with --no-rate-limits. Build with `swift build -c release`.
             """,
-        subcommands: [Echo.self, Invite.self, Lifecycle.self, Connections.self, Login.self])
+        subcommands: [Echo.self, Invite.self, Lifecycle.self, Connections.self, Login.self, JSON.self])
 
     struct Options: ParsableArguments {
         @Option(help: "A running server, host:port (default: start one).")
         var server: String?
+
+        @Option(name: .customLong("server-pid"), help: "Process id of --server, for its CPU time and memory.")
+        var serverPid: Int32?
 
         @Option(name: .customLong("app-id"), help: "sdkAppID of the app on --server.")
         var appID: Int64?
@@ -37,6 +40,9 @@ struct BenchCommand: AsyncParsableCommand {
 
         @Option(help: "Event-loop threads of the load generator (it shares the machine with the server).")
         var clientThreads = 1
+
+        @Option(help: "Event-loop threads of the server this bench starts (default: one per core).")
+        var serverThreads: Int?
 
         @Flag(help: "A few seconds with tiny numbers: checks that the scenario works, measures nothing.")
         var smoke = false
@@ -80,8 +86,10 @@ struct BenchCommand: AsyncParsableCommand {
             let load = try await bench.callLoad(pairs: pairCount)
             print("== \(pairCount * 2) users logged in; \(Int(rate)) calls/s for \(seconds) s")
             _ = await load.run(rate: min(rate, 200), seconds: options.smoke ? 0.2 : 2)  // warm-up
-            let counters = await load.run(rate: rate, seconds: seconds)
-            let step = StepReport(rate: rate, seconds: seconds, load: load, counters: counters)
+            let (counters, cpu) = await CPUUse.measure(serverPid: bench.target.pid) {
+                await load.run(rate: rate, seconds: seconds)
+            }
+            let step = StepReport(rate: rate, seconds: seconds, load: load, counters: counters, cpu: cpu)
             Bench.printStep(step, echo: echo)
             try bench.write(
                 options.json, scenario: "invite", parameters: ["rate": rate, "duration": seconds, "pairs": Double(pairCount)],
@@ -108,8 +116,10 @@ struct BenchCommand: AsyncParsableCommand {
             _ = await load.run(rate: min(rates[0], 200), seconds: options.smoke ? 0.2 : 2)  // warm-up
             var steps: [StepReport] = []
             for rate in rates {
-                let counters = await load.run(rate: rate, seconds: seconds)
-                let step = StepReport(rate: rate, seconds: seconds, load: load, counters: counters)
+                let (counters, cpu) = await CPUUse.measure(serverPid: bench.target.pid) {
+                    await load.run(rate: rate, seconds: seconds)
+                }
+                let step = StepReport(rate: rate, seconds: seconds, load: load, counters: counters, cpu: cpu)
                 steps.append(step)
                 print(
                     "  \(Int(rate)) calls/s: \(step.callsPerSecond) completed/s, invite p99 \(Double(step.invite.p99) / 1000) ms, "
@@ -192,6 +202,34 @@ struct BenchCommand: AsyncParsableCommand {
     }
 }
 
+extension BenchCommand {
+    struct JSON: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "json",
+            abstract: "In this process: encoding a call's frames (the server's encoder and Foundation's), decoding a request.")
+        @Option(help: "Encodings per round (5 rounds, median).") var iterations = 20_000
+        @Option(help: "Write the results as JSON to this file.") var json: String?
+        @Flag(help: "Tiny numbers: checks that it works, measures nothing.") var smoke = false
+
+        func run() throws {
+            let report = try JSONBench.run(iterations: smoke ? 50 : iterations)
+            Bench.table(
+                "json: nanoseconds per frame, median of 5 rounds of \(report.iterations)",
+                ["message", "bytes", "WireEncoder", "JSONEncoder", "speed-up"],
+                report.rows.map {
+                    [$0.message, "\($0.bytes)", "\(Int($0.wireEncoderNanos))", "\(Int($0.foundationEncoderNanos))", "\($0.speedup)×"]
+                })
+            print("decoding a call.start request (JSONDecoder): \(Int(report.decodeRequestNanos)) ns")
+            if let json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                try encoder.encode(report).write(to: URL(fileURLWithPath: json))
+                print("results written to \(json)")
+            }
+        }
+    }
+}
+
 /// The JSON a run writes.
 struct BenchOutput<Parameters: Encodable, Results: Encodable>: Encodable {
     var scenario: String
@@ -254,7 +292,8 @@ final class Bench: Sendable {
             guard parts.count == 2, let port = Int(parts[1]), let appID = options.appID, let secret = options.secret else {
                 throw ValidationError("--server takes host:port, with --app-id and --secret")
             }
-            target = BenchTarget(host: String(parts[0]), port: port, sdkAppID: SdkAppID(appID), secretKey: secret, pid: nil)
+            target = BenchTarget(
+                host: String(parts[0]), port: port, sdkAppID: SdkAppID(appID), secretKey: secret, pid: options.serverPid)
         } else {
             let secret = (0..<32).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
             let app = SdkAppID(1_400_000_001)
@@ -263,7 +302,7 @@ final class Bench: Sendable {
                 arguments: [
                     "--database", directory.appendingPathComponent("bench.sqlite").path, "--app", "\(app.rawValue):\(secret)",
                     "--no-rate-limits", "--host", "127.0.0.1",
-                ], directory: directory)
+                ] + (options.serverThreads.map { ["--threads", "\($0)"] } ?? []), directory: directory)
             spawned.append(server)
             target = BenchTarget(host: "127.0.0.1", port: server.port, sdkAppID: app, secretKey: secret, pid: server.processIdentifier)
         }
@@ -420,6 +459,9 @@ final class Bench: Sendable {
                 ["hangup → both records durable"] + step.hangupToRecordsDurable.row,
             ])
         print("invite delay p50 / echo round trip p50 = \(step.invite.ratio(to: echo.roundTrip))")
+        print(
+            "CPU per call: server \(step.serverCPUPerCallMicros.map { "\(Int($0)) µs" } ?? "n/a (not its parent)"), "
+                + "load generator \(step.generatorCPUPerCallMicros.map { "\(Int($0)) µs" } ?? "n/a")")
         for sample in counters.errorSamples { print("  error: \(sample)") }
     }
 

@@ -179,6 +179,17 @@ func residentKilobytes(of pid: Int32) -> Int? {
     return line.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }.first
 }
 
+/// CPU seconds (user + system) a process has used so far, from /proc/PID/stat.
+func cpuSeconds(of pid: Int32) -> Double? {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let end = text.lastIndex(of: ")")
+    else { return nil }
+    // After "pid (comm)": state is field 3; utime and stime are fields 14 and 15.
+    let fields = text[text.index(after: end)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 /// Runs `body` for every item with at most `width` at a time.
 func forEach<T: Sendable>(
     _ items: [T], width: Int, _ body: @escaping @Sendable (T) async throws -> Void

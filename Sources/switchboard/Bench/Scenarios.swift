@@ -275,6 +275,26 @@ final class CallLoad: Sendable {
     }
 }
 
+/// CPU seconds used by the server and by this process during a step.
+struct CPUUse {
+    var server: Double?
+    var generator: Double
+
+    /// Measures `body`.
+    static func measure<T>(serverPid: Int32?, _ body: () async throws -> T) async rethrows -> (T, CPUUse) {
+        let server = serverPid.flatMap(cpuSeconds)
+        let generator = cpuSeconds(of: getpid()) ?? 0
+        let result = try await body()
+        let serverAfter = serverPid.flatMap(cpuSeconds)
+        return (
+            result,
+            CPUUse(
+                server: server.flatMap { before in serverAfter.map { $0 - before } },
+                generator: (cpuSeconds(of: getpid()) ?? 0) - generator)
+        )
+    }
+}
+
 struct StepReport: Codable {
     var rate: Double
     var seconds: Double
@@ -284,8 +304,12 @@ struct StepReport: Codable {
     var acceptToConnected: LatencySummary
     var hangupToEnded: LatencySummary
     var hangupToRecordsDurable: LatencySummary
+    /// CPU time per completed call (user + system, µs): the server's (when its pid is known) and
+    /// the load generator's own.
+    var serverCPUPerCallMicros: Double?
+    var generatorCPUPerCallMicros: Double?
 
-    init(rate: Double, seconds: Double, load: CallLoad, counters: CallLoad.Counters) {
+    init(rate: Double, seconds: Double, load: CallLoad, counters: CallLoad.Counters, cpu: CPUUse) {
         self.rate = rate
         self.seconds = seconds
         self.counters = counters
@@ -294,6 +318,9 @@ struct StepReport: Codable {
         self.acceptToConnected = load.accept.summary
         self.hangupToEnded = load.hangup.summary
         self.hangupToRecordsDurable = load.records.summary
+        let calls = Double(max(1, counters.completed))
+        serverCPUPerCallMicros = cpu.server.map { ($0 / calls * 1e6).rounded() }
+        generatorCPUPerCallMicros = (cpu.generator / calls * 1e6).rounded()
     }
 
     /// The lifecycle criterion: p99 invite under 10 ms, the rate kept (every call due was placed

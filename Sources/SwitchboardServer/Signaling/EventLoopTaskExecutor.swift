@@ -1,0 +1,35 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Runs a task's jobs on one NIO event loop: a connection's session is served on the event loop
+/// that reads and writes its socket, so a request is read, handled and answered without waking
+/// another thread (docs/BENCHMARKS.md, "What limits it": thread hand-offs were a sixth of the CPU).
+///
+/// Only tasks that ask for it (`withTaskExecutorPreference`) run here, and so do the default actors
+/// they call (the call engine) while they hold them; blocking work never does.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
+
+    private init(_ eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute {
+            job.runSynchronously(on: self.asUnownedTaskExecutor())
+        }
+    }
+
+    private static let executors = NIOLockedValueBox<[ObjectIdentifier: EventLoopTaskExecutor]>([:])
+
+    /// The executor of `eventLoop` (one per loop, kept for the life of the process).
+    static func of(_ eventLoop: any EventLoop) -> EventLoopTaskExecutor {
+        executors.withLockedValue { executors in
+            if let executor = executors[ObjectIdentifier(eventLoop)] { return executor }
+            let executor = EventLoopTaskExecutor(eventLoop)
+            executors[ObjectIdentifier(eventLoop)] = executor
+            return executor
+        }
+    }
+}
