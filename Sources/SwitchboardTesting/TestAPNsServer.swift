@@ -210,12 +210,14 @@ public final class TestAPNsServer: Sendable {
         var logger = Logger(label: "switchboard.test-apns")
         logger.logLevel = .critical
         let portBox = NIOLockedValueBox<Int?>(nil)
+        let open = OpenConnections()
         let started = AsyncStream<Int>.makeStream()
         let application = Application(
             router: router,
             server: try .http2Upgrade(tlsChannelConfiguration: TLSChannelConfiguration(tlsConfiguration: tls)),
             configuration: ApplicationConfiguration(
-                address: .hostname("127.0.0.1", port: 0), availableConnectionsDelegate: ConnectionCounter(state: state)),
+                address: .hostname("127.0.0.1", port: 0),
+                availableConnectionsDelegate: ConnectionCounter(state: state, open: open)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 portBox.withLockedValue { $0 = port }
@@ -227,14 +229,14 @@ public final class TestAPNsServer: Sendable {
         let port = await iterator.next() ?? 0
         return TestAPNsServer(
             port: port, keyPath: keyPath, certificatePath: certificatePath, pushStream: pushStream, pushSink: pushSink,
-            answerStream: answerStream, answerSink: answerSink, state: state, runTask: runTask)
+            answerStream: answerStream, answerSink: answerSink, state: state, runTask: runTask, open: open)
     }
 
     private init(
         port: Int, keyPath: String, certificatePath: String, pushStream: AsyncStream<Push>,
         pushSink: AsyncStream<Push>.Continuation, answerStream: AsyncStream<Answer>, answerSink: AsyncStream<Answer>.Continuation,
         state: NIOLockedValueBox<(unregistered: Set<String>, behavior: Behavior, connections: Int)>,
-        runTask: Task<Void, any Error>
+        runTask: Task<Void, any Error>, open: OpenConnections
     ) {
         self.port = port
         self.keyPath = keyPath
@@ -244,13 +246,20 @@ public final class TestAPNsServer: Sendable {
         self.pushSink = pushSink
         self.answerSink = answerSink
         self.runTask = runTask
-        self.shutdown = { runTask.cancel() }
+        // Cancelling while a client's connection is still open can drop an HTTP/2 stream that
+        // arrives during the cancellation, which NIO treats as a fatal error; stop the server
+        // under test first (its client closes its connections), then this one.
+        self.shutdown = {
+            await open.none()
+            runTask.cancel()
+        }
         self.state = state
     }
 
     /// The base URL to give the server under test.
     public var url: String { "https://127.0.0.1:\(port)" }
 
+    /// Stops the server once every client connection has closed (stop the server under test first).
     public func stop() async {
         await shutdown()
     }
@@ -263,10 +272,43 @@ public final class TestAPNsServer: Sendable {
     }
 
     /// Counts the TCP connections the server accepts.
+    /// Counts the connections the server accepted, and the ones still open.
     struct ConnectionCounter: AvailableConnectionsDelegate {
         let state: NIOLockedValueBox<(unregistered: Set<String>, behavior: Behavior, connections: Int)>
-        mutating func connectionOpened() { state.withLockedValue { $0.connections += 1 } }
-        mutating func connectionClosed() {}
+        let open: OpenConnections
+        mutating func connectionOpened() {
+            state.withLockedValue { $0.connections += 1 }
+            open.opened()
+        }
+        mutating func connectionClosed() { open.closed() }
         func isAcceptingNewConnections() -> Bool { true }
+    }
+
+    /// The connections still open, and who waits for there to be none.
+    final class OpenConnections: Sendable {
+        private let state = NIOLockedValueBox<(count: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+
+        func opened() { state.withLockedValue { $0.count += 1 } }
+
+        func closed() {
+            let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+                state.count -= 1
+                guard state.count == 0 else { return [] }
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            waiters.forEach { $0.resume() }
+        }
+
+        func none() async {
+            await withCheckedContinuation { continuation in
+                let now = state.withLockedValue { state -> Bool in
+                    if state.count == 0 { return true }
+                    state.waiters.append(continuation)
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        }
     }
 }

@@ -34,6 +34,7 @@ import Testing
         #expect((Self.latency(step["invite"])?["count"] as? Int ?? 0) > 0)
         #expect((Self.latency(step["hangupToRecordsDurable"])?["count"] as? Int ?? 0) > 0)
         #expect(results["ratioP50"] is Double)
+        #expect(step["serverCPUPerCallMicros"] is Double && step["generatorCPUPerCallMicros"] is Double)
     }
 
     @Test func lifecycle() throws {
@@ -54,6 +55,17 @@ import Testing
     @Test func login() throws {
         let results = try Self.run("login")
         #expect(results["logins"] as? Int == 50 && results["failures"] as? Int == 0)
+    }
+
+    @Test func json() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("bench-json-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: path) }
+        let output = try CLITests.run(["bench", "json", "--smoke", "--json", path.path])
+        #expect(output.status == 0, "bench json failed:\n\(output.stdout)\n\(output.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: path)) as? [String: Any])
+        let rows = try #require(object["rows"] as? [[String: Any]])
+        #expect(rows.count == 2)
+        #expect(rows.allSatisfy { ($0["wireEncoderNanos"] as? Double ?? 0) > 0 && ($0["bytes"] as? Int ?? 0) > 300 })
     }
 
     /// A load the machine cannot carry is refused up front, naming the limit.

@@ -103,7 +103,7 @@ struct BenchCommand: AsyncParsableCommand {
             abstract: "Steps the call rate up until p99 invite delay passes 10 ms or calls or records fall behind.")
         @OptionGroup var options: Options
         @Option(parsing: .upToNextOption, help: "Rates to try, calls per second.")
-        var rates: [Double] = [250, 500, 750, 1000, 1250, 1500, 2000, 2500, 3000, 4000]
+        var rates: [Double] = [250, 500, 750, 1000, 1100, 1250, 1500, 2000, 2500, 3000]
         @Option(help: "Seconds per step.") var stepSeconds = 10.0
         @Option(help: "Caller-callee pairs.") var pairs = 400
 
