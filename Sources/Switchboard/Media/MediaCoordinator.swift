@@ -130,7 +130,10 @@ final class MediaCoordinator: Sendable {
         let previous = state.withLockedValue { $0.connected }
         if let previous, previous.callId != connection?.callId {
             closePeers(nil)
-            update { $0.connected = nil }
+            update { state in
+                state.connected = nil
+                state.early.removeAll { $0.callId == previous.callId }
+            }
             engine.callEnded(callId: previous.callId)
         }
         guard let connection else { return }
