@@ -18,24 +18,32 @@ final class ConnectionRegistry: Sendable {
         var platform: String?
     }
 
-    private let users = NIOLockedValueBox<[UserKey: [DeviceID: Device]]>([:])
+    private struct Table {
+        var users: [UserKey: [DeviceID: Device]] = [:]
+        /// Kept with every change: counting on demand walked every user at each login.
+        var devices = 0
+    }
+
+    private let table = NIOLockedValueBox(Table())
 
     /// Registers a device's connection, returning the older connection of the same device, which
     /// the caller closes.
     func register(_ sink: any EventSink, user: UserKey, device: DeviceID, platform: String?) -> (any EventSink)? {
-        users.withLockedValue { users in
-            let old = users[user]?[device]?.sink
-            users[user, default: [:]][device] = Device(sink: sink, platform: platform)
+        table.withLockedValue { table in
+            let old = table.users[user]?[device]?.sink
+            table.users[user, default: [:]][device] = Device(sink: sink, platform: platform)
+            if old == nil { table.devices += 1 }
             return old
         }
     }
 
     /// Removes the device if `sink` is still its connection; false when a newer one replaced it.
     func remove(_ sink: any EventSink, user: UserKey, device: DeviceID) -> Bool {
-        users.withLockedValue { users in
-            guard let current = users[user]?[device], current.sink === sink else { return false }
-            users[user]?[device] = nil
-            if users[user]?.isEmpty == true { users[user] = nil }
+        table.withLockedValue { table in
+            guard let current = table.users[user]?[device], current.sink === sink else { return false }
+            table.users[user]?[device] = nil
+            if table.users[user]?.isEmpty == true { table.users[user] = nil }
+            table.devices -= 1
             return true
         }
     }
@@ -44,14 +52,14 @@ final class ConnectionRegistry: Sendable {
     /// made only when somebody is there to get it.
     @discardableResult
     func send(_ frame: () -> String, to recipient: Recipient) -> Int {
-        let sinks: [any EventSink] = users.withLockedValue { users in
+        let sinks: [any EventSink] = table.withLockedValue { table in
             switch recipient {
             case .user(let user):
-                return users[user].map { $0.values.map(\.sink) } ?? []
+                return table.users[user].map { $0.values.map(\.sink) } ?? []
             case .device(let user, let device):
-                return users[user]?[device].map { [$0.sink] } ?? []
+                return table.users[user]?[device].map { [$0.sink] } ?? []
             case .userExcept(let user, let device):
-                return users[user].map { $0.filter { $0.key != device }.map(\.value.sink) } ?? []
+                return table.users[user].map { $0.filter { $0.key != device }.map(\.value.sink) } ?? []
             }
         }
         guard !sinks.isEmpty else { return 0 }
@@ -62,13 +70,13 @@ final class ConnectionRegistry: Sendable {
 
     /// Whether the user has at least one connected device.
     func isOnline(_ user: UserKey) -> Bool {
-        users.withLockedValue { $0[user] != nil }
+        table.withLockedValue { $0.users[user] != nil }
     }
 
     /// The users of `app` with their connected devices and platforms.
     func onlineUsers(app: SdkAppID) -> [(UserID, [(DeviceID, String?)])] {
-        users.withLockedValue { users in
-            users.filter { $0.key.app == app }
+        table.withLockedValue { table in
+            table.users.filter { $0.key.app == app }
                 .map { key, devices in (key.user, devices.map { ($0.key, $0.value.platform) }.sorted { $0.0 < $1.0 }) }
                 .sorted { $0.0 < $1.0 }
         }
@@ -76,11 +84,11 @@ final class ConnectionRegistry: Sendable {
 
     /// Every connection, for shutdown.
     func allSinks() -> [any EventSink] {
-        users.withLockedValue { $0.values.flatMap { $0.values.map(\.sink) } }
+        table.withLockedValue { $0.users.values.flatMap { $0.values.map(\.sink) } }
     }
 
     /// Number of connected devices.
     var deviceCount: Int {
-        users.withLockedValue { $0.values.reduce(0) { $0 + $1.count } }
+        table.withLockedValue { $0.devices }
     }
 }
