@@ -513,13 +513,17 @@ struct CallStateMachine: Sendable {
     // MARK: - answering and joining
 
     /// Finds the call and the member for a command, or the error to answer with.
-    private func lookup(_ command: CallCommand) -> Result<(Call, Int), SwitchboardError> {
+    /// The call and the commanding member's index; with `joined`, only once that member answered.
+    private func lookup(_ command: CallCommand, joined: Bool = false) -> Result<(Call, Int), SwitchboardError> {
         switch findCall(command.callId, app: command.user.app, user: command.user.user) {
         case .failure(let error):
             return .failure(error)
         case .success(let call):
             guard let index = call.index(of: command.user.user) else {
                 return .failure(SwitchboardError(.notInCall))
+            }
+            if joined, call.members[index].phase != .joined {
+                return .failure(SwitchboardError(.invalidCallState, "answer the call first"))
             }
             return .success((call, index))
         }
@@ -732,14 +736,10 @@ struct CallStateMachine: Sendable {
     private mutating func updateDevice(
         _ command: CallCommand, microphoneOn: Bool?, cameraOn: Bool?, out: inout [CallAction]
     ) {
-        switch lookup(command) {
+        switch lookup(command, joined: true) {
         case .failure(let error):
             out.append(.reply(.failure(error)))
         case .success(let (found, index)):
-            guard found.members[index].phase == .joined else {
-                out.append(.reply(.failure(SwitchboardError(.invalidCallState, "answer the call first"))))
-                return
-            }
             var call = found
             if let microphoneOn { call.members[index].microphoneOn = microphoneOn }
             if let cameraOn { call.members[index].cameraOn = cameraOn }
@@ -761,15 +761,11 @@ struct CallStateMachine: Sendable {
     /// Relays a media signal between two members who are both in the call, from the sender's
     /// device in the call to the peer's.
     private func mediaSignal(_ command: CallCommand, _ signal: SendMediaSignalRequest, out: inout [CallAction]) {
-        switch lookup(command) {
+        switch lookup(command, joined: true) {
         case .failure(let error):
             out.append(.reply(.failure(error)))
         case .success(let (call, index)):
             let sender = call.members[index]
-            guard sender.phase == .joined else {
-                out.append(.reply(.failure(SwitchboardError(.invalidCallState, "answer the call first"))))
-                return
-            }
             guard sender.device == command.device else {
                 out.append(.reply(.failure(SwitchboardError(.notInCall, "this device is not the one in the call"))))
                 return
@@ -788,14 +784,10 @@ struct CallStateMachine: Sendable {
     }
 
     private mutating func statusReport(_ command: CallCommand, _ report: StatusReport, out: inout [CallAction]) {
-        switch lookup(command) {
+        switch lookup(command, joined: true) {
         case .failure(let error):
             out.append(.reply(.failure(error)))
         case .success(let (found, index)):
-            guard found.members[index].phase == .joined else {
-                out.append(.reply(.failure(SwitchboardError(.invalidCallState, "answer the call first"))))
-                return
-            }
             guard (0...100).contains(report.packetLoss), report.rtt >= 0, report.bitrate >= 0,
                 (0...100).contains(report.audioLevel)
             else {
