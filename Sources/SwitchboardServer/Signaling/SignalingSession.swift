@@ -493,52 +493,57 @@ final class SignalingSession {
         CallCommand(user: identity.user, device: identity.device, callId: callId)
     }
 
-    private func startCall(_ request: StartCallRequest, _ identity: Identity, id: RequestID) async {
-        let app = identity.user.app
+    /// What the state machine needs to know about the people a call rings, looked up once for a
+    /// new call and for an invitation: the app's settings, who has a connected device, profiles,
+    /// who blocks the inviter, who can be rung by push. Nil once the failure was answered.
+    private struct Invitees {
+        var settings: AppSettings
+        var online: Set<UserID>
+        var profiles: [UserID: UserProfile]
+        var blockedBy: Set<UserID>
+        var pushable: Set<UserID>
+    }
+
+    private func invitees(
+        _ participantIds: [UserID], inviter: Identity, withInviterProfile: Bool, id: RequestID
+    ) async -> Invitees? {
+        let app = inviter.user.app
         guard let settings = node.apps.app(app)?.settings else {
             fail(id, SwitchboardError(.unknownApp))
-            return
+            return nil
         }
         // Only well-formed ids are looked up; the state machine reports the bad ones.
-        let invitees = Array(Set(request.participantIds.filter(\.isValid))).prefix(settings.maxParticipants)
-        guard
-            let profiles = await storage(
-                id, { try await self.node.profiles.profiles(app: app, users: [identity.user.user] + invitees) })
-        else { return }
-        guard
+        let invitees = Array(Array(Set(participantIds.filter(\.isValid))).prefix(settings.maxParticipants))
+        let profiled = withInviterProfile ? [inviter.user.user] + invitees : invitees
+        guard let profiles = await storage(id, { try await self.node.profiles.profiles(app: app, users: profiled) }),
             let blockedBy = await storage(
-                id, { try await self.node.storage.usersBlocking(identity.user.user, among: Array(invitees), app: app) })
-        else { return }
-        guard let pushable = await pushable(Array(invitees), app: app, id: id) else { return }
+                id, { try await self.node.storage.usersBlocking(inviter.user.user, among: invitees, app: app) }),
+            let pushable = await pushable(invitees, app: app, id: id)
+        else { return nil }
         let online = Set(invitees.filter { node.registry.isOnline(UserKey(app: app, user: $0)) })
+        return Invitees(settings: settings, online: online, profiles: profiles, blockedBy: blockedBy, pushable: pushable)
+    }
+
+    private func startCall(_ request: StartCallRequest, _ identity: Identity, id: RequestID) async {
+        guard let found = await invitees(request.participantIds, inviter: identity, withInviterProfile: true, id: id)
+        else { return }
         let callId = CallID.random()
         let command = StartCallCommand(
             caller: identity.user, device: identity.device, callId: callId,
-            generatedRoomId: RoomID(rawValue: callId.rawValue), request: request, settings: settings,
-            online: online, profiles: profiles, blockedBy: blockedBy, pushable: pushable)
+            generatedRoomId: RoomID(rawValue: callId.rawValue), request: request, settings: found.settings,
+            online: found.online, profiles: found.profiles, blockedBy: found.blockedBy, pushable: found.pushable)
         await call(.start(command), id: id)
     }
 
     private func invite(_ request: InviteToCallRequest, _ identity: Identity, id: RequestID) async {
-        let app = identity.user.app
-        guard let settings = node.apps.app(app)?.settings else {
-            fail(id, SwitchboardError(.unknownApp))
-            return
-        }
-        let invitees = Array(Set(request.participantIds.filter(\.isValid))).prefix(settings.maxParticipants)
-        guard let profiles = await storage(id, { try await self.node.profiles.profiles(app: app, users: Array(invitees)) })
+        guard let found = await invitees(request.participantIds, inviter: identity, withInviterProfile: false, id: id)
         else { return }
-        guard
-            let blockedBy = await storage(
-                id, { try await self.node.storage.usersBlocking(identity.user.user, among: Array(invitees), app: app) })
-        else { return }
-        guard let pushable = await pushable(Array(invitees), app: app, id: id) else { return }
-        let online = Set(invitees.filter { node.registry.isOnline(UserKey(app: app, user: $0)) })
         await call(
             .invite(
                 InviteCommand(
-                    command: command(identity, request.callId), invitees: request.participantIds, settings: settings,
-                    online: online, profiles: profiles, blockedBy: blockedBy, pushable: pushable)), id: id)
+                    command: command(identity, request.callId), invitees: request.participantIds,
+                    settings: found.settings, online: found.online, profiles: found.profiles,
+                    blockedBy: found.blockedBy, pushable: found.pushable)), id: id)
     }
 
     private func join(_ request: JoinCallRequest, _ identity: Identity, id: RequestID) async {
