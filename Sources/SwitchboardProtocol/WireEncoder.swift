@@ -365,19 +365,14 @@ struct WireKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 }
 
-struct WireUnkeyedContainer: UnkeyedEncodingContainer {
-    let writer: WireWriter
-    let id: Int?
-    let depth: Int
+/// The encodes of single values that the unkeyed and the single-value containers share: claim
+/// the slot (``begin()``), then write the value.
+protocol WireSlotContainer {
+    var writer: WireWriter { get }
+    func begin() throws
+}
 
-    var codingPath: [any CodingKey] { [] }
-    var count: Int { writer.count(of: id, depth: depth) }
-
-    private func begin() throws {
-        try writer.beginElement(of: id, depth: depth)
-        try writer.beginValue(depth: depth + 1)
-    }
-
+extension WireSlotContainer {
     mutating func encodeNil() throws {
         try begin()
         writer.writeNull()
@@ -422,6 +417,20 @@ struct WireUnkeyedContainer: UnkeyedEncodingContainer {
     private func unsigned(_ value: UInt64) throws {
         try begin()
         writer.writeInteger(value)
+    }
+}
+
+struct WireUnkeyedContainer: UnkeyedEncodingContainer, WireSlotContainer {
+    let writer: WireWriter
+    let id: Int?
+    let depth: Int
+
+    var codingPath: [any CodingKey] { [] }
+    var count: Int { writer.count(of: id, depth: depth) }
+
+    func begin() throws {
+        try writer.beginElement(of: id, depth: depth)
+        try writer.beginValue(depth: depth + 1)
     }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
@@ -449,60 +458,14 @@ struct WireUnkeyedContainer: UnkeyedEncodingContainer {
     }
 }
 
-struct WireSingleValueContainer: SingleValueEncodingContainer {
+struct WireSingleValueContainer: SingleValueEncodingContainer, WireSlotContainer {
     let writer: WireWriter
     let depth: Int
 
     var codingPath: [any CodingKey] { [] }
 
-    private func begin() throws {
+    func begin() throws {
         try writer.beginValue(depth: depth)
-    }
-
-    mutating func encodeNil() throws {
-        try begin()
-        writer.writeNull()
-    }
-
-    mutating func encode(_ value: Bool) throws {
-        try begin()
-        writer.writeBool(value)
-    }
-
-    mutating func encode(_ value: String) throws {
-        try begin()
-        writer.writeString(value)
-    }
-
-    mutating func encode(_ value: Double) throws {
-        try begin()
-        try writer.writeFloatingPoint(value)
-    }
-
-    mutating func encode(_ value: Float) throws {
-        try begin()
-        try writer.writeFloatingPoint(value)
-    }
-
-    mutating func encode(_ value: Int) throws { try signed(Int64(value)) }
-    mutating func encode(_ value: Int8) throws { try signed(Int64(value)) }
-    mutating func encode(_ value: Int16) throws { try signed(Int64(value)) }
-    mutating func encode(_ value: Int32) throws { try signed(Int64(value)) }
-    mutating func encode(_ value: Int64) throws { try signed(value) }
-    mutating func encode(_ value: UInt) throws { try unsigned(UInt64(value)) }
-    mutating func encode(_ value: UInt8) throws { try unsigned(UInt64(value)) }
-    mutating func encode(_ value: UInt16) throws { try unsigned(UInt64(value)) }
-    mutating func encode(_ value: UInt32) throws { try unsigned(UInt64(value)) }
-    mutating func encode(_ value: UInt64) throws { try unsigned(value) }
-
-    private func signed(_ value: Int64) throws {
-        try begin()
-        writer.writeInteger(value)
-    }
-
-    private func unsigned(_ value: UInt64) throws {
-        try begin()
-        writer.writeInteger(value)
     }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
