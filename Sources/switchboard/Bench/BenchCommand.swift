@@ -63,7 +63,7 @@ struct BenchCommand: AsyncParsableCommand {
             let report = try await bench.echo(messages: count)
             Bench.table(
                 "echo: \(count) sequential round trips of a \(report.messageBytes)-byte message",
-                ["", "p50", "p90", "p99", "p99.9", "max (ms)"], [["round trip"] + report.roundTrip.row])
+                LatencySummary.header, [["round trip"] + report.roundTrip.row])
             print("throughput \(Int(report.messagesPerSecond)) round trips/s on one connection")
             try bench.write(options.json, scenario: "echo", parameters: ["messages": count], results: ["echo": report])
         }
@@ -192,7 +192,7 @@ struct BenchCommand: AsyncParsableCommand {
             let report = try await bench.loginStorm(count: count)
             Bench.table(
                 "login: \(report.logins) logins sent at once on open connections",
-                ["", "p50", "p90", "p99", "p99.9", "max (ms)"], [["login"] + report.latency.row])
+                LatencySummary.header, [["login"] + report.latency.row])
             print(
                 "\(Int(report.loginsPerSecond)) logins/s (\(report.logins) in \(String(format: "%.2f", report.seconds)) s), "
                     + "\(report.failures) failed")
@@ -220,12 +220,7 @@ extension BenchCommand {
                     [$0.message, "\($0.bytes)", "\(Int($0.wireEncoderNanos))", "\(Int($0.foundationEncoderNanos))", "\($0.speedup)×"]
                 })
             print("decoding a call.start request (JSONDecoder): \(Int(report.decodeRequestNanos)) ns")
-            if let json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                try encoder.encode(report).write(to: URL(fileURLWithPath: json))
-                print("results written to \(json)")
-            }
+            try Bench.writeJSON(report, to: json)
         }
     }
 }
@@ -450,7 +445,7 @@ final class Bench: Sendable {
             "invite: \(Int(step.rate)) calls/s for \(step.seconds) s: \(counters.completed) of \(counters.started) calls done "
                 + "(\(step.callsPerSecond)/s), \(counters.errors) errors, \(counters.unfinished) unfinished, "
                 + "\(counters.noIdlePair) skipped (no idle pair), \(counters.recordsMissing) records missing",
-            ["", "p50", "p90", "p99", "p99.9", "max (ms)"],
+            LatencySummary.header,
             [
                 ["echo round trip (floor)"] + echo.roundTrip.row,
                 ["invite: call.start → callReceived"] + step.invite.row,
@@ -484,14 +479,20 @@ final class Bench: Sendable {
     func write<Parameters: Encodable, Results: Encodable>(
         _ path: String?, scenario: String, parameters: Parameters, results: Results
     ) throws {
-        guard let path else { return }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard path != nil else { return }
         let output = BenchOutput(
             scenario: scenario, command: CommandLine.arguments.joined(separator: " "),
             date: ISO8601DateFormatter().string(from: Date()), smoke: smoke,
             cores: ProcessInfo.processInfo.activeProcessorCount, limits: limits, parameters: parameters, results: results)
-        try encoder.encode(output).write(to: URL(fileURLWithPath: path))
+        try Self.writeJSON(output, to: path)
+    }
+
+    /// Writes `value` as readable JSON to `path` (nothing without a path).
+    static func writeJSON(_ value: some Encodable, to path: String?) throws {
+        guard let path else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(value).write(to: URL(fileURLWithPath: path))
         print("results written to \(path)")
     }
 }

@@ -116,6 +116,9 @@ struct LatencySummary: Codable, Equatable {
     }
 
     /// `p50/p90/p99/p99.9/max` in ms.
+    /// The columns of ``row``, after a first one naming the row.
+    static let header = ["", "p50", "p90", "p99", "p99.9", "max (ms)"]
+
     var row: [String] {
         [p50, p90, p99, p999, max].map { String(format: "%.3f", Double($0) / 1000) }
     }
