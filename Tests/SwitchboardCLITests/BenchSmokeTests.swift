@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func lifecycle() throws {
-        let results = try Self.run("lifecycle")
+        let results = try Self.run("lifecycle", ["--server-threads", "1"])  // also the server option plumbing
         let steps = try #require(results["steps"] as? [[String: Any]])
         #expect(!steps.isEmpty)
         #expect(steps.allSatisfy { (($0["counters"] as? [String: Any])?["errors"] as? Int) == 0 })

@@ -77,13 +77,15 @@ struct CLITests {
 
     /// `serve` with its defaults in an empty directory: creates the database and a development app,
     /// prints it, answers, and exits 0 on SIGTERM.
-    @Test func serveStartsPrintsTheDevelopmentAppAndStopsOnSigterm() async throws {
+    /// With the shared event loops, and with its own (`--threads`), which it must shut down too.
+    @Test(arguments: [[], ["--threads", "1"]])
+    func serveStartsPrintsTheDevelopmentAppAndStopsOnSigterm(_ extra: [String]) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let process = Process()
         process.executableURL = Self.binary
-        process.arguments = ["serve", "--port", "0", "--log-level", "warning"]
+        process.arguments = ["serve", "--port", "0", "--log-level", "warning"] + extra
         process.currentDirectoryURL = directory
         process.environment = ["SWITCHBOARD_ADMIN_SECRET": "from-env"]
         let out = Pipe()
@@ -112,5 +114,16 @@ struct CLITests {
         process.waitUntilExit()
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0)
+    }
+
+    @Test func serveRefusesAThreadCountOutOfRange() throws {
+        for count in ["0", "257"] {
+            let output = try Self.run(["serve", "--port", "0", "--threads", count])
+            #expect(output.status != 0, "--threads \(count)")
+            #expect(output.stderr.contains("threads must be 1-256"), "\(output.stderr)")
+        }
+        let notANumber = try Self.run(["serve", "--port", "0", "--threads", "many"])
+        #expect(notANumber.status != 0)
+        #expect(notANumber.stderr.contains("--threads"), "\(notANumber.stderr)")
     }
 }
