@@ -289,19 +289,3 @@ struct LiveStatusTests {
     }
 }
 
-struct GroupDemoTests {
-    @Test func theGroupDemoPasses() async throws {
-        let server = try await TestServer.start()
-        let lines = NIOLockedValueBox<[String]>([])
-        let clock = server.clock
-        let demo = Demo(
-            serverURL: server.url, sdkAppID: server.app.sdkAppID, clock: clock,
-            userSig: { server.userSig($0) }, pause: { clock.advance(by: $0) },
-            output: { line in lines.withLockedValue { $0.append(line) } })
-        let passed = await demo.run(.group)
-        let output = lines.withLockedValue { $0 }.joined(separator: "\n")
-        #expect(passed, "\(output)")
-        #expect(output.contains("refused: joinNotAllowed"))
-        await server.stop()
-    }
-}

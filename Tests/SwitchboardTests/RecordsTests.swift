@@ -81,8 +81,9 @@ struct RecordsTests {
 }
 
 struct DemoTests {
-    /// `switchboard demo` with the test clock: every pause advances time instead of sleeping.
-    @Test func theBasicDemoPasses() async throws {
+    /// Plays `switchboard demo` against a server with the test clock: every pause advances time
+    /// instead of sleeping. Returns whether it passed and what it printed.
+    static func play(_ scenario: Demo.Scenario) async throws -> (passed: Bool, output: String) {
         let server = try await TestServer.start()
         let lines = NIOLockedValueBox<[String]>([])
         let clock = server.clock
@@ -90,12 +91,22 @@ struct DemoTests {
             serverURL: server.url, sdkAppID: server.app.sdkAppID, clock: clock,
             userSig: { server.userSig($0) }, pause: { clock.advance(by: $0) },
             output: { line in lines.withLockedValue { $0.append(line) } })
-        let passed = await demo.run(.basic)
-        let output = lines.withLockedValue { $0 }.joined(separator: "\n")
+        let passed = await demo.run(scenario)
+        await server.stop()
+        return (passed, lines.withLockedValue { $0 }.joined(separator: "\n"))
+    }
+
+    @Test func theBasicDemoPasses() async throws {
+        let (passed, output) = try await Self.play(.basic)
         #expect(passed, "\(output)")
         #expect(output.contains("demo passed"))
         #expect(output.contains("reason=noResponse"))
         #expect(output.contains("hangs up after 2 s"))
-        await server.stop()
+    }
+
+    @Test func theGroupDemoPasses() async throws {
+        let (passed, output) = try await Self.play(.group)
+        #expect(passed, "\(output)")
+        #expect(output.contains("refused: joinNotAllowed"))
     }
 }
