@@ -515,12 +515,13 @@ final class SignalingSession {
         // Only well-formed ids are looked up; the state machine reports the bad ones.
         let invitees = Array(Array(Set(participantIds.filter(\.isValid))).prefix(settings.maxParticipants))
         let profiled = withInviterProfile ? [inviter.user.user] + invitees : invitees
+        let online = Set(invitees.filter { node.registry.isOnline(UserKey(app: app, user: $0)) })
+        let offline = invitees.filter { !online.contains($0) }
         guard let profiles = await storage(id, { try await self.node.profiles.profiles(app: app, users: profiled) }),
             let blockedBy = await storage(
                 id, { try await self.node.storage.usersBlocking(inviter.user.user, among: invitees, app: app) }),
-            let pushable = await pushable(invitees, app: app, id: id)
+            let pushable = await pushable(offline, app: app, id: id)
         else { return nil }
-        let online = Set(invitees.filter { node.registry.isOnline(UserKey(app: app, user: $0)) })
         return Invitees(settings: settings, online: online, profiles: profiles, blockedBy: blockedBy, pushable: pushable)
     }
 
@@ -626,9 +627,8 @@ final class SignalingSession {
         }
     }
 
-    /// Invitees without a connected device who have a push token: they ring through VoIP pushes.
-    private func pushable(_ invitees: [UserID], app: SdkAppID, id: RequestID) async -> Set<UserID>? {
-        let offline = invitees.filter { !node.registry.isOnline(UserKey(app: app, user: $0)) }
+    /// Which of the `offline` invitees have a push token: they ring through VoIP pushes.
+    private func pushable(_ offline: [UserID], app: SdkAppID, id: RequestID) async -> Set<UserID>? {
         guard !offline.isEmpty else { return [] }
         return await storage(id) { try await self.node.storage.pushTokens(app: app, users: offline) }
             .map { Set($0.filter { !$0.value.isEmpty }.keys) }
