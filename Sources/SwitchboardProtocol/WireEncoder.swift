@@ -182,17 +182,8 @@ final class WireWriter {
         }
     }
 
-    func writeFloatingPoint(_ value: Double) throws {
-        guard value.isFinite else {
-            throw EncodingError.invalidValue(
-                value, .init(codingPath: [], debugDescription: "Unable to encode \(value) directly in JSON."))
-        }
-        var text = value.description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        bytes.append(contentsOf: text.utf8)
-    }
-
-    func writeFloatingPoint(_ value: Float) throws {
+    /// Shortest round-tripping digits, without a trailing ".0"; non-finite values are refused.
+    func writeFloatingPoint<Value: BinaryFloatingPoint & LosslessStringConvertible & Sendable>(_ value: Value) throws {
         guard value.isFinite else {
             throw EncodingError.invalidValue(
                 value, .init(codingPath: [], debugDescription: "Unable to encode \(value) directly in JSON."))
