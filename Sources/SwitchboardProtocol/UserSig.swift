@@ -25,8 +25,12 @@ public enum UserSig {
         /// Base64 of the HMAC.
         public var signature: String
 
-        /// The last second at which the sig is valid.
-        public var expiresAt: Int64 { time + expire }
+        /// The last second at which the sig is valid. Both numbers come from the client: a sum past
+        /// `Int64.max` means "never" (the signer chose it), never a trap.
+        public var expiresAt: Int64 {
+            let (sum, overflow) = time.addingReportingOverflow(expire)
+            return overflow ? (expire > 0 ? .max : .min) : sum
+        }
     }
 
     /// The default lifetime of a generated sig: 180 days, as Tencent's generators use.
@@ -129,8 +133,9 @@ public enum UserSig {
         guard HMAC<SHA256>.isValidAuthenticationCode(provided, authenticating: content, using: key) else {
             throw SwitchboardError(.userSigBadSignature)
         }
-        guard fields.time <= now + allowedSkew else {
-            throw SwitchboardError(.userSigNotYetValid, "UserSig is issued \(fields.time - now) s in the future")
+        let (latest, skewOverflow) = now.addingReportingOverflow(allowedSkew)
+        guard skewOverflow || fields.time <= latest else {
+            throw SwitchboardError(.userSigNotYetValid, "UserSig is issued \(fields.time) s, after now (\(now))")
         }
         guard fields.expire >= 0, now <= fields.expiresAt else {
             throw SwitchboardError(.userSigExpired, "UserSig expired at \(fields.expiresAt)")

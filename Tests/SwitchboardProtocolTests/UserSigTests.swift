@@ -100,6 +100,33 @@ struct UserSigTests {
         #expect(fields.expire == 600)
     }
 
+    /// Times and lifetimes are the client's numbers: the extremes are answered, never trapped on.
+    @Test(arguments: [
+        (Self.issued, Int64.max, nil as SwitchboardError.Code?),
+        (Int64.max, Int64.max, .userSigNotYetValid),
+        (Int64.min, Int64.max, .userSigExpired),
+        (Int64.min, Int64.min, .userSigExpired),
+        (Self.issued, Int64.min, .userSigExpired),
+        (Int64.max, Int64.min, .userSigNotYetValid),
+    ], [false, true])
+    func extremeTimesAreAnsweredWithoutTrapping(times: (Int64, Int64, SwitchboardError.Code?), asStrings: Bool) throws {
+        let (time, expire, code) = times
+        let mac = try #require(Self.hmac("alice", time: time, expire: expire))
+        let quote = asStrings ? "\"" : ""
+        let json = """
+            {"TLS.ver":"2.0","TLS.identifier":"alice","TLS.sdkappid":1400000001,\
+            "TLS.expire":\(quote)\(expire)\(quote),"TLS.time":\(quote)\(time)\(quote),"TLS.sig":"\(mac)"}
+            """
+        do {
+            let fields = try UserSig.verify(
+                Self.encode(json), sdkAppID: Self.app, secretKey: Self.secret, userID: "alice", now: Self.issued)
+            #expect(code == nil)
+            #expect(fields.expiresAt == (expire > 0 && time > 0 ? Int64.max : time &+ expire))
+        } catch {
+            #expect(error.code == code)
+        }
+    }
+
     @Test func missingFieldIsMalformed() {
         let sig = Self.encode(#"{"TLS.ver":"2.0","TLS.identifier":"alice","TLS.sdkappid":1400000001}"#)
         #expect(throws: SwitchboardError(.userSigMalformed, "UserSig has no integer TLS.time")) {
