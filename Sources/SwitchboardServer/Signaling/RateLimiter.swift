@@ -21,7 +21,8 @@ public struct RateLimit: Sendable, Equatable, CustomStringConvertible {
         let parts = text.split(separator: ":")
         guard (1...2).contains(parts.count) else { return nil }
         let rateParts = parts[0].split(separator: "/")
-        guard rateParts.count == 2, let count = Double(rateParts[0]), count > 0 else { return nil }
+        // Bounded so that no later arithmetic on it can overflow.
+        guard rateParts.count == 2, let count = Double(rateParts[0]), count > 0, count <= 1_000_000 else { return nil }
         let seconds: Double
         switch rateParts[1] {
         case "s": seconds = 1
@@ -30,7 +31,7 @@ public struct RateLimit: Sendable, Equatable, CustomStringConvertible {
         default: return nil
         }
         let burst = parts.count == 2 ? Int(parts[1]) : Int(count.rounded(.up))
-        guard let burst, burst > 0 else { return nil }
+        guard let burst, burst > 0, burst <= 1_000_000, count / seconds >= 1.0 / 3600 else { return nil }
         self.init(rate: count / seconds, burst: burst)
     }
 
@@ -43,11 +44,13 @@ public struct RateLimit: Sendable, Equatable, CustomStringConvertible {
 public struct RateLimits: Sendable, Equatable {
     /// Login attempts from one IP address.
     public var loginsPerIP = RateLimit(rate: 20, burst: 40)
-    /// Login attempts for one userID.
+    /// Successful logins of one user (an app's userID): a client stuck in a reconnect loop.
     public var loginsPerUser = RateLimit.per(60, 30, burst: 10)
-    /// Failed logins from one IP address; when used up, every login from it is refused for a while.
+    /// Refused logins from one IP address; when used up, refused logins from it answer
+    /// `rateLimited` instead of their reason. A valid UserSig still logs in.
     public var failedLoginsPerIP = RateLimit.per(60, 10, burst: 10)
-    /// Failed logins for one userID.
+    /// Refused logins naming one user of an existing app, from any address; when used up, the same
+    /// as for an address. A valid UserSig still logs in: the victim is never locked out.
     public var failedLoginsPerUser = RateLimit.per(60, 5, burst: 5)
     /// Requests on one connection.
     public var requestsPerConnection = RateLimit(rate: 50, burst: 100)
@@ -83,10 +86,16 @@ public struct RateLimits: Sendable, Equatable {
 }
 
 /// Token buckets, on the server's clock. A refusal says how long to wait.
+///
+/// Bounded: past ``capacity`` buckets, those that have refilled (they hold nothing worth keeping)
+/// are dropped, then, if that is not enough, the least recently used. Forgetting a bucket can only
+/// give its subject a full burst again, never refuse anyone more.
 final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: Int64
+        /// When this bucket is full again if nothing is taken: it can be forgotten from then on.
+        var fullAt: Int64
     }
 
     private struct Key: Hashable {
@@ -96,11 +105,12 @@ final class RateLimiter: Sendable {
 
     private let buckets = NIOLockedValueBox<[Key: Bucket]>([:])
     private let disabled: Bool
-    /// Past this many buckets, full (idle) ones are dropped.
-    private let sweepThreshold = 50_000
+    /// The most buckets kept at once.
+    let capacity: Int
 
-    init(disabled: Bool) {
+    init(disabled: Bool, capacity: Int = 100_000) {
         self.disabled = disabled
+        self.capacity = capacity
     }
 
     /// Takes a token; when none is left, the error says after how many ms one will be.
@@ -110,8 +120,10 @@ final class RateLimiter: Sendable {
             let key = Key(kind: kind, subject: subject)
             var bucket = refill(buckets[key], limit, now)
             defer {
-                buckets[key] = bucket
-                if buckets.count > sweepThreshold { sweep(&buckets, now: now) }
+                bucket.fullAt = now + Self.millisecondsToFill(bucket, limit)
+                if buckets.updateValue(bucket, forKey: key) == nil, buckets.count > capacity {
+                    shrink(&buckets, keeping: key, now: now)
+                }
             }
             guard bucket.tokens >= 1 else {
                 return refusal(bucket, limit)
@@ -121,7 +133,7 @@ final class RateLimiter: Sendable {
         }
     }
 
-    /// Whether a token is left, without taking it (for failures, taken only when they happen).
+    /// Whether a token is left, without taking it.
     func check(_ limit: RateLimit, _ kind: String, _ subject: String, now: Int64) -> SwitchboardError? {
         guard !disabled else { return nil }
         return buckets.withLockedValue { buckets in
@@ -130,12 +142,21 @@ final class RateLimiter: Sendable {
         }
     }
 
+    /// Number of buckets kept.
+    var count: Int { buckets.withLockedValue { $0.count } }
+
     private func refill(_ bucket: Bucket?, _ limit: RateLimit, _ now: Int64) -> Bucket {
-        guard var bucket else { return Bucket(tokens: Double(limit.burst), updated: now) }
+        guard var bucket else { return Bucket(tokens: Double(limit.burst), updated: now, fullAt: now) }
         let elapsed = Double(max(0, now - bucket.updated)) / 1000
         bucket.tokens = min(Double(limit.burst), bucket.tokens + elapsed * limit.rate)
-        bucket.updated = now
+        bucket.updated = max(bucket.updated, now)
         return bucket
+    }
+
+    private static func millisecondsToFill(_ bucket: Bucket, _ limit: RateLimit) -> Int64 {
+        let missing = Double(limit.burst) - bucket.tokens
+        // Limits are at least 1/h, so this stays far inside Int64.
+        return missing <= 0 ? 0 : Int64((missing / limit.rate * 1000).rounded(.up))
     }
 
     private func refusal(_ bucket: Bucket, _ limit: RateLimit) -> SwitchboardError {
@@ -143,8 +164,12 @@ final class RateLimiter: Sendable {
         return SwitchboardError(.rateLimited, "too many requests; retry in \(wait) ms", retryAfter: wait)
     }
 
-    private func sweep(_ buckets: inout [Key: Bucket], now: Int64) {
-        // A bucket idle for a minute is as good as full: forgetting it changes nothing for most limits.
-        buckets = buckets.filter { now - $0.value.updated < 60_000 }
+    /// Drops full buckets, then the least recently used, down to 90% of the capacity.
+    private func shrink(_ buckets: inout [Key: Bucket], keeping key: Key, now: Int64) {
+        buckets = buckets.filter { $0.key == key || $0.value.fullAt > now }
+        let target = capacity * 9 / 10
+        guard buckets.count > target else { return }
+        let oldest = buckets.filter { $0.key != key }.sorted { $0.value.updated < $1.value.updated }
+        for (stale, _) in oldest.prefix(buckets.count - target) { buckets[stale] = nil }
     }
 }

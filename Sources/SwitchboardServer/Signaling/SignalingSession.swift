@@ -211,7 +211,8 @@ final class SignalingSession {
         if Self.idempotentRequests.contains(type) {
             let device = RequestLedger.DeviceKey(user: identity.user, device: identity.device)
             if let answer = await node.ledger.begin(id, device: device, now: node.clock.now()) {
-                connection.enqueue(answer)
+                // Empty: the device logged out while this duplicate waited for the original's answer.
+                if answer.isEmpty { fail(id, SwitchboardError(.notLoggedIn)) } else { connection.enqueue(answer) }
                 return
             }
             tracked = (id, device)
@@ -379,18 +380,14 @@ final class SignalingSession {
             return
         }
         let now = node.clock.now()
-        let user = request.userID.rawValue
         let limiter = node.limiter
-        if let limited = limiter.take(limits.loginsPerIP, "login-ip", remoteAddress, now: now)
-            ?? limiter.check(limits.failedLoginsPerIP, "failed-ip", remoteAddress, now: now)
-            ?? limiter.take(limits.loginsPerUser, "login-user", user, now: now)
-            ?? limiter.check(limits.failedLoginsPerUser, "failed-user", user, now: now)
-        {
+        // Every attempt costs the address a token before any work is done.
+        if let limited = limiter.take(limits.loginsPerIP, "login-ip", remoteAddress, now: now) {
             fail(id, limited)
             return
         }
         guard request.userID.isValid else {
-            loginFailed(id, SwitchboardError(.invalidUserID), user: user, now: now)
+            loginFailed(id, SwitchboardError(.invalidUserID), user: nil, now: now)
             return
         }
         if let device = request.deviceId,
@@ -400,18 +397,25 @@ final class SignalingSession {
             return
         }
         guard let app = node.apps.app(request.sdkAppID) else {
-            loginFailed(id, SwitchboardError(.unknownApp, "no app with sdkAppID \(request.sdkAppID)"), user: user, now: now)
+            // Nobody's user is named by an app that does not exist: only the address pays.
+            loginFailed(id, SwitchboardError(.unknownApp, "no app with sdkAppID \(request.sdkAppID)"), user: nil, now: now)
             return
         }
+        let key = UserKey(app: app.sdkAppID, user: request.userID)
         do {
             _ = try UserSig.verify(
                 request.userSig, sdkAppID: app.sdkAppID, secretKey: app.secretKey, userID: request.userID.rawValue,
                 now: now / 1000)
         } catch {
-            loginFailed(id, error, user: user, now: now)
+            loginFailed(id, error, user: key, now: now)
             return
         }
-        let key = UserKey(app: app.sdkAppID, user: request.userID)
+        // A valid signature is proof: strangers' failures, from this address or any other, never
+        // lock the user out. What is limited per user is how often they log in (a reconnect loop).
+        if let limited = limiter.take(limits.loginsPerUser, "login-user", key.description, now: now) {
+            fail(id, limited)
+            return
+        }
         guard let profile = await storage(id, { try await self.node.profiles.profiles(app: key.app, users: [key.user]) })
         else { return }
         let device = request.deviceId ?? DeviceID.random()
@@ -432,13 +436,17 @@ final class SignalingSession {
         await node.engine.handle(.deviceOnline(key, device))
     }
 
-    /// Answers a refused login and counts it against the address and the user.
-    private func loginFailed(_ id: RequestID, _ error: SwitchboardError, user: String, now: Int64) {
-        _ = node.limiter.take(limits.failedLoginsPerIP, "failed-ip", remoteAddress, now: now)
-        _ = node.limiter.take(limits.failedLoginsPerUser, "failed-user", user, now: now)
+    /// Answers a refused login and counts it against the address and, when the app exists, the user
+    /// it named. A guesser whose address or target has no failures left gets `rateLimited` instead
+    /// of the reason, so that guessing costs time and teaches nothing.
+    private func loginFailed(_ id: RequestID, _ error: SwitchboardError, user: UserKey?, now: Int64) {
+        let limiter = node.limiter
+        let limited =
+            limiter.take(limits.failedLoginsPerIP, "failed-ip", remoteAddress, now: now)
+            ?? user.flatMap { limiter.take(limits.failedLoginsPerUser, "failed-user", $0.description, now: now) }
         node.metrics.login(error.code.name)
         logger.notice("login refused", metadata: ["code": "\(error.code.name)", "address": "\(remoteAddress)"])
-        fail(id, error)
+        fail(id, limited ?? error)
     }
 
     private func logout(_ identity: Identity, id: RequestID) async {
