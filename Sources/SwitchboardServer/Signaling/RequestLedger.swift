@@ -5,29 +5,63 @@ import SwitchboardProtocol
 /// client sends again after a reconnect (same id) is answered again instead of applied twice.
 ///
 /// Request ids are the client's, unique per device (the SDK prefixes them with a random session
-/// token). A device keeps its last ``capacity`` answers, each for ``retention`` ms; a logout forgets
-/// them. A duplicate that arrives while the original is still being handled waits for its answer.
+/// token). A duplicate that arrives while the original is still being handled waits for its answer.
+///
+/// Bounded three ways (``Limits``): a device keeps its last `perDevice` answers; an answer is kept
+/// `retention` ms; all devices together keep at most `totalBytes` of answers and `totalEntries`
+/// entries, the oldest going first. A device whose answers are all gone is forgotten, whether or not
+/// it ever comes back (a login without a `deviceId` is a new device every time); a logout forgets
+/// a device at once.
 final class RequestLedger: Sendable {
     struct DeviceKey: Hashable, Sendable {
         var user: UserKey
         var device: DeviceID
     }
 
+    struct Limits: Sendable {
+        var perDevice = 32
+        var retention: Int64 = 10 * 60_000
+        var totalBytes = 32 << 20
+        var totalEntries = 200_000
+    }
+
     private struct Entry {
         var answer: String?
         var at: Int64
+        /// Tells this entry from an older one with the same id in the arrival queue.
+        var sequence: UInt64
         var waiters: [CheckedContinuation<String, Never>] = []
     }
 
     private struct Log {
+        /// This device's request ids, oldest first (some may be gone already: skipped).
         var order: [RequestID] = []
+        var head = 0
         var entries: [RequestID: Entry] = [:]
     }
 
-    static let capacity = 32
-    static let retention: Int64 = 10 * 60_000
+    private struct Arrival {
+        var device: DeviceKey
+        var id: RequestID
+        var sequence: UInt64
+    }
 
-    private let logs = NIOLockedValueBox<[DeviceKey: Log]>([:])
+    private struct State {
+        var logs: [DeviceKey: Log] = [:]
+        /// Every entry, in the order it arrived: what is evicted first by age or by the totals.
+        var arrivals: [Arrival] = []
+        var arrivalsHead = 0
+        var bytes = 0
+        var entries = 0
+        var nextSequence: UInt64 = 0
+    }
+
+    let limits: Limits
+    private let state = NIOLockedValueBox(State())
+
+    init(limits: Limits = Limits()) {
+        self.limits = limits
+    }
 
     /// Returns the answer already given to this request (waiting for it if the request is being
     /// handled right now), or nil when the request is new and the caller handles it.
@@ -37,32 +71,31 @@ final class RequestLedger: Sendable {
             case answered(String)
             case wait
         }
-        // The device's log is changed in place: a copy of it would copy its dictionary.
-        func start(_ log: inout Log) -> Start {
-            // Forget old answers, and the oldest ones beyond the capacity (never one in progress).
-            while let first = log.order.first, let entry = log.entries[first], entry.answer != nil,
-                log.order.count > Self.capacity || entry.at < now - Self.retention
-            {
-                log.order.removeFirst()
-                log.entries[first] = nil
-            }
-            if let entry = log.entries[id] {
+        let start = state.withLockedValue { state -> Start in
+            evict(&state, now: now)
+            if let entry = state.logs[device]?.entries[id] {
                 return entry.answer.map(Start.answered) ?? .wait
             }
-            log.entries[id] = Entry(answer: nil, at: now)
-            log.order.append(id)
+            state.nextSequence += 1
+            let sequence = state.nextSequence
+            state.logs[device, default: Log()].entries[id] = Entry(answer: nil, at: now, sequence: sequence)
+            state.logs[device]?.order.append(id)
+            state.arrivals.append(Arrival(device: device, id: id, sequence: sequence))
+            state.entries += 1
+            trimDevice(&state, device)
             return .fresh
         }
-        switch logs.withLockedValue({ start(&$0[device, default: Log()]) }) {
+        switch start {
         case .fresh:
             return nil
         case .answered(let answer):
             return answer
         case .wait:
             return await withCheckedContinuation { continuation in
-                let answer = logs.withLockedValue { logs -> String? in
-                    if let answer = logs[device]?.entries[id]?.answer { return answer }
-                    logs[device]?.entries[id]?.waiters.append(continuation)
+                let answer = state.withLockedValue { state -> String? in
+                    guard let entry = state.logs[device]?.entries[id] else { return "" }
+                    if let answer = entry.answer { return answer }
+                    state.logs[device]?.entries[id]?.waiters.append(continuation)
                     return nil
                 }
                 if let answer { continuation.resume(returning: answer) }
@@ -73,12 +106,14 @@ final class RequestLedger: Sendable {
     /// Records the answer to a request begun with ``begin(_:device:now:)`` and hands it to any
     /// duplicate waiting for it.
     func finish(_ id: RequestID, device: DeviceKey, answer: String) {
-        let waiters = logs.withLockedValue { logs -> [CheckedContinuation<String, Never>] in
-            guard var entry = logs[device]?.entries[id] else { return [] }
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<String, Never>] in
+            guard var entry = state.logs[device]?.entries[id], entry.answer == nil else { return [] }
             let waiters = entry.waiters
             entry.answer = answer
             entry.waiters = []
-            logs[device]?.entries[id] = entry
+            state.logs[device]?.entries[id] = entry
+            state.bytes += answer.utf8.count
+            trimDevice(&state, device)
             return waiters
         }
         waiters.forEach { $0.resume(returning: answer) }
@@ -86,9 +121,84 @@ final class RequestLedger: Sendable {
 
     /// Forgets a device's answers (after a logout).
     func forget(_ device: DeviceKey) {
-        logs.withLockedValue { _ = $0.removeValue(forKey: device) }
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<String, Never>] in
+            guard let log = state.logs.removeValue(forKey: device) else { return [] }
+            var waiters: [CheckedContinuation<String, Never>] = []
+            for entry in log.entries.values {
+                state.entries -= 1
+                state.bytes -= entry.answer?.utf8.count ?? 0
+                waiters += entry.waiters
+            }
+            return waiters
+        }
+        // A duplicate waiting on a logged-out device gets nothing to resend ("" is never sent).
+        waiters.forEach { $0.resume(returning: "") }
     }
 
     /// Number of devices with remembered answers.
-    var deviceCount: Int { logs.withLockedValue { $0.count } }
+    var deviceCount: Int { state.withLockedValue { $0.logs.count } }
+
+    /// Bytes of answers remembered, over all devices.
+    var byteCount: Int { state.withLockedValue { $0.bytes } }
+
+    /// How many duplicates wait for the answer to `id` (tests).
+    func waiterCount(_ id: RequestID, device: DeviceKey) -> Int? {
+        state.withLockedValue { $0.logs[device]?.entries[id]?.waiters.count }
+    }
+
+    /// Number of entries remembered, over all devices.
+    var entryCount: Int { state.withLockedValue { $0.entries } }
+
+    // MARK: - bounds
+
+    /// Drops, oldest first, the answers past their retention or beyond the totals. An entry still
+    /// being handled stops the sweep (it is answered within the request); it is never dropped.
+    private func evict(_ state: inout State, now: Int64) {
+        let horizon = now - limits.retention
+        while state.arrivalsHead < state.arrivals.count {
+            let arrival = state.arrivals[state.arrivalsHead]
+            guard let entry = state.logs[arrival.device]?.entries[arrival.id], entry.sequence == arrival.sequence else {
+                state.arrivalsHead += 1  // already gone
+                continue
+            }
+            let over = entry.at < horizon || state.bytes > limits.totalBytes || state.entries > limits.totalEntries
+            guard over, entry.answer != nil else { break }
+            remove(&state, arrival.device, arrival.id)
+            state.arrivalsHead += 1
+        }
+        if state.arrivalsHead > 1024 && state.arrivalsHead * 2 > state.arrivals.count {
+            state.arrivals.removeFirst(state.arrivalsHead)
+            state.arrivalsHead = 0
+        }
+        // Entries removed by the per-device bound stay in the queue until they reach its head.
+        if state.arrivals.count - state.arrivalsHead > 2 * state.entries + 1024 {
+            state.arrivals = state.arrivals[state.arrivalsHead...].filter { arrival in
+                state.logs[arrival.device]?.entries[arrival.id]?.sequence == arrival.sequence
+            }
+            state.arrivalsHead = 0
+        }
+    }
+
+    /// Keeps a device's answered entries to `perDevice`, dropping its oldest.
+    private func trimDevice(_ state: inout State, _ device: DeviceKey) {
+        while let log = state.logs[device], log.entries.count > limits.perDevice {
+            guard let oldest = log.order[log.head...].first(where: { log.entries[$0]?.answer != nil }) else { return }
+            remove(&state, device, oldest)
+        }
+    }
+
+    private func remove(_ state: inout State, _ device: DeviceKey, _ id: RequestID) {
+        guard var log = state.logs.removeValue(forKey: device), let entry = log.entries.removeValue(forKey: id) else {
+            return
+        }
+        state.entries -= 1
+        state.bytes -= entry.answer?.utf8.count ?? 0
+        while log.head < log.order.count, log.entries[log.order[log.head]] == nil { log.head += 1 }
+        if log.entries.isEmpty { return }  // the device is forgotten
+        if log.head > 64 && log.head * 2 > log.order.count {
+            log.order.removeFirst(log.head)
+            log.head = 0
+        }
+        state.logs[device] = log
+    }
 }

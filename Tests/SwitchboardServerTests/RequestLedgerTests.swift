@@ -1,0 +1,74 @@
+import SwitchboardProtocol
+import Testing
+
+@testable import SwitchboardServer
+
+/// The ledger of answers is bounded per device, by age and in total, and forgets devices that are gone.
+struct RequestLedgerTests {
+    static func device(_ index: Int) -> RequestLedger.DeviceKey {
+        RequestLedger.DeviceKey(user: UserKey(app: 1, user: "alice"), device: DeviceID(rawValue: "d\(index)"))
+    }
+
+    /// Begins and answers `id` on `device`; true when it was new.
+    static func answer(_ ledger: RequestLedger, _ id: String, _ device: RequestLedger.DeviceKey, now: Int64, bytes: Int = 10)
+        async -> Bool
+    {
+        guard await ledger.begin(RequestID(rawValue: id), device: device, now: now) == nil else { return false }
+        ledger.finish(RequestID(rawValue: id), device: device, answer: String(repeating: "x", count: bytes))
+        return true
+    }
+
+    @Test func aDeviceKeepsItsLastAnswersOnly() async {
+        let ledger = RequestLedger(limits: .init(perDevice: 4))
+        for index in 0..<6 { #expect(await Self.answer(ledger, "r\(index)", Self.device(0), now: 0)) }
+        #expect(ledger.entryCount == 4)
+        // The newest are remembered, the oldest are not.
+        #expect(await ledger.begin("r5", device: Self.device(0), now: 0) == String(repeating: "x", count: 10))
+        #expect(await Self.answer(ledger, "r0", Self.device(0), now: 0))
+    }
+
+    @Test func answersAgeOutAndDevicesThatAreGoneAreForgotten() async {
+        let ledger = RequestLedger(limits: .init(retention: 1_000))
+        for index in 0..<50 { #expect(await Self.answer(ledger, "r", Self.device(index), now: 0)) }
+        #expect(ledger.deviceCount == 50)
+        #expect(await Self.answer(ledger, "r", Self.device(99), now: 1_001))
+        #expect(ledger.deviceCount == 1)
+        #expect(ledger.entryCount == 1)
+        #expect(ledger.byteCount == 10)
+    }
+
+    @Test func theTotalsDropTheOldestFirst() async {
+        let ledger = RequestLedger(limits: .init(totalBytes: 10_000, totalEntries: 15))
+        for index in 0..<30 {
+            #expect(await Self.answer(ledger, "r", Self.device(index), now: Int64(index), bytes: 1_000))
+        }
+        #expect(ledger.byteCount <= 11_000)
+        #expect(ledger.entryCount <= 16)
+        // The newest device still has its answer, the oldest does not.
+        #expect(await ledger.begin("r", device: Self.device(29), now: 30) != nil)
+        #expect(await ledger.begin("r", device: Self.device(0), now: 30) == nil)
+    }
+
+    @Test func aRequestInProgressIsNeverDroppedAndItsDuplicateGetsTheAnswer() async throws {
+        let ledger = RequestLedger(limits: .init(perDevice: 2, retention: 10, totalBytes: 100))
+        #expect(await ledger.begin("slow", device: Self.device(0), now: 0) == nil)
+        for index in 0..<10 {
+            #expect(await Self.answer(ledger, "r\(index)", Self.device(0), now: Int64(index * 100), bytes: 50))
+        }
+        // Past its age, beyond the device's bound and the total: still there, since unanswered.
+        #expect(ledger.waiterCount("slow", device: Self.device(0)) == 0)
+        let duplicate = Task { await ledger.begin("slow", device: Self.device(0), now: 1_000) }
+        while ledger.waiterCount("slow", device: Self.device(0)) == 0 { await Task.yield() }
+        ledger.finish("slow", device: Self.device(0), answer: "first")
+        #expect(await duplicate.value == "first")
+    }
+
+    @Test func aLogoutForgetsTheDeviceAndReleasesItsWaiters() async {
+        let ledger = RequestLedger()
+        #expect(await ledger.begin("a", device: Self.device(0), now: 0) == nil)
+        ledger.forget(Self.device(0))
+        #expect(ledger.deviceCount == 0)
+        #expect(ledger.entryCount == 0)
+        #expect(await Self.answer(ledger, "a", Self.device(0), now: 0))
+    }
+}
