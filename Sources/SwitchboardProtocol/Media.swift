@@ -82,8 +82,8 @@ public struct SendMediaSignalRequest: SignalingRequest {
                 return SwitchboardError(
                     .mediaPayloadTooLarge, "candidate is over \(MediaLimits.maxCandidateBytes) bytes")
             }
-            if (candidate.sdpMid?.count ?? 0) > MediaLimits.maxFieldLength
-                || (candidate.usernameFragment?.count ?? 0) > MediaLimits.maxFieldLength
+            if (candidate.sdpMid?.utf8.count ?? 0) > MediaLimits.maxFieldLength
+                || (candidate.usernameFragment?.utf8.count ?? 0) > MediaLimits.maxFieldLength
             {
                 return SwitchboardError(.mediaPayloadTooLarge, "sdpMid or usernameFragment too long")
             }

@@ -190,8 +190,18 @@ public struct UserProfile: Codable, Equatable, Sendable {
         self.avatarURL = avatarURL
     }
 
-    /// Longest nickname, in characters.
-    public static let maxNicknameLength = 64
+    /// Longest nickname, in UTF-8 bytes (64 characters of most scripts). Sizes are bytes, not
+    /// characters: one "character" can carry thousands of combining marks.
+    public static let maxNicknameBytes = 192
     /// Longest avatar URL, in UTF-8 bytes.
     public static let maxAvatarURLBytes = 1024
+}
+
+extension String {
+    /// At most `maxBytes` UTF-8 bytes and no control characters (C0, DEL, C1): text a client may
+    /// hand to others (nicknames, platform names) and that every copy of it can afford.
+    public func isBoundedText(maxBytes: Int) -> Bool {
+        utf8.count <= maxBytes
+            && unicodeScalars.allSatisfy { !(0x00...0x1F).contains($0.value) && !(0x7F...0x9F).contains($0.value) }
+    }
 }

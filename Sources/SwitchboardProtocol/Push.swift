@@ -129,6 +129,15 @@ public enum VoIPPush: Equatable, Sendable {
         }
     }
 
+    /// The JSON body of the push, made to fit ``maxPayloadBytes``: the text a client chose (the
+    /// caller's nickname) is left out before APNs would refuse the whole push.
+    public func fittedPayload() throws -> Data {
+        let body = try payload()
+        guard body.count > Self.maxPayloadBytes, case .incomingCall(var push) = self else { return body }
+        push.callerName = nil
+        return try VoIPPush.incomingCall(push).payload()
+    }
+
     /// The JSON body of the push.
     public func payload() throws -> Data {
         struct Body<Content: Encodable>: Encodable {

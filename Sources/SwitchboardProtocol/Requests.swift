@@ -58,8 +58,11 @@ public struct LoginRequest: SignalingRequest {
     /// A stable id of this device (kept across app launches); the server assigns one when absent.
     /// Logging in again with the same deviceId replaces the older connection and resumes its calls.
     public var deviceId: DeviceID?
-    /// Free text such as `ios`, `web`, `cli`, for logs and the online-users list.
+    /// Free text such as `ios`, `web`, `cli`, for logs and the online-users list: at most
+    /// ``maxPlatformBytes`` UTF-8 bytes, no control characters.
     public var platform: String?
+
+    public static let maxPlatformBytes = 64
 
     public init(
         sdkAppID: SdkAppID, userID: UserID, userSig: String, protocolVersion: Int = switchboardProtocolVersion,

@@ -236,6 +236,27 @@ struct GoldenTests {
         }
     }
 
+    /// A push always fits APNs' limit: the caller's chosen text is left out before the push is refused.
+    @Test func aPushAlwaysFits() throws {
+        // Quotes and backslashes double when escaped: the worst a nickname can do per byte.
+        let name = String(repeating: "\"", count: 4_000)
+        let push = VoIPPush.incomingCall(
+            IncomingCallPush(
+                callId: Self.callId, sdkAppID: 1_400_000_001, userId: "bob", callerId: "alice", callerName: name,
+                mediaType: .video, callType: .oneToOne, inviterId: "alice", deadline: Self.created + 30_000))
+        #expect(try push.payload().count > VoIPPush.maxPayloadBytes)
+        let fitted = try push.fittedPayload()
+        #expect(fitted.count <= VoIPPush.maxPayloadBytes)
+        let object = try #require(try JSONSerialization.jsonObject(with: fitted) as? [String: Any])
+        let content = try #require(object["switchboard"] as? [String: Any])
+        #expect(content["callerName"] == nil)
+        #expect(content["callId"] as? String == Self.callId.rawValue)
+        // A push that fits is left as it is.
+        let small = VoIPPush.incomingCall(
+            IncomingCallPush(callId: Self.callId, callerId: "alice", callerName: "Alice", mediaType: .audio, callType: .oneToOne))
+        #expect(try small.fittedPayload() == small.payload())
+    }
+
     @Test func recordRequests() throws {
         try check(
             "request.records.query",

@@ -55,8 +55,17 @@ struct BadInputTests {
             id: "t10", code: .invalidSyncTime),
         Case(
             name: "nickname too long",
-            frame: #"{"id":"t11","type":"profile.set","data":{"nickname":"\#(String(repeating: "n", count: 65))"}}"#,
+            frame: #"{"id":"t11","type":"profile.set","data":{"nickname":"\#(String(repeating: "n", count: 193))"}}"#,
             id: "t11", code: .invalidParams),
+        Case(
+            // One "character" of 50 KB: sizes are bytes.
+            name: "nickname of one letter and 25,000 combining marks",
+            frame: #"{"id":"t13","type":"profile.set","data":{"nickname":"a\#(String(repeating: "\u{0301}", count: 25_000))"}}"#,
+            id: "t13", code: .invalidParams),
+        Case(
+            name: "nickname with a control character",
+            frame: #"{"id":"t14","type":"profile.set","data":{"nickname":"a\u0007b"}}"#,
+            id: "t14", code: .invalidParams),
         Case(
             name: "second login on one connection",
             frame: #"{"id":"t12","type":"login","data":{"sdkAppID":1,"userID":"x","userSig":"y","protocolVersion":1}}"#,

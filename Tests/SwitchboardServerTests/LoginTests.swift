@@ -26,6 +26,11 @@ struct LoginTests {
         Case(name: "invalid deviceId", code: .invalidDeviceID) { server in
             LoginRequest(sdkAppID: server.app.sdkAppID, userID: "alice", userSig: server.userSig("alice"), deviceId: "a b")
         },
+        Case(name: "platform over 64 bytes", code: .invalidParams) { server in
+            LoginRequest(
+                sdkAppID: server.app.sdkAppID, userID: "alice", userSig: server.userSig("alice"),
+                platform: String(repeating: "é", count: 33))
+        },
         Case(name: "unknown app", code: .unknownApp) { server in
             LoginRequest(sdkAppID: 42, userID: "alice", userSig: server.userSig("alice"))
         },

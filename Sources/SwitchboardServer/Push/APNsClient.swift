@@ -135,7 +135,7 @@ final class APNsClient: Sendable {
         request.headers.add(name: "apns-id", value: Self.notificationID(push))
         request.headers.add(name: "apns-collapse-id", value: String(push.callId.rawValue.prefix(64)))
         do {
-            let body = try push.payload()
+            let body = try push.fittedPayload()
             guard body.count <= VoIPPush.maxPayloadBytes else {
                 return .rejected(status: 413, reason: "PayloadTooLarge")
             }

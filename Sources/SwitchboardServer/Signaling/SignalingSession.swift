@@ -396,6 +396,13 @@ final class SignalingSession {
             fail(id, SwitchboardError(.invalidDeviceID, "deviceId must be 1-64 visible characters"))
             return
         }
+        if let platform = request.platform, !platform.isBoundedText(maxBytes: LoginRequest.maxPlatformBytes) {
+            fail(
+                id,
+                SwitchboardError(
+                    .invalidParams, "platform: at most \(LoginRequest.maxPlatformBytes) UTF-8 bytes, no control characters"))
+            return
+        }
         guard let app = node.apps.app(request.sdkAppID) else {
             // Nobody's user is named by an app that does not exist: only the address pays.
             loginFailed(id, SwitchboardError(.unknownApp, "no app with sdkAppID \(request.sdkAppID)"), user: nil, now: now)
@@ -471,8 +478,11 @@ final class SignalingSession {
     }
 
     private func setProfile(_ request: SetProfileRequest, _ identity: Identity, id: RequestID) async {
-        if let nickname = request.nickname, nickname.count > UserProfile.maxNicknameLength {
-            fail(id, SwitchboardError(.invalidParams, "nickname: at most \(UserProfile.maxNicknameLength) characters"))
+        if let nickname = request.nickname, !nickname.isBoundedText(maxBytes: UserProfile.maxNicknameBytes) {
+            fail(
+                id,
+                SwitchboardError(
+                    .invalidParams, "nickname: at most \(UserProfile.maxNicknameBytes) UTF-8 bytes, no control characters"))
             return
         }
         if let avatar = request.avatarURL, avatar.utf8.count > UserProfile.maxAvatarURLBytes {
