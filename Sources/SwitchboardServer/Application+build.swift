@@ -209,8 +209,11 @@ public func buildApplication(
     }
 
     let router = Router(context: SwitchboardRequestContext.self)
-    if let webRoot = configuration.webRoot {
-        router.add(middleware: FileMiddleware(webRoot, searchForIndexHtml: true, logger: logger))
+    if let folder = configuration.webRoot {
+        guard let webRoot = WebRoot(folder: folder, logger: logger) else {
+            throw SwitchboardError(.invalidParams, "the web root \(folder) is not a directory")
+        }
+        router.add(middleware: FileMiddleware(fileProvider: webRoot, searchForIndexHtml: true))
     }
     router.ws("/v1/ws") { inbound, outbound, wsContext in
         await withTaskExecutorPreference(EventLoopTaskExecutor.of(wsContext.requestContext.eventLoop)) {
