@@ -273,8 +273,9 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             client.loginStore.state.loginStatus == .loggedIn
         else { return }
         do {
+            // PushKit gave this token to this app on this phone: it is the logged-in user's now.
             try await client.loginStore.registerPushToken(
-                token, environment: settings.pushEnvironment, bundleId: settings.bundleId)
+                token, environment: settings.pushEnvironment, bundleId: settings.bundleId, move: true)
         } catch {
             logger.error("push token registration failed", metadata: ["error": "\(error)"])
         }

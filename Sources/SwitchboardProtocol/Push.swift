@@ -7,7 +7,8 @@ public enum PushEnvironment: String, Codable, Sendable, CaseIterable {
 }
 
 /// Register this device's VoIP push token (from PushKit) so that calls reach it while the app is
-/// not running. One token per device; a token registered again by another device or user moves there.
+/// not running. One token per device. A token held by another device or user is refused
+/// (`pushTokenInUse`) unless ``move`` is set, which takes it over within the same app.
 public struct RegisterPushTokenRequest: SignalingRequest {
     public typealias Response = Empty
     public static let type = RequestType.registerPushToken
@@ -17,11 +18,14 @@ public struct RegisterPushTokenRequest: SignalingRequest {
     public var environment: PushEnvironment
     /// The app's bundle id; pushes go to topic `<bundleId>.voip`.
     public var bundleId: String
+    /// Take the token over from another device or user of the same app that holds it.
+    public var move: Bool?
 
-    public init(token: String, environment: PushEnvironment, bundleId: String) {
+    public init(token: String, environment: PushEnvironment, bundleId: String, move: Bool? = nil) {
         self.token = token
         self.environment = environment
         self.bundleId = bundleId
+        self.move = move
     }
 
     /// Whether `token` is 32–200 hex digits.

@@ -34,6 +34,8 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case rateLimited = 1008
             case invalidRequestID = 1010
             case sessionReplaced = 1011
+            case loginTimeout = 1012
+            case tooManyDevices = 1013
 
             case userSigMalformed = 2001
             case userSigBadSignature = 2002
@@ -77,6 +79,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
 
             case invalidPushToken = 6001
             case invalidBundleID = 6002
+            case pushTokenInUse = 6003
 
             case mediaPayloadTooLarge = 7001
             case peerNotInCall = 7002
@@ -132,6 +135,10 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         public static let invalidRequestID = Code(.invalidRequestID)
         /// The same device logged in on another connection; this one is closed.
         public static let sessionReplaced = Code(.sessionReplaced)
+        /// The connection did not log in within the login deadline (10 s) and is closed.
+        public static let loginTimeout = Code(.loginTimeout)
+        /// The user has as many connected devices as the server allows.
+        public static let tooManyDevices = Code(.tooManyDevices)
 
         // MARK: 2xxx login
         /// The UserSig is not base64url-encoded zlib-compressed JSON with the TLS fields.
@@ -218,6 +225,9 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         public static let invalidPushToken = Code(.invalidPushToken)
         /// The bundle id is empty or malformed.
         public static let invalidBundleID = Code(.invalidBundleID)
+        /// The token is registered to another device or user; say `move: true` to take it over
+        /// (within the same app only).
+        public static let pushTokenInUse = Code(.pushTokenInUse)
 
         // MARK: 7xxx media
         /// An SDP or ICE payload is larger than allowed.
@@ -251,6 +261,8 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .rateLimited: "too many requests"
             case .invalidRequestID: "request id must be 1-64 characters"
             case .sessionReplaced: "this device logged in on another connection"
+            case .loginTimeout: "no login within the login deadline"
+            case .tooManyDevices: "too many connected devices for this user"
             case .userSigMalformed: "UserSig is malformed"
             case .userSigBadSignature: "UserSig signature does not match"
             case .userSigExpired: "UserSig has expired"
@@ -289,6 +301,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .developmentOnly: "available in development mode only"
             case .invalidPushToken: "invalid push token"
             case .invalidBundleID: "invalid bundle id"
+            case .pushTokenInUse: "push token registered to another device"
             case .mediaPayloadTooLarge: "media payload too large"
             case .peerNotInCall: "peer is not in this call"
             case .connectionFailed: "could not connect to the server"

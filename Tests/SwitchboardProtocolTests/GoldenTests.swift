@@ -174,7 +174,8 @@ struct GoldenTests {
             RequestEnvelope(
                 id: "23",
                 data: RegisterPushTokenRequest(
-                    token: String(repeating: "ab", count: 32), environment: .sandbox, bundleId: "com.example.switchboard")))
+                    token: String(repeating: "ab", count: 32), environment: .sandbox, bundleId: "com.example.switchboard",
+                    move: true)))
         try check("request.push.unregister", RequestEnvelope(id: "24", data: UnregisterPushTokenRequest()))
     }
 
@@ -216,7 +217,7 @@ struct GoldenTests {
                             IceServer(urls: ["stun:127.0.0.1:3478"]),
                             IceServer(
                                 urls: ["turn:127.0.0.1:3478?transport=udp", "turn:127.0.0.1:3478?transport=tcp"],
-                                username: "1767312000:alice", credential: "HMACsha1BASE64EXAMPLE0000000="),
+                                username: "1767312000:1400000001:alice", credential: "HMACsha1BASE64EXAMPLE0000000="),
                         ], expiresAt: 1_767_312_000_000))))
     }
 

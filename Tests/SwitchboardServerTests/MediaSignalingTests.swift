@@ -112,6 +112,7 @@ struct MediaSignalingTests {
 
     @Test func iceServersCarryCoturnCredentialsForLoggedInUsersOnly() async throws {
         let s = try await connected { configuration in
+            configuration.apps = [AppCredentials(sdkAppID: 1_400_000_001, secretKey: "ice-test-app-secret")]
             configuration.ice.stunURLs = ["stun:127.0.0.1:3478"]
             configuration.ice.turnURLs = ["turn:127.0.0.1:3478?transport=udp"]
             configuration.ice.turnSecret = "north-sea-secret"
@@ -120,15 +121,16 @@ struct MediaSignalingTests {
         let data = try JSONSerialization.data(withJSONObject: response["result"] as Any)
         let servers = try SwitchboardJSON.decode(IceServersResponse.self, from: data)
         // The test clock starts at 1767225600 s; credentials last 24 h. The password is what Python's
-        // base64(hmac.new(b"north-sea-secret", b"1767312000:alice", sha1).digest()) gives, and coturn checks.
+        // base64(hmac.new(b"north-sea-secret", b"1767312000:1400000001:alice", sha1).digest()) gives,
+        // and coturn checks. The app is in the name: another app's alice is another TURN user.
         #expect(
             servers
                 == IceServersResponse(
                     iceServers: [
                         IceServer(urls: ["stun:127.0.0.1:3478"]),
                         IceServer(
-                            urls: ["turn:127.0.0.1:3478?transport=udp"], username: "1767312000:alice",
-                            credential: "dl+MQZzWBDH6knhgPr65ZASxwzo="),
+                            urls: ["turn:127.0.0.1:3478?transport=udp"], username: "1767312000:1400000001:alice",
+                            credential: "FrGPTY7vjzNYMw63fDZ6GiKIbRU="),
                     ], expiresAt: 1_767_312_000_000))
 
         let anonymous = try await RawClient(url: s.server.url)
@@ -137,7 +139,7 @@ struct MediaSignalingTests {
 
         let (status, body) = try await AdminAPITests.http(
             s.server, "GET", "/v1/apps/\(s.server.app.sdkAppID)/users/bob/ice-servers")
-        #expect(status == 200 && (body["iceServers"] as? [[String: Any]])?.last?["username"] as? String == "1767312000:bob")
+        #expect(status == 200 && (body["iceServers"] as? [[String: Any]])?.last?["username"] as? String == "1767312000:1400000001:bob")
         let (denied, _) = try await AdminAPITests.http(
             s.server, "GET", "/v1/apps/\(s.server.app.sdkAppID)/users/bob/ice-servers", secret: nil)
         #expect(denied == 401)

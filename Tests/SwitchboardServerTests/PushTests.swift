@@ -262,6 +262,39 @@ struct PushTests {
 struct PushTokenTests {
     static let token = String(repeating: "0f", count: 32)
 
+    /// The same token under another app is never moved there, even when asked.
+    @Test func aTokenNeverMovesToAnotherApp() async throws {
+        let server = try await TestServer.start { configuration in
+            configuration.apps = [
+                AppCredentials(sdkAppID: 1_400_000_001, secretKey: "first-app-secret"),
+                AppCredentials(sdkAppID: 1_400_000_002, secretKey: "second-app-secret"),
+            ]
+        }
+        let storage = server.node.context.storage
+        func login(_ app: SdkAppID, _ secret: String, _ user: String) async throws -> RawClient {
+            let raw = try await RawClient(url: server.url)
+            let sig = UserSig.generate(
+                sdkAppID: app, secretKey: secret, userID: user, time: server.clock.now() / 1000)
+            let answer = try await raw.request(
+                LoginRequest(sdkAppID: app, userID: UserID(rawValue: user), userSig: sig, deviceId: "phone"), id: "login")
+            #expect(answer["result"] != nil)
+            return raw
+        }
+        let first = try await login(1_400_000_001, "first-app-secret", "alice")
+        let second = try await login(1_400_000_002, "second-app-secret", "alice")
+        let register = RegisterPushTokenRequest(token: Self.token, environment: .production, bundleId: "com.example.app")
+        #expect(try await first.request(register, id: "r1")["result"] != nil)
+        var moving = register
+        moving.move = true
+        let refused = try await second.request(moving, id: "r2")
+        #expect(RawClient.errorCode(refused) == SwitchboardError.Code.pushTokenInUse.rawValue)
+        #expect(try await storage.pushTokens(app: 1_400_000_001, users: ["alice"])["alice"]?.count == 1)
+        #expect(try await storage.pushTokens(app: 1_400_000_002, users: ["alice"]).isEmpty)
+        // The holder registering it again is no move at all.
+        #expect(try await first.request(register, id: "r3")["result"] != nil)
+        await server.stop()
+    }
+
     @Test func registrationRulesAndTheTokensHome() async throws {
         let server = try await TestServer.start()
         let storage = server.node.context.storage
@@ -278,9 +311,17 @@ struct PushTokenTests {
         tokens = try await storage.pushTokens(app: app, users: ["alice"])
         #expect(tokens["alice"]?.map(\.token) == [newer])
 
-        // The token moves to the newest device and user that registers it.
+        // A token belongs to one device: another user cannot take it silently...
         let bob = try await server.client("bob", deviceId: "tablet")
-        try await bob.loginStore.registerPushToken(newer.uppercased(), environment: .sandbox, bundleId: "com.example.app")
+        await expectCode(.pushTokenInUse) {
+            try await bob.loginStore.registerPushToken(newer.uppercased(), environment: .sandbox, bundleId: "com.example.app")
+        }
+        tokens = try await storage.pushTokens(app: app, users: ["alice", "bob"])
+        #expect(tokens["alice"]?.map(\.token) == [newer])
+        #expect(tokens["bob"] == nil)
+        // ...only by saying so, within the app.
+        try await bob.loginStore.registerPushToken(
+            newer.uppercased(), environment: .sandbox, bundleId: "com.example.app", move: true)
         tokens = try await storage.pushTokens(app: app, users: ["alice", "bob"])
         #expect(tokens["alice"] == nil)
         #expect(tokens["bob"]?.first?.environment == .sandbox)

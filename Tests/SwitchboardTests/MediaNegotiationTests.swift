@@ -175,6 +175,7 @@ struct MediaNegotiationTests {
 
     @Test func connectionsGetTheServersIceServers() async throws {
         let server = try await TestServer.start { configuration in
+            configuration.apps = [AppCredentials(sdkAppID: 1_400_000_001, secretKey: "ice-test-app-secret")]
             configuration.ice.turnURLs = ["turn:127.0.0.1:3478?transport=udp"]
             configuration.ice.turnSecret = "north-sea-secret"
         }
@@ -185,8 +186,8 @@ struct MediaNegotiationTests {
             if case .opened("bob", let servers) = call { servers } else { nil }
         }
         #expect(opened.first?.first?.urls == ["turn:127.0.0.1:3478?transport=udp"])
-        #expect(opened.first?.first?.username == "1767312000:alice")
-        #expect(opened.first?.first?.credential == "dl+MQZzWBDH6knhgPr65ZASxwzo=")
+        #expect(opened.first?.first?.username == "1767312000:1400000001:alice")
+        #expect(opened.first?.first?.credential == "FrGPTY7vjzNYMw63fDZ6GiKIbRU=")
         await server.stop()
     }
 

@@ -97,7 +97,7 @@ export const REQUESTS = {
   "user.block": [{ userIds: "[string]" }, { userIds: "[string]" }],
   "user.unblock": [{ userIds: "[string]" }, { userIds: "[string]" }],
   "user.blocked": [{}, { userIds: "[string]" }],
-  "push.register": [{ token: "string", environment: "PushEnvironment", bundleId: "string" }, {}],
+  "push.register": [{ token: "string", environment: "PushEnvironment", bundleId: "string", move: "bool?" }, {}],
   "push.unregister": [{}, {}],
 };
 

@@ -104,8 +104,14 @@ public final class LoginStore: Sendable {
 
     /// Registers this device's VoIP push token (from PushKit's `didUpdate pushCredentials`, as hex) so
     /// calls reach it while the app is not running. Call it after login and whenever the token changes.
-    public func registerPushToken(_ token: String, environment: PushEnvironment, bundleId: String) async throws {
-        _ = try await signaling.send(RegisterPushTokenRequest(token: token, environment: environment, bundleId: bundleId))
+    ///
+    /// - Parameter move: take the token over from another user of the app who registered it on this
+    ///   device and did not log out (without it, that is refused with `pushTokenInUse`).
+    public func registerPushToken(
+        _ token: String, environment: PushEnvironment, bundleId: String, move: Bool = false
+    ) async throws {
+        _ = try await signaling.send(
+            RegisterPushTokenRequest(token: token, environment: environment, bundleId: bundleId, move: move ? true : nil))
         cell.update { $0.pushToken = token.lowercased() }
     }
 

@@ -102,12 +102,12 @@ enum AdminAPI {
         // TURN credentials for an app backend that hands them to its clients itself (logged-in
         // clients ask over the WebSocket: `media.iceServers`).
         admin.get("/apps/:app/users/:user/ice-servers") { _, context in
-            guard knownApp(try context.parameters.require("app"), node) != nil else {
+            guard let app = knownApp(try context.parameters.require("app"), node) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
             let user = UserID(rawValue: try context.parameters.require("user"))
             guard user.isValid else { return Self.error(SwitchboardError(.invalidUserID)) }
-            return encoded(node.iceServers(for: user))
+            return encoded(node.iceServers(for: UserKey(app: app, user: user)))
         }
 
         admin.get("/apps/:app/online") { _, context in

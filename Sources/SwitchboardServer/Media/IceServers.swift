@@ -20,14 +20,15 @@ public struct IceConfiguration: Sendable, Equatable {
 
 extension IceConfiguration {
     /// The ICE servers for `user` at `now` (Unix ms): STUN as configured, and TURN with a
-    /// username `expiry:userID` and the password base64(HMAC-SHA1(secret, username)), which coturn
-    /// checks with the same secret without knowing the user.
-    func iceServers(for user: UserID, now: Int64) -> IceServersResponse {
+    /// username `expiry:sdkAppID:userID` and the password base64(HMAC-SHA1(secret, username)),
+    /// which coturn checks with the same secret without knowing the user. The app is part of the
+    /// name: same-named users of two apps are two identities to coturn (quotas, logs).
+    func iceServers(for user: UserKey, now: Int64) -> IceServersResponse {
         var servers: [IceServer] = []
         if !stunURLs.isEmpty { servers.append(IceServer(urls: stunURLs)) }
         guard let turnSecret, !turnURLs.isEmpty else { return IceServersResponse(iceServers: servers, expiresAt: nil) }
         let expiry = now / 1000 + credentialLifetime.milliseconds / 1000
-        let username = "\(expiry):\(user.rawValue)"
+        let username = "\(expiry):\(user.app.rawValue):\(user.user.rawValue)"
         let credential = Self.turnPassword(secret: turnSecret, username: username)
         servers.append(IceServer(urls: turnURLs, username: username, credential: credential))
         return IceServersResponse(iceServers: servers, expiresAt: expiry * 1000)
@@ -42,7 +43,7 @@ extension IceConfiguration {
 
 extension NodeContext {
     /// The ICE servers a logged-in user may use now.
-    func iceServers(for user: UserID) -> IceServersResponse {
+    func iceServers(for user: UserKey) -> IceServersResponse {
         configuration.ice.iceServers(for: user, now: clock.now())
     }
 }

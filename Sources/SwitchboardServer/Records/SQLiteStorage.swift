@@ -201,8 +201,20 @@ final class SQLiteStorage: SwitchboardStorage {
 
     // MARK: push tokens
 
-    func registerPushToken(_ token: PushToken) async throws {
+    func registerPushToken(_ token: PushToken, move: Bool) async throws {
         try await pool.write { db in
+            if let holder = try Row.fetchOne(
+                db, sql: "SELECT sdk_app_id, user_id, device_id FROM push_tokens WHERE token = ?", arguments: [token.token])
+            {
+                let app: Int64 = holder["sdk_app_id"]
+                let user: String = holder["user_id"]
+                let device: String = holder["device_id"]
+                let mine =
+                    app == token.user.app.rawValue && user == token.user.user.rawValue && device == token.device.rawValue
+                guard mine || (move && app == token.user.app.rawValue) else {
+                    throw SwitchboardError(.pushTokenInUse)
+                }
+            }
             try db.execute(
                 sql: "DELETE FROM push_tokens WHERE token = ? OR (sdk_app_id = ? AND user_id = ? AND device_id = ?)",
                 arguments: [token.token, token.user.app.rawValue, token.user.user.rawValue, token.device.rawValue])

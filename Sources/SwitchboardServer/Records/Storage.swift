@@ -113,9 +113,10 @@ struct PushToken: Equatable, Sendable {
 
 /// VoIP push tokens: one per device, each token on one device.
 protocol PushTokenStore: Sendable {
-    /// Saves a token for its device, replacing the device's previous token and taking the token away
-    /// from any other device or user that had it.
-    func registerPushToken(_ token: PushToken) async throws
+    /// Saves a token for its device, replacing the device's previous token. A token that another
+    /// device or user holds is taken over only with `move` and within the same app; otherwise this
+    /// throws `pushTokenInUse` and changes nothing.
+    func registerPushToken(_ token: PushToken, move: Bool) async throws
     func unregisterPushToken(user: UserKey, device: DeviceID) async throws
     /// The tokens of these users.
     func pushTokens(app: SdkAppID, users: [UserID]) async throws -> [UserID: [PushToken]]

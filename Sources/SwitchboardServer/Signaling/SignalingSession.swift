@@ -294,7 +294,7 @@ final class SignalingSession {
             }
         case .iceServers:
             if decode(IceServersRequest.self, id: id, data: data) != nil {
-                succeed(id, node.iceServers(for: identity.user.user))
+                succeed(id, node.iceServers(for: identity.user))
             }
         case .registerPushToken:
             if let request = decode(RegisterPushTokenRequest.self, id: id, data: data) {
@@ -640,7 +640,7 @@ final class SignalingSession {
         let token = PushToken(
             token: request.token.lowercased(), user: identity.user, device: identity.device,
             environment: request.environment, bundleId: request.bundleId, updatedAt: node.clock.now())
-        if await storage(id, { try await self.node.storage.registerPushToken(token) }) != nil {
+        if await storage(id, { try await self.node.storage.registerPushToken(token, move: request.move ?? false) }) != nil {
             succeed(id, Empty())
         }
     }
