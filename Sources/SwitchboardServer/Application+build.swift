@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
+import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOPosix
@@ -126,6 +126,7 @@ struct SignalingLifecycle: Service {
         await withTaskGroup(of: Void.self) { group in
             for sink in sinks { group.addTask { await sink.waitUntilClosed() } }
         }
+        context.deadlines.stop()
         await context.push.shutdown()
     }
 }
@@ -215,24 +216,13 @@ public func buildApplication(
         }
         router.add(middleware: FileMiddleware(fileProvider: webRoot, searchForIndexHtml: true))
     }
-    router.ws("/v1/ws") { inbound, outbound, wsContext in
-        await withTaskExecutorPreference(EventLoopTaskExecutor.of(wsContext.requestContext.eventLoop)) {
-            await SignalingSession.serve(
-                context: context, inbound: inbound, outbound: outbound,
-                remoteAddress: wsContext.requestContext.remoteAddress?.ipAddress ?? "unknown", logger: wsContext.logger)
-        }
-    }
     AdminAPI.register(on: router, node: context, adminSecret: adminSecret)
 
     let portBox = NIOLockedValueBox<SwitchboardNode?>(nil)
     let ownEventLoops = configuration.eventLoopThreads.map { MultiThreadedEventLoopGroup(numberOfThreads: max(1, $0)) }
     let application = Application(
         router: router,
-        server: .http1WebSocketUpgrade(
-            webSocketRouter: router,
-            configuration: .init(
-                ws: WebSocketServerConfiguration(
-                    maxFrameSize: NodeContext.hardMessageLimit, autoPing: .enabled(timePeriod: .seconds(30))))),
+        server: HTTPServerBuilder { responder in SignalingChannel(responder: responder, node: context) },
         configuration: ApplicationConfiguration(
             address: .hostname(configuration.host, port: configuration.port), serverName: "switchboard",
             backlog: configuration.backlog),

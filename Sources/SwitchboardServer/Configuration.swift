@@ -51,6 +51,8 @@ public struct ServerConfiguration: Sendable {
     public var eventLoopThreads: Int?
     /// Abuse limits per IP address, user and connection.
     public var rateLimits = RateLimits()
+    /// Connections: how many, how long to log in, how much a peer that does not read may cost.
+    public var connections = ConnectionLimits()
     /// Apple's push service; without it invitees with no connected device are `offline`.
     public var apns: APNsConfiguration?
     /// STUN and TURN servers for clients' media.

@@ -17,6 +17,10 @@ final class NodeContext: Sendable {
     let writer: PersistenceWriter
     let ledger = RequestLedger()
     let limiter: RateLimiter
+    /// Who is connected and who may connect (``ConnectionLimits``).
+    let gate: ConnectionGate
+    /// Head, request, idle and login deadlines of connections, on ``clock``.
+    let deadlines: ConnectionDeadlines
     let metrics: ServerMetrics
     let push: PushService
     let clock: any SwitchboardClock
@@ -37,6 +41,8 @@ final class NodeContext: Sendable {
         self.metrics = metrics
         self.push = push
         self.limiter = RateLimiter(disabled: configuration.rateLimits.disabled)
+        self.gate = ConnectionGate(limits: configuration.connections)
+        self.deadlines = ConnectionDeadlines(clock: clock)
         self.clock = clock
         self.logger = logger
         self.engine = CallEngine(

@@ -7,30 +7,35 @@ import NIOPosix
 /// unmasked WebSocket frame, nothing at all) and records what comes back and when it closes.
 public final class RawTCPClient: Sendable {
     private let channel: any Channel
-    private let state = NIOLockedValueBox<State>(State())
+    private let state: NIOLockedValueBox<State>
 
     private struct State {
         var received: [UInt8] = []
         var closed = false
-        var waiters: [(predicate: @Sendable ([UInt8], Bool) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+        var waiters:
+            [(id: UUID, predicate: @Sendable ([UInt8], Bool) -> Bool, continuation: CheckedContinuation<Void, any Error>)] =
+                []
     }
 
+    /// Records into the client's state from the first byte on (the server may close before
+    /// `connect` returns).
     private final class Reader: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
-        let client: NIOLockedValueBox<RawTCPClient?> = NIOLockedValueBox(nil)
+        let state = NIOLockedValueBox(State())
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let buffer = unwrapInboundIn(data)
-            client.withLockedValue { $0 }?.update { $0.received += buffer.readableBytesView }
+            RawTCPClient.update(state) { $0.received += buffer.readableBytesView }
         }
 
         func channelInactive(context: ChannelHandlerContext) {
-            client.withLockedValue { $0 }?.update { $0.closed = true }
+            RawTCPClient.update(state) { $0.closed = true }
         }
     }
 
-    private init(channel: any Channel) {
+    private init(channel: any Channel, state: NIOLockedValueBox<State>) {
         self.channel = channel
+        self.state = state
     }
 
     /// Connects to `host:port`, from `sourceAddress` when given (another loopback address).
@@ -46,9 +51,7 @@ public final class RawTCPClient: Sendable {
             bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: sourceAddress, port: 0))
         }
         let channel = try await bootstrap.connect(host: host, port: port).get()
-        let client = RawTCPClient(channel: channel)
-        reader.client.withLockedValue { $0 = client }
-        return client
+        return RawTCPClient(channel: channel, state: reader.state)
     }
 
     /// Writes bytes as they are.
@@ -58,6 +61,11 @@ public final class RawTCPClient: Sendable {
 
     public func send(_ text: String) async throws {
         try await send(Array(text.utf8))
+    }
+
+    /// Stops reading the socket (what arrives stays in the kernel's buffers).
+    public func stopReading() async {
+        try? await channel.setOption(ChannelOptions.autoRead, value: false).get()
     }
 
     /// Closes the connection.
@@ -71,12 +79,24 @@ public final class RawTCPClient: Sendable {
     /// Whether the other side closed the connection.
     public var isClosed: Bool { state.withLockedValue { $0.closed } }
 
-    /// Waits until what was received (and whether the connection closed) satisfies `predicate`.
-    public func wait(until predicate: @escaping @Sendable (_ received: [UInt8], _ closed: Bool) -> Bool) async {
-        await withCheckedContinuation { continuation in
+    /// Waits until what was received (and whether the connection closed) satisfies `predicate`;
+    /// throws after `timeout` of real time (a test fails instead of hanging).
+    public func wait(
+        timeout: Duration = .seconds(10), until predicate: @escaping @Sendable (_ received: [UInt8], _ closed: Bool) -> Bool
+    ) async throws {
+        let id = UUID()
+        let timer = Task { [state] in
+            try? await Task.sleep(for: timeout)
+            let waiter = state.withLockedValue { state in
+                state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0) }
+            }
+            waiter?.continuation.resume(throwing: RecorderTimeout(description: "nothing matching within \(timeout)"))
+        }
+        defer { timer.cancel() }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let done = state.withLockedValue { state -> Bool in
                 if predicate(state.received, state.closed) { return true }
-                state.waiters.append((predicate, continuation))
+                state.waiters.append((id, predicate, continuation))
                 return false
             }
             if done { continuation.resume() }
@@ -84,20 +104,20 @@ public final class RawTCPClient: Sendable {
     }
 
     /// Waits until the other side closes the connection.
-    public func waitUntilClosed() async {
-        await wait { _, closed in closed }
+    public func waitUntilClosed() async throws {
+        try await wait { _, closed in closed }
     }
 
     /// Waits until `text` has been received.
-    public func wait(for text: String) async {
+    public func wait(for text: String) async throws {
         let needle = Array(text.utf8)
-        await wait { received, closed in closed || received.firstRange(of: needle) != nil }
+        try await wait { received, closed in closed || received.firstRange(of: needle) != nil }
     }
 
-    private func update(_ change: (inout State) -> Void) {
-        let ready = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+    private static func update(_ state: NIOLockedValueBox<State>, _ change: (inout State) -> Void) {
+        let ready = state.withLockedValue { state -> [CheckedContinuation<Void, any Error>] in
             change(&state)
-            var ready: [CheckedContinuation<Void, Never>] = []
+            var ready: [CheckedContinuation<Void, any Error>] = []
             state.waiters.removeAll { waiter in
                 guard waiter.predicate(state.received, state.closed) else { return false }
                 ready.append(waiter.continuation)
@@ -114,7 +134,7 @@ extension RawTCPClient {
     public static func get(port: Int, rawPath: String) async throws -> (status: Int, body: String) {
         let client = try await connect(port: port)
         try await client.send("GET \(rawPath) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        await client.waitUntilClosed()
+        try await client.waitUntilClosed()
         let text = String(decoding: client.received, as: UTF8.self)
         let status = text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
         let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""

@@ -1,7 +1,9 @@
 /// Deadlines by key, earliest first: a binary min-heap with lazy deletion.
 ///
 /// Setting a key again moves its deadline; cancelled and moved entries stay in the heap and are
-/// skipped when they reach the top, so every operation is O(log n).
+/// skipped when they reach the top, so every operation is O(log n) amortized. The heap is rebuilt
+/// from the live entries when stale ones outnumber them, so it never holds more than about twice
+/// the timers that are set, however often they move.
 struct TimerQueue<Key: Hashable & Sendable>: Sendable {
     private struct Entry: Sendable {
         var deadline: Int64
@@ -19,11 +21,21 @@ struct TimerQueue<Key: Hashable & Sendable>: Sendable {
     /// How many timers are set.
     var count: Int { live.count }
 
+    /// Number of entries in the heap, stale ones included (tests).
+    var storedCount: Int { heap.count }
+
     /// Sets (or moves) the timer for `key`.
     mutating func set(_ key: Key, at deadline: Int64) {
         nextSequence += 1
         live[key] = nextSequence
         push(Entry(deadline: deadline, sequence: nextSequence, key: key))
+        if heap.count > 2 * live.count + 64 { compact() }
+    }
+
+    /// Drops stale entries and restores the heap order (Floyd's heapify, O(n)).
+    private mutating func compact() {
+        heap.removeAll { live[$0.key] != $0.sequence }
+        for parent in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(parent) }
     }
 
     /// Cancels the timer for `key`, if set.
@@ -67,7 +79,11 @@ struct TimerQueue<Key: Hashable & Sendable>: Sendable {
     private mutating func popTop() {
         heap.swapAt(0, heap.count - 1)
         heap.removeLast()
-        var parent = 0
+        siftDown(0)
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
         while true {
             let left = 2 * parent + 1
             let right = left + 1

@@ -7,14 +7,19 @@ final class ServerMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let pushCounters = NIOLockedValueBox<[String: Counter]>([:])
     private let loginCounters = NIOLockedValueBox<[String: Counter]>([:])
+    private let refusedCounters = NIOLockedValueBox<[String: Counter]>([:])
     let callsStarted: Counter
     let callsEnded: Counter
     let connectedDevices: Gauge
+    private let slowReaderCounter: Counter
+    private let slowReaders = NIOLockedValueBox(0)
 
     init() {
         callsStarted = registry.makeCounter(descriptor: Self.name("calls_started", "total", help: "Calls placed"))
         callsEnded = registry.makeCounter(descriptor: Self.name("calls_ended", "total", help: "Calls ended"))
         connectedDevices = registry.makeGauge(descriptor: Self.name("connected_devices", "", help: "Logged-in devices"))
+        slowReaderCounter = registry.makeCounter(
+            descriptor: Self.name("slow_reader_closed", "total", help: "Connections closed for not reading"))
     }
 
     /// `switchboard_NAME_UNIT` (no unit: `switchboard_NAME`).
@@ -30,6 +35,21 @@ final class ServerMetrics: Sendable {
     /// Counts a login by result (`ok` or the error name).
     func login(_ result: String) {
         counter(loginCounters, "logins", "result", result, help: "Logins by result").increment()
+    }
+
+    /// Counts a connection closed because its peer did not read what the server sent.
+    func slowReaderClosed() {
+        slowReaderCounter.increment()
+        slowReaders.withLockedValue { $0 += 1 }
+    }
+
+    /// Connections closed for not reading, so far.
+    var slowReadersClosed: Int { slowReaders.withLockedValue { $0 } }
+
+    /// Counts a connection turned away as it was accepted (`full`, `address_full`).
+    func connectionRefused(_ reason: String) {
+        counter(refusedCounters, "connections_refused", "reason", reason, help: "Connections refused at accept")
+            .increment()
     }
 
     private func counter(

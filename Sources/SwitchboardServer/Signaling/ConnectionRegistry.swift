@@ -26,14 +26,23 @@ final class ConnectionRegistry: Sendable {
 
     private let table = NIOLockedValueBox(Table())
 
-    /// Registers a device's connection, returning the older connection of the same device, which
-    /// the caller closes.
-    func register(_ sink: any EventSink, user: UserKey, device: DeviceID, platform: String?) -> (any EventSink)? {
+    enum Registration {
+        /// Registered; the older connection of the same device, if any, for the caller to close.
+        case registered(replaced: (any EventSink)?)
+        /// The user has `maxDevices` other devices connected: nothing changed.
+        case tooManyDevices
+    }
+
+    /// Registers a device's connection, unless the user already has `maxDevices` other devices.
+    func register(_ sink: any EventSink, user: UserKey, device: DeviceID, platform: String?, maxDevices: Int = .max)
+        -> Registration
+    {
         table.withLockedValue { table in
             let old = table.users[user]?[device]?.sink
+            if old == nil, (table.users[user]?.count ?? 0) >= maxDevices { return .tooManyDevices }
             table.users[user, default: [:]][device] = Device(sink: sink, platform: platform)
             if old == nil { table.devices += 1 }
-            return old
+            return .registered(replaced: old)
         }
     }
 

@@ -1,66 +1,7 @@
 import Foundation
-import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
-import NIOWebSocket
 import SwitchboardProtocol
-
-/// One WebSocket connection: its outgoing frame queue, closed by the server or the peer.
-final class ClientConnection: EventSink {
-    enum Outgoing: Sendable {
-        case text(String)
-        case close(WebSocketErrorCode)
-    }
-
-    let id: UInt64
-    private let continuation: AsyncStream<Outgoing>.Continuation
-    private let closing = NIOLockedValueBox(false)
-    private let closed = NIOLockedValueBox<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    init(id: UInt64, continuation: AsyncStream<Outgoing>.Continuation) {
-        self.id = id
-        self.continuation = continuation
-    }
-
-    func enqueue(_ frame: String) {
-        continuation.yield(.text(frame))
-    }
-
-    func close(_ error: SwitchboardError?) {
-        let first = closing.withLockedValue { closing in
-            defer { closing = true }
-            return !closing
-        }
-        guard first else { return }
-        if let error {
-            enqueue(CallEngine.frame(.sessionEnded(SessionEndedEvent(error: error))))
-        }
-        continuation.yield(.close(error?.code == .shuttingDown ? .goingAway : .normalClosure))
-    }
-
-    var isClosing: Bool { closing.withLockedValue { $0 } }
-
-    func waitUntilClosed() async {
-        await withCheckedContinuation { continuation in
-            let done = closed.withLockedValue { state -> Bool in
-                if state.done { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
-    }
-
-    /// The socket is closed (or the close frame is written).
-    func markClosed() {
-        let waiters = closed.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
-            state.done = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        waiters.forEach { $0.resume() }
-    }
-}
 
 /// Reads one connection's requests in order and answers each exactly once.
 ///
@@ -68,78 +9,38 @@ final class ClientConnection: EventSink {
 /// to their id when it can be read (`id: null` otherwise) and the connection stays open. Frames
 /// above the 64 KiB message limit get `messageTooLarge`; only frames above the transport's hard
 /// limit (1 MiB) close the connection.
-final class SignalingSession {
+///
+/// Unchecked `Sendable`: its state is touched only by its ``SessionRunner``, which runs one task
+/// at a time for it, each starting after the previous one ended.
+final class SignalingSession: @unchecked Sendable {
     private struct Identity {
         var user: UserKey
         var device: DeviceID
     }
 
     private let node: NodeContext
-    private let connection: ClientConnection
+    private let connection: Connection
     /// The peer's IP address, for per-IP limits.
-    private let remoteAddress: String
+    private var remoteAddress: String { connection.remoteAddress }
     private var identity: Identity?
     /// The state-changing request being handled, whose answer the ledger keeps.
     private var tracked: (id: RequestID, device: RequestLedger.DeviceKey)?
     private let logger: Logger
+    /// Told when the session logs in and out (it owns the session; the session only tells it).
+    weak var runner: SessionRunner?
 
-    init(node: NodeContext, connection: ClientConnection, remoteAddress: String, logger: Logger) {
+    init(node: NodeContext, connection: Connection, logger: Logger) {
         self.node = node
         self.connection = connection
-        self.remoteAddress = remoteAddress
         self.logger = logger
     }
 
     private var limits: RateLimits { node.configuration.rateLimits }
 
-    /// Serves the connection until the peer or the server closes it.
-    static func serve(
-        context node: NodeContext, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
-        remoteAddress: String, logger: Logger
-    ) async {
-        let (stream, continuation) = AsyncStream<ClientConnection.Outgoing>.makeStream()
-        let connection = ClientConnection(id: node.nextConnectionID(), continuation: continuation)
-        let session = SignalingSession(node: node, connection: connection, remoteAddress: remoteAddress, logger: logger)
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await item in stream {
-                    switch item {
-                    case .text(let text):
-                        do {
-                            try await outbound.write(.text(text))
-                        } catch {
-                            return
-                        }
-                    case .close(let code):
-                        try? await outbound.close(code, reason: nil)
-                        connection.markClosed()
-                        return
-                    }
-                }
-            }
-            do {
-                for try await message in inbound.messages(maxSize: NodeContext.hardMessageLimit) {
-                    await session.receive(message)
-                }
-            } catch {
-                logger.debug("connection read ended", metadata: ["error": "\(error)"])
-            }
-            await session.disconnected()
-            continuation.finish()
-            await group.waitForAll()
-        }
-        connection.markClosed()
-    }
-
     // MARK: - frames
 
-    func receive(_ message: WebSocketMessage) async {
+    func receive(_ data: Data) async {
         guard !connection.isClosing else { return }
-        let data: Data
-        switch message {
-        case .text(let text): data = Data(text.utf8)
-        case .binary(let buffer): data = Data(buffer.readableBytesView)
-        }
         let header = try? SwitchboardJSON.decode(RequestHeader.self, from: data)
         let id = header?.id.flatMap { $0.isEmpty || $0.utf8.count > RequestID.maxLength ? nil : RequestID(rawValue: $0) }
         if data.count > CallLimits.maxMessageBytes {
@@ -426,17 +327,34 @@ final class SignalingSession {
         guard let profile = await storage(id, { try await self.node.profiles.profiles(app: key.app, users: [key.user]) })
         else { return }
         let device = request.deviceId ?? DeviceID.random()
+        // Registered and answered with no suspension in between: an event for the device queued from
+        // another thread runs on this connection's event loop after the answer, never before it.
+        let replaced: (any EventSink)?
+        switch node.registry.register(
+            connection, user: key, device: device, platform: request.platform,
+            maxDevices: node.configuration.connections.maxDevicesPerUser)
+        {
+        case .tooManyDevices:
+            fail(
+                id,
+                SwitchboardError(
+                    .tooManyDevices,
+                    "at most \(node.configuration.connections.maxDevicesPerUser) devices connected at once"))
+            return
+        case .registered(let old):
+            replaced = old
+        }
         identity = Identity(user: key, device: device)
+        node.deadlines.disarm(connection.id)
+        node.gate.loggedIn(connection.id)
+        runner?.setLoggedIn(true)
         succeed(
             id,
             LoginResponse(
                 userID: key.user, deviceId: device, protocolVersion: switchboardProtocolVersion,
                 serverTime: node.clock.now(), heartbeatInterval: node.configuration.heartbeatInterval,
                 profile: profile[key.user] ?? UserProfile(userId: key.user)))
-        // Registered after the answer is queued, so the client never sees an event before it.
-        if let replaced = node.registry.register(connection, user: key, device: device, platform: request.platform) {
-            replaced.close(SwitchboardError(.sessionReplaced))
-        }
+        replaced?.close(SwitchboardError(.sessionReplaced))
         node.metrics.login("ok")
         node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
         logger.info("login", metadata: ["user": "\(key)", "device": "\(device)", "connection": "\(connection.id)"])

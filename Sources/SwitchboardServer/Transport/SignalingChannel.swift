@@ -1,0 +1,183 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOWebSocket
+import SwitchboardProtocol
+
+/// How each accepted connection is set up, plugged into Hummingbird's server: the connection
+/// gate first, then HTTP/1.1 with a WebSocket upgrade at `/v1/ws`. An upgraded connection is
+/// served by channel handlers on its event loop (``WebSocketConnectionHandler``), with no task
+/// waiting on it; any other request goes to the router (admin API, metrics, the web client).
+struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
+    enum Outcome: Sendable {
+        /// An HTTP request for the router.
+        case http(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+        /// A WebSocket, served by its handlers from now on.
+        case upgraded
+        /// Turned away at the gate, already closing.
+        case refused
+    }
+
+    struct Value: ServerChildChannelValue {
+        let outcome: EventLoopFuture<Outcome>
+        let channel: any Channel
+    }
+
+    static let path = "/v1/ws"
+
+    let responder: HTTPChannelHandler.Responder
+    let node: NodeContext
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let id = node.nextConnectionID()
+            let address = channel.remoteAddress?.ipAddress ?? "unknown"
+            let admission = node.gate.admit(id, address: address) { [weak channel] in channel?.close(promise: nil) }
+            guard admission == .admitted else {
+                node.metrics.connectionRefused(admission == .full ? "full" : "address_full")
+                channel.close(promise: nil)
+                return Value(outcome: channel.eventLoop.makeSucceededFuture(.refused), channel: channel)
+            }
+            let deadlines = node.deadlines
+            channel.closeFuture.whenComplete { _ in
+                deadlines.disarm(id)
+                node.gate.closed(id)
+            }
+            // The request head must arrive in time (slowloris).
+            deadlines.arm(id, after: node.configuration.connections.headTimeout) { [weak channel] in
+                channel?.close(promise: nil)
+            }
+            let undecided = UndecidedConnection()
+            try channel.pipeline.syncOperations.addHandler(undecided)
+            let outcome = try configure(channel, id: id, address: address, logger: logger)
+            outcome.whenSuccess { _ in undecided.decided() }
+            return Value(outcome: outcome, channel: channel)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            if case .http(let http) = try await value.outcome.get() {
+                await handleHTTP(asyncChannel: http, logger: logger)
+            }
+        } catch {
+            logger.debug("connection setup failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func configure(_ channel: any Channel, id: UInt64, address: String, logger: Logger) throws
+        -> EventLoopFuture<Outcome>
+    {
+        let node = self.node
+        let limits = node.configuration.connections
+        let upgrader = NIOTypedWebSocketServerUpgrader<Outcome>(
+            maxFrameSize: NodeContext.hardMessageLimit,
+            enableAutomaticErrorHandling: false,
+            shouldUpgrade: { channel, head in
+                let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+                return channel.eventLoop.makeSucceededFuture(path == Self.path ? HTTPHeaders() : nil)
+            },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = WebSocketConnectionHandler(
+                        limits: limits, maxMessageBytes: NodeContext.hardMessageLimit, metrics: node.metrics,
+                        logger: logger)
+                    let connection = Connection(id: id, remoteAddress: address, channel: channel, handler: handler)
+                    let session = SignalingSession(node: node, connection: connection, logger: logger)
+                    let runner = SessionRunner(session: session, channel: channel)
+                    session.runner = runner
+                    handler.attach(runner)
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                    // From the upgrade on, the connection has this long to log in.
+                    node.deadlines.arm(id, after: limits.loginTimeout) {
+                        connection.close(SwitchboardError(.loginTimeout))
+                    }
+                    return .upgraded
+                }
+            })
+        var configuration = NIOUpgradableHTTPServerPipelineConfiguration<Outcome>(
+            upgradeConfiguration: NIOTypedHTTPServerUpgradeConfiguration(
+                upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try channel.pipeline.syncOperations.addHandler(
+                            HTTPRequestDeadlines(id: id, deadlines: node.deadlines, limits: limits))
+                        // Closes the connection between requests when the server shuts down.
+                        try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(logger: logger))
+                        return .http(
+                            try NIOAsyncChannel(
+                                wrappingChannelSynchronously: channel,
+                                configuration: .init(isOutboundHalfClosureEnabled: true)))
+                    }
+                }))
+        configuration.enablePipelining = false  // NIOAsyncChannel reads one request at a time
+        configuration.enableErrorHandling = false  // Hummingbird answers parse errors
+        configuration.enableResponseHeaderValidation = false  // HTTPTypes validated them
+        return try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+    }
+}
+
+/// The deadlines of a plain HTTP connection: a request's body must arrive within the request
+/// timeout of its head, and a keep-alive connection must send its next request head within the
+/// idle timeout of the last response.
+final class HTTPRequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let id: UInt64
+    private let deadlines: ConnectionDeadlines
+    private let limits: ConnectionLimits
+
+    init(id: UInt64, deadlines: ConnectionDeadlines, limits: ConnectionLimits) {
+        self.id = id
+        self.deadlines = deadlines
+        self.limits = limits
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            let channel = context.channel
+            deadlines.arm(id, after: limits.requestTimeout) { channel.close(promise: nil) }
+        case .end:
+            deadlines.disarm(id)  // the response may take its time (a records query)
+        case .body:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) {
+            let channel = context.channel
+            deadlines.arm(id, after: limits.idleTimeout) { channel.close(promise: nil) }
+        }
+        context.write(data, promise: promise)
+    }
+}
+
+/// Closes a connection that has not finished its first request head when the server shuts down
+/// (once it is an HTTP or a WebSocket connection, their own handlers decide).
+final class UndecidedConnection: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+    typealias InboundIn = NIOAny
+    private let isDecided = NIOLockedValueBox(false)
+
+    func decided() { isDecided.withLockedValue { $0 = true } }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent, !isDecided.withLockedValue({ $0 }) {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+}

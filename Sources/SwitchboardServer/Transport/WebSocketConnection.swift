@@ -1,0 +1,278 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOWebSocket
+import SwitchboardProtocol
+
+/// One WebSocket connection after the upgrade, as the rest of the server sees it: frames can be
+/// queued from any thread, and it can be closed and waited on. The work happens on the channel's
+/// event loop, in ``WebSocketConnectionHandler``.
+final class Connection: EventSink {
+    let id: UInt64
+    /// The peer's IP address, for per-address limits.
+    let remoteAddress: String
+    let channel: any Channel
+    private let handler: NIOLoopBound<WebSocketConnectionHandler>
+    private let closing = NIOLockedValueBox(false)
+
+    init(id: UInt64, remoteAddress: String, channel: any Channel, handler: WebSocketConnectionHandler) {
+        self.id = id
+        self.remoteAddress = remoteAddress
+        self.channel = channel
+        self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+    }
+
+    func enqueue(_ frame: String) {
+        if channel.eventLoop.inEventLoop {
+            handler.value.send(frame)
+        } else {
+            let handler = self.handler
+            channel.eventLoop.execute { handler.value.send(frame) }
+        }
+    }
+
+    func close(_ error: SwitchboardError?) {
+        let first = closing.withLockedValue { closing in
+            defer { closing = true }
+            return !closing
+        }
+        guard first else { return }
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.close(error) }
+    }
+
+    var isClosing: Bool { closing.withLockedValue { $0 } }
+
+    func waitUntilClosed() async {
+        try? await channel.closeFuture.get()
+    }
+}
+
+/// The WebSocket protocol for one connection, on its event loop (RFC 6455): reassembles fragmented
+/// messages up to the hard limit, checks that client frames are masked and that text is UTF-8,
+/// answers pings and the close handshake, pings the peer, and keeps the connection's outgoing
+/// budget. Complete messages go to the connection's ``SessionRunner``.
+///
+/// Close codes: 1002 for protocol violations (unmasked or reserved-bit frames, bad fragments,
+/// unknown opcodes), 1007 for text that is not UTF-8, 1009 for a message above the hard limit,
+/// 1008 for a peer that does not read (over its outgoing budget) or did not log in in time,
+/// 1001 when the server shuts down, 1000 otherwise.
+final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let limits: ConnectionLimits
+    private let maxMessageBytes: Int
+    private let metrics: ServerMetrics
+    private let logger: Logger
+    private var context: ChannelHandlerContext?
+    private var runner: SessionRunner?
+    /// A fragmented message being reassembled.
+    private var partial: (opcode: WebSocketOpcode, data: ByteBuffer)?
+    private var heardSincePing = true
+    private var pinger: Scheduled<Void>?
+    private var framesWhileUnwritable = 0
+    /// A close frame was sent (or the channel is closing): nothing more is written or read.
+    private var closed = false
+
+    init(limits: ConnectionLimits, maxMessageBytes: Int, metrics: ServerMetrics, logger: Logger) {
+        self.limits = limits
+        self.maxMessageBytes = maxMessageBytes
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Where complete messages go; set once, right after the handler is added.
+    func attach(_ runner: SessionRunner) {
+        self.runner = runner
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        schedulePing(context)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        pinger?.cancel()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed = true
+        pinger?.cancel()
+        runner?.disconnected()
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { framesWhileUnwritable = 0 }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case ChannelEvent.inputClosed:
+            // The peer closed its side without a close frame: it is gone.
+            context.close(promise: nil)
+        case is ChannelShouldQuiesceEvent:
+            // Shutdown: logged-in sessions are closed by the server (with sessionEnded); others now.
+            if runner?.isLoggedIn != true { close(context, code: .goingAway) }
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        switch error as? NIOWebSocketError {
+        case .invalidFrameLength: close(context, code: .messageTooLarge)
+        case .some: close(context, code: .protocolError)
+        case .none:
+            logger.debug("connection error", metadata: ["error": "\(error)"])
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: - reading
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closed else { return }
+        heardSincePing = true
+        let frame = unwrapInboundIn(data)
+        // Clients must mask every frame (RFC 6455 §5.1); no extension is negotiated, so no reserved bit.
+        guard frame.maskKey != nil, !frame.rsv1, !frame.rsv2, !frame.rsv3 else {
+            close(context, code: .protocolError)
+            return
+        }
+        switch frame.opcode {
+        case .text, .binary:
+            guard partial == nil else {
+                close(context, code: .protocolError)  // a new message inside a fragmented one
+                return
+            }
+            if frame.fin {
+                deliver(context, opcode: frame.opcode, frame.unmaskedData)
+            } else {
+                partial = (frame.opcode, frame.unmaskedData)
+            }
+        case .continuation:
+            guard var message = partial else {
+                close(context, code: .protocolError)
+                return
+            }
+            var piece = frame.unmaskedData
+            guard message.data.readableBytes + piece.readableBytes <= maxMessageBytes else {
+                partial = nil
+                close(context, code: .messageTooLarge)
+                return
+            }
+            partial = nil  // so the buffer is uniquely referenced while it grows
+            message.data.writeBuffer(&piece)
+            if frame.fin {
+                deliver(context, opcode: message.opcode, message.data)
+            } else {
+                partial = message
+            }
+        case .ping:
+            let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .pong:
+            break
+        case .connectionClose:
+            // Echo the peer's code (RFC 6455 §5.5.1), then close.
+            var data = frame.unmaskedData
+            let code = data.readWebSocketErrorCode() ?? .normalClosure
+            close(context, code: Self.isSendable(code) ? code : .normalClosure)
+        default:
+            close(context, code: .protocolError)
+        }
+    }
+
+    private func deliver(_ context: ChannelHandlerContext, opcode: WebSocketOpcode, _ data: ByteBuffer) {
+        let bytes = Data(data.readableBytesView)
+        // Text must be UTF-8 (RFC 6455 §8.1); binary frames carry the same JSON and are not checked.
+        if opcode == .text, String(validating: bytes, as: UTF8.self) == nil {
+            close(context, code: .dataInconsistentWithMessage)
+            return
+        }
+        runner?.received(bytes)
+    }
+
+    // MARK: - writing
+
+    /// Writes a text frame, and closes the connection if its peer is not reading: the bytes waiting
+    /// for its socket, or the frames sent since the socket stopped taking more, are over budget.
+    func send(_ text: String) {
+        guard !closed, let context else { return }
+        var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
+        buffer.writeString(text)
+        if !context.channel.isWritable { framesWhileUnwritable += 1 }
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+        let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        if waiting > limits.outgoingBudgetBytes || framesWhileUnwritable > limits.outgoingBudgetFrames {
+            metrics.slowReaderClosed()
+            logger.notice(
+                "closing a connection that does not read",
+                metadata: ["waitingBytes": "\(waiting)", "frames": "\(framesWhileUnwritable)"])
+            // Its socket takes nothing: a close frame would wait behind the rest. Drop it all now.
+            closed = true
+            context.close(promise: nil)
+        }
+    }
+
+    /// Ends the session: `sessionEnded` with the error, then the close frame.
+    func close(_ error: SwitchboardError?) {
+        guard let context else { return }
+        if let error { send(CallEngine.frame(.sessionEnded(SessionEndedEvent(error: error)))) }
+        let code: WebSocketErrorCode =
+            switch error?.code {
+            case .some(.shuttingDown): .goingAway
+            case .some(.loginTimeout): .policyViolation
+            default: .normalClosure
+            }
+        close(context, code: code)
+    }
+
+    /// Sends a close frame with `code` and closes the connection once it is written.
+    private func close(_ context: ChannelHandlerContext, code: WebSocketErrorCode) {
+        guard !closed else { return }
+        closed = true
+        var data = context.channel.allocator.buffer(capacity: 2)
+        data.write(webSocketErrorCode: code)
+        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
+        context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: - liveness
+
+    private func schedulePing(_ context: ChannelHandlerContext) {
+        let interval = TimeAmount.nanoseconds(Int64(limits.pingInterval.components.seconds) * 1_000_000_000)
+        pinger = context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [weak self] in
+            self?.ping()
+        }
+    }
+
+    private func ping() {
+        guard !closed, let context else { return }
+        guard heardSincePing else {
+            logger.debug("closing a connection that stopped answering pings")
+            closed = true
+            context.close(promise: nil)
+            return
+        }
+        heardSincePing = false
+        let frame = WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(capacity: 0))
+        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        schedulePing(context)
+    }
+
+    /// Codes a peer may put in a close frame and get back (1005, 1006 and 1015 never go on the wire).
+    private static func isSendable(_ code: WebSocketErrorCode) -> Bool {
+        switch code {
+        case .unknown(let value): (3000...4999).contains(value)
+        default: true
+        }
+    }
+}
