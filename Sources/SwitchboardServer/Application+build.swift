@@ -192,7 +192,7 @@ public func buildApplication(
         apns = try await APNsClient(configuration: apnsConfiguration, clock: clock, logger: logger)
     }
     let push = PushService(store: storage, apns: apns, clock: clock, metrics: metrics, logger: logger)
-    let writer = PersistenceWriter(store: storage, logger: logger) { stored in
+    let writer = PersistenceWriter(store: storage, clock: clock, logger: logger) { stored in
         for item in stored {
             registry.send({ CallEngine.frame(.callRecord(CallRecordEvent(record: item.record))) }, to: .user(item.owner))
         }

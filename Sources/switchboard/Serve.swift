@@ -88,6 +88,20 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Directory of the browser client served at / [SWITCHBOARD_WEB_ROOT, default ./Web when present].")
     var webRoot: String?
 
+    @Option(
+        help: "Connections at once [SWITCHBOARD_MAX_CONNECTIONS, default: the open-file limit minus 256 kept for the server's own files].")
+    var maxConnections: Int?
+
+    @Option(
+        help: "Connections not logged in yet from one IP address; raise it behind a reverse proxy [SWITCHBOARD_MAX_PENDING_PER_IP, default 128].")
+    var maxPendingPerIp: Int?
+
+    @Option(help: "Connections not logged in yet, from all addresses [SWITCHBOARD_MAX_PENDING, default: a quarter of the connections].")
+    var maxPending: Int?
+
+    @Option(help: "Connected devices per user [SWITCHBOARD_MAX_DEVICES_PER_USER, default 16].")
+    var maxDevicesPerUser: Int?
+
     @Option(help: "Event-loop threads serving connections [SWITCHBOARD_THREADS, default: one per core].")
     var threads: Int?
 
@@ -142,6 +156,19 @@ struct Serve: AsyncParsableCommand {
         if let value = setting(threads.map(String.init), "SWITCHBOARD_THREADS") {
             guard let count = Int(value), (1...256).contains(count) else { throw ValidationError("threads must be 1-256") }
             configuration.eventLoopThreads = count
+        }
+        func positive(_ flag: Int?, _ name: String) throws -> Int? {
+            guard let value = setting(flag.map(String.init), name) else { return nil }
+            guard let number = Int(value), number > 0 else { throw ValidationError("\(name) must be a positive number") }
+            return number
+        }
+        configuration.connections.maxConnections = try positive(maxConnections, "SWITCHBOARD_MAX_CONNECTIONS")
+        configuration.connections.maxPending = try positive(maxPending, "SWITCHBOARD_MAX_PENDING")
+        if let value = try positive(maxPendingPerIp, "SWITCHBOARD_MAX_PENDING_PER_IP") {
+            configuration.connections.maxPendingPerAddress = value
+        }
+        if let value = try positive(maxDevicesPerUser, "SWITCHBOARD_MAX_DEVICES_PER_USER") {
+            configuration.connections.maxDevicesPerUser = value
         }
         configuration.rateLimits.disabled = noRateLimits || environment["SWITCHBOARD_NO_RATE_LIMITS"] == "1"
         configuration.adminSecret = setting(adminSecret, "SWITCHBOARD_ADMIN_SECRET")

@@ -72,3 +72,18 @@ struct RequestLedgerTests {
         #expect(await Self.answer(ledger, "a", Self.device(0), now: 0))
     }
 }
+
+/// The profile cache keeps at most its capacity, misses for made-up users included, and what is used.
+struct BoundedCacheTests {
+    @Test func itKeepsWhatIsUsedWithinItsCapacity() {
+        var cache = BoundedCache<Int, String>(capacity: 100)
+        cache.insert("kept", for: -1)
+        for key in 0..<10_000 {
+            cache.insert("made-up", for: key)
+            _ = cache.value(for: -1)
+            #expect(cache.count < 100)
+        }
+        #expect(cache.value(for: -1) == "kept")
+        #expect(cache.value(for: 0) == nil)
+    }
+}

@@ -272,7 +272,7 @@ struct PersistenceWriterTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = CountingStore(sqlite)
         let reported = Recorder<StoredRecord>.Sink()
-        let writer = PersistenceWriter(store: store, logger: .init(label: "test")) { reported.add($0) }
+        let writer = PersistenceWriter(store: store, clock: TestClock(), logger: .init(label: "test")) { reported.add($0) }
         for index in 0..<500 {
             writer.submit([StorageTests.draft(StorageTests.alice, call: "c\(index)", end: Int64(index))])
         }

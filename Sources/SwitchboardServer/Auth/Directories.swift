@@ -17,21 +17,26 @@ final class AppDirectory: Sendable {
     var all: [AppRecord] { apps.withLockedValue { $0.values.sorted { $0.sdkAppID < $1.sdkAppID } } }
 }
 
-/// Users' profiles, cached in memory in front of the store (a missing profile is cached too).
+/// Users' profiles, cached in memory in front of the store (a missing profile is cached too), at
+/// most ``capacity`` of them (``BoundedCache``).
 final class ProfileDirectory: Sendable {
     private let store: any ProfileStore
-    private let cache = NIOLockedValueBox<[UserKey: UserProfile]>([:])
+    private let cache: NIOLockedValueBox<BoundedCache<UserKey, UserProfile>>
 
-    init(store: any ProfileStore) {
+    init(store: any ProfileStore, capacity: Int = 200_000) {
         self.store = store
+        self.cache = NIOLockedValueBox(BoundedCache(capacity: capacity))
     }
+
+    /// Profiles cached now.
+    var cachedCount: Int { cache.withLockedValue { $0.count } }
 
     /// The profiles of these users; users without one get a bare profile.
     func profiles(app: SdkAppID, users: [UserID]) async throws -> [UserID: UserProfile] {
         var found: [UserID: UserProfile] = [:]
         let missing = cache.withLockedValue { cache in
             users.filter { user in
-                guard let profile = cache[UserKey(app: app, user: user)] else { return true }
+                guard let profile = cache.value(for: UserKey(app: app, user: user)) else { return true }
                 found[user] = profile
                 return false
             }
@@ -41,13 +46,13 @@ final class ProfileDirectory: Sendable {
         var fresh = Dictionary(missing.map { ($0, UserProfile(userId: $0)) }, uniquingKeysWith: { a, _ in a })
         for profile in loaded { fresh[profile.userId] = profile }
         cache.withLockedValue { cache in
-            for (user, profile) in fresh { cache[UserKey(app: app, user: user)] = profile }
+            for (user, profile) in fresh { cache.insert(profile, for: UserKey(app: app, user: user)) }
         }
         return found.merging(fresh) { a, _ in a }
     }
 
     func save(app: SdkAppID, _ profile: UserProfile, now: Int64) async throws {
         try await store.saveProfile(app: app, profile, now: now)
-        cache.withLockedValue { $0[UserKey(app: app, user: profile.userId)] = profile }
+        cache.withLockedValue { $0.insert(profile, for: UserKey(app: app, user: profile.userId)) }
     }
 }

@@ -9,6 +9,10 @@ import SwitchboardProtocol
 /// removed; an expired provider token is replaced once and the push sent again; 429, 5xx and
 /// transport errors are retried with backoff (0.5 s, doubling) as long as the next attempt falls
 /// before the push's expiration (the end of the ringing); other refusals are given up.
+///
+/// Bounded: at most ``maxInFlight`` pushes are being delivered (or waiting to be retried) at once;
+/// a push beyond that is dropped and counted (`dropped_overload`): a ringing call still rings on
+/// the callee's connected devices and its pending invitation waits for the callee's next login.
 final class PushService: Sendable {
     /// How one delivery to one token ended, for metrics and tests.
     struct Delivery: Equatable, Sendable {
@@ -24,19 +28,25 @@ final class PushService: Sendable {
     private let logger: Logger
     private let broadcaster = NIOLockedValueBox<[UInt64: AsyncStream<Delivery>.Continuation]>([:])
     private let counter = NIOLockedValueBox<UInt64>(0)
+    private let inFlight = NIOLockedValueBox(0)
     static let retryBase: Duration = .milliseconds(500)
+    let maxInFlight: Int
 
-    init(store: any PushTokenStore, apns: APNsClient?, clock: any SwitchboardClock, metrics: ServerMetrics, logger: Logger) {
+    init(
+        store: any PushTokenStore, apns: APNsClient?, clock: any SwitchboardClock, metrics: ServerMetrics,
+        maxInFlight: Int = 10_000, logger: Logger
+    ) {
         self.store = store
         self.apns = apns
         self.clock = clock
         self.metrics = metrics
+        self.maxInFlight = maxInFlight
         self.logger = logger
     }
 
     /// Every delivery outcome from now on (tests watch it).
     var deliveries: AsyncStream<Delivery> {
-        let (stream, continuation) = AsyncStream<Delivery>.makeStream()
+        let (stream, continuation) = AsyncStream<Delivery>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
         let id = counter.withLockedValue { counter in
             counter += 1
             return counter
@@ -53,7 +63,20 @@ final class PushService: Sendable {
             logger.debug("no APNs configured: push not sent", metadata: ["user": "\(message.user)"])
             return
         }
-        Task { await deliver(message, apns) }
+        let admitted = inFlight.withLockedValue { count -> Bool in
+            guard count < maxInFlight else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else {
+            metrics.push("dropped_overload")
+            logger.warning("push dropped: too many in flight", metadata: ["user": "\(message.user)"])
+            return
+        }
+        Task {
+            await deliver(message, apns)
+            inFlight.withLockedValue { $0 -= 1 }
+        }
     }
 
     func shutdown() async {

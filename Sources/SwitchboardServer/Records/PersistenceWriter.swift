@@ -12,6 +12,11 @@ import SwitchboardProtocol
 /// never blocks the call engine. Once a batch is committed, ``onCommitted`` runs with the stored
 /// records (the server sends each owner its `callRecord` event from there, so that event is the
 /// promise that the record is durable).
+///
+/// A failing database is retried until it is back (backoff from 50 ms to 5 s, on the node's clock),
+/// so no record is given up; meanwhile writes wait in memory. Past ``maxBacklog`` waiting writes
+/// the writer reports ``isBacklogged`` and the node refuses new calls (`storageUnavailable`), so
+/// that only the calls already in progress can add to it.
 final class PersistenceWriter: Sendable {
     enum Write: Sendable {
         case save(JournalSave)
@@ -29,22 +34,38 @@ final class PersistenceWriter: Sendable {
 
     private struct State {
         var queue: [Write] = []
+        /// Writes in the batch being committed (or retried).
+        var writing = 0
         var flushing = false
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let store: any CallRecordStore
     private let onCommitted: @Sendable ([StoredRecord]) -> Void
+    private let clock: any SwitchboardClock
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
     /// Most writes per transaction.
     private let maxBatch = 4000
+    /// Writes waiting (or being retried) beyond which new calls are refused.
+    let maxBacklog: Int
 
-    init(store: any CallRecordStore, logger: Logger, onCommitted: @escaping @Sendable ([StoredRecord]) -> Void) {
+    init(
+        store: any CallRecordStore, clock: any SwitchboardClock, maxBacklog: Int = 20_000, logger: Logger,
+        onCommitted: @escaping @Sendable ([StoredRecord]) -> Void
+    ) {
         self.store = store
+        self.clock = clock
+        self.maxBacklog = maxBacklog
         self.logger = logger
         self.onCommitted = onCommitted
     }
+
+    /// Writes queued and being written.
+    var backlog: Int { state.withLockedValue { $0.queue.count + $0.writing } }
+
+    /// Whether so many writes wait that new calls should be refused.
+    var isBacklogged: Bool { backlog > maxBacklog }
 
     /// Queues a save of a call in progress; `state` is its JSON, made when the batch is written
     /// (nil when it cannot be encoded: the save is dropped and logged).
@@ -92,6 +113,7 @@ final class PersistenceWriter: Sendable {
             let writes = state.withLockedValue { state -> [Write] in
                 let batch = Array(state.queue.prefix(maxBatch))
                 state.queue.removeFirst(batch.count)
+                state.writing = batch.count
                 return batch
             }
             if writes.isEmpty {
@@ -138,22 +160,30 @@ final class PersistenceWriter: Sendable {
         return batch
     }
 
-    /// Writes one batch, retrying a failing database a few times before giving it up.
+    /// Writes one batch, retrying a failing database until it is back.
     private func write(_ batch: PersistenceBatch) async {
-        var delay: Duration = .milliseconds(50)
-        for attempt in 1...5 {
+        var delay: Int64 = 50
+        for attempt in 1... {
             do {
                 let stored = try await store.commit(batch)
+                state.withLockedValue { $0.writing = 0 }
                 onCommitted(stored)
                 return
             } catch {
                 logger.error(
-                    "database write failed",
-                    metadata: ["attempt": "\(attempt)", "ended": "\(batch.ended.count)", "error": "\(error)"])
-                try? await Task.sleep(for: delay)
-                delay *= 4
+                    "database write failed; retrying",
+                    metadata: [
+                        "attempt": "\(attempt)", "ended": "\(batch.ended.count)", "waiting": "\(backlog)",
+                        "error": "\(error)",
+                    ])
+                do {
+                    try await clock.sleep(for: .milliseconds(delay))
+                } catch {
+                    logger.critical("writes abandoned: the writer was cancelled", metadata: ["ended": "\(batch.ended.count)"])
+                    return
+                }
+                delay = min(delay * 2, 5_000)
             }
         }
-        logger.critical("writes lost after retries", metadata: ["ended": "\(batch.ended.count)"])
     }
 }

@@ -296,7 +296,8 @@ final class Bench: Sendable {
                 binary: binary,
                 arguments: [
                     "--database", directory.appendingPathComponent("bench.sqlite").path, "--app", "\(app.rawValue):\(secret)",
-                    "--no-rate-limits", "--host", "127.0.0.1",
+                    // Storms of logins from a few loopback addresses are the point here.
+                    "--no-rate-limits", "--host", "127.0.0.1", "--max-pending-per-ip", "100000", "--max-pending", "100000",
                 ] + (options.serverThreads.map { ["--threads", "\($0)"] } ?? []), directory: directory)
             spawned.append(server)
             target = BenchTarget(host: "127.0.0.1", port: server.port, sdkAppID: app, secretKey: secret, pid: server.processIdentifier)

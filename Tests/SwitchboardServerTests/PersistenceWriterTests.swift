@@ -1,0 +1,61 @@
+import Foundation
+import NIOConcurrencyHelpers
+import SwitchboardProtocol
+import SwitchboardTesting
+import Testing
+
+@testable import SwitchboardServer
+
+/// A database outage loses no record: the writer retries on the node's clock until the database is
+/// back, and reports a backlog past its bound so that new calls are refused meanwhile.
+struct PersistenceWriterOutageTests {
+    /// A store that fails every commit while `broken` is set.
+    final class FlakyStore: CallRecordStore {
+        let inner: any SwitchboardStorage
+        let broken = NIOLockedValueBox(true)
+        let attempts = NIOLockedValueBox(0)
+        init(_ inner: any SwitchboardStorage) { self.inner = inner }
+        func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
+            attempts.withLockedValue { $0 += 1 }
+            if broken.withLockedValue({ $0 }) { throw SwitchboardError(.storageUnavailable) }
+            return try await inner.commit(batch)
+        }
+        func loadJournal() async throws -> [JournalEntry] { try await inner.loadJournal() }
+        func markAlive(at time: Int64) async throws {}
+        func lastAlive() async throws -> Int64? { nil }
+        func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws -> QueryRecordsResponse {
+            try await inner.queryRecords(owner: owner, syncTime: syncTime, count: count, order: order)
+        }
+        func deleteRecords(owner: UserKey, callIds: [CallID]) async throws -> Int { 0 }
+        func deleteAllRecords(owner: UserKey) async throws -> Int { 0 }
+    }
+
+    @Test func anOutageIsRetriedUntilTheDatabaseIsBackAndNothingIsLost() async throws {
+        let (sqlite, directory) = try StorageTests.makeStore(.sqlite)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = FlakyStore(sqlite)
+        let clock = TestClock()
+        let reported = Recorder<StoredRecord>.Sink()
+        let writer = PersistenceWriter(store: store, clock: clock, maxBacklog: 5, logger: .init(label: "test")) {
+            reported.add($0)
+        }
+        for index in 0..<10 {
+            writer.submit([StorageTests.draft(StorageTests.alice, call: "c\(index)", end: Int64(index))])
+        }
+        // Ten minutes of retries: nothing is given up, and the backlog keeps new calls out.
+        for _ in 0..<200 {
+            await clock.waitForSleepers(atLeast: 1)
+            clock.advance(by: .seconds(5))
+        }
+        // The writer is waiting for its next attempt when the database comes back.
+        await clock.waitForSleepers(atLeast: 1)
+        #expect(store.attempts.withLockedValue { $0 } > 100)
+        #expect(writer.isBacklogged)
+        #expect(reported.values.isEmpty)
+        store.broken.withLockedValue { $0 = false }
+        clock.advance(by: .seconds(5))
+        await writer.drain()
+        #expect(Set(reported.values.map(\.record.callId)).count == 10)
+        #expect(!writer.isBacklogged)
+    }
+}
