@@ -27,10 +27,7 @@ public enum UserSig {
 
         /// The last second at which the sig is valid. Both numbers come from the client: a sum past
         /// `Int64.max` means "never" (the signer chose it), never a trap.
-        public var expiresAt: Int64 {
-            let (sum, overflow) = time.addingReportingOverflow(expire)
-            return overflow ? (expire > 0 ? .max : .min) : sum
-        }
+        public var expiresAt: Int64 { time.clampedAdding(expire) }
     }
 
     /// The default lifetime of a generated sig: 180 days, as Tencent's generators use.
@@ -133,8 +130,7 @@ public enum UserSig {
         guard HMAC<SHA256>.isValidAuthenticationCode(provided, authenticating: content, using: key) else {
             throw SwitchboardError(.userSigBadSignature)
         }
-        let (latest, skewOverflow) = now.addingReportingOverflow(allowedSkew)
-        guard skewOverflow || fields.time <= latest else {
+        guard fields.time <= now.clampedAdding(allowedSkew) else {
             throw SwitchboardError(.userSigNotYetValid, "UserSig is issued \(fields.time) s, after now (\(now))")
         }
         guard fields.expire >= 0, now <= fields.expiresAt else {

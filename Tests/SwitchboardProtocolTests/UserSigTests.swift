@@ -175,3 +175,22 @@ struct UserSigTests {
         UserSig.encodeBase64URL(zlibCompress(Data(json.utf8)))
     }
 }
+
+/// Sums and differences of numbers from the other side of the wire stop at the ends of Int64.
+struct SaturatingArithmeticTests {
+    @Test(arguments: [
+        (Int64.max, Int64(1), Int64.max), (Int64.min, Int64(-1), Int64.min), (Int64(5), Int64(-7), Int64(-2)),
+        (Int64.max, Int64.max, Int64.max), (Int64.min, Int64.min, Int64.min),
+    ])
+    func adding(a: Int64, b: Int64, expected: Int64) {
+        #expect(a.clampedAdding(b) == expected)
+    }
+
+    @Test(arguments: [
+        (Int64.min, Int64(1), Int64.min), (Int64.max, Int64(-1), Int64.max), (Int64(5), Int64(7), Int64(-2)),
+        (Int64(0), Int64.min, Int64.max), (Int64(-1), Int64.max, Int64.min),
+    ])
+    func subtracting(a: Int64, b: Int64, expected: Int64) {
+        #expect(a.clampedSubtracting(b) == expected)
+    }
+}

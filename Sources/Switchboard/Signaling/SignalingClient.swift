@@ -252,7 +252,7 @@ actor SignalingClient {
         let sent = clock.now()
         let response = try await send(request)
         let received = clock.now()
-        clockOffset = response.serverTime - (sent + received) / 2
+        clockOffset = response.serverTime.clampedSubtracting(sent / 2 + received / 2)
         startHeartbeat(every: .seconds(max(1, response.heartbeatInterval)))
         return response
     }
@@ -445,7 +445,7 @@ actor SignalingClient {
             order.append(id)
             opened.send(text)
         }
-        clockOffset = response.serverTime - (sent + clock.now()) / 2
+        clockOffset = response.serverTime.clampedSubtracting(sent / 2 + clock.now() / 2)
         return response
     }
 
@@ -505,6 +505,6 @@ actor SignalingClient {
         let sent = clock.now()
         guard let response = try? await send(PingRequest()) else { return }
         // The midpoint of the round trip: accurate to half the RTT, plenty for a call timer.
-        clockOffset = response.serverTime - (sent + clock.now()) / 2
+        clockOffset = response.serverTime.clampedSubtracting(sent / 2 + clock.now() / 2)
     }
 }

@@ -519,13 +519,14 @@ public final class CallStore: Sendable {
         Task { [weak self, clock, signaling] in
             while !Task.isCancelled {
                 let offset = await signaling.clockOffset
-                let elapsed = max(0, clock.now() + offset - startTime)
+                // The start time and the offset come from the server: pinned, never trapped on.
+                let elapsed = max(0, clock.now().clampedAdding(offset).clampedSubtracting(startTime))
                 let seconds = Int(elapsed / 1000)
                 self?.cell.update { state in
                     if state.activeCall?.startTime == startTime { state.activeCall?.duration = seconds }
                 }
                 // Wake at the next whole second of call time.
-                let next = startTime + Int64(seconds + 1) * 1000 - offset
+                let next = startTime.clampedAdding((elapsed - elapsed % 1000).clampedAdding(1000)).clampedSubtracting(offset)
                 guard (try? await clock.sleep(until: next)) != nil else { return }
             }
         }

@@ -155,12 +155,16 @@ final class RateLimiter: Sendable {
 
     private static func millisecondsToFill(_ bucket: Bucket, _ limit: RateLimit) -> Int64 {
         let missing = Double(limit.burst) - bucket.tokens
-        // Limits are at least 1/h, so this stays far inside Int64.
-        return missing <= 0 ? 0 : Int64((missing / limit.rate * 1000).rounded(.up))
+        return missing <= 0 ? 0 : milliseconds(missing / limit.rate * 1000)
+    }
+
+    /// Whole milliseconds, pinned to 1e15 (30,000 years): a limit built in code may have any rate.
+    private static func milliseconds(_ value: Double) -> Int64 {
+        value.isNaN ? 0 : Int64(min(value.rounded(.up), 1e15))
     }
 
     private func refusal(_ bucket: Bucket, _ limit: RateLimit) -> SwitchboardError {
-        let wait = Int64(((1 - bucket.tokens) / limit.rate * 1000).rounded(.up))
+        let wait = Self.milliseconds((1 - bucket.tokens) / limit.rate * 1000)
         return SwitchboardError(.rateLimited, "too many requests; retry in \(wait) ms", retryAfter: wait)
     }
 
