@@ -128,6 +128,7 @@ struct SignalingLifecycle: Service {
         }
         context.deadlines.stop()
         await context.push.shutdown()
+        await context.storage.shutdown()
     }
 }
 
@@ -159,6 +160,12 @@ public func buildApplication(
     switch configuration.database {
     case .sqlite(let path):
         storage = try SQLiteStorage(path: path)
+    case .postgres(let url):
+        guard let location = PostgresStorage.Location(url: url) else {
+            throw SwitchboardError(
+                .invalidParams, "the database URL must be postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE")
+        }
+        storage = try await PostgresStorage(location, logger: logger)
     }
 
     let now = clock.now()

@@ -1,9 +1,31 @@
+import Foundation
 import SwitchboardProtocol
 
 /// Where the server keeps its data.
 public enum DatabaseLocation: Sendable, Equatable {
     /// An SQLite file (WAL), the embedded default.
     case sqlite(path: String)
+    /// A PostgreSQL database, `postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…]`: the
+    /// production store, and what several nodes share to form a cluster.
+    case postgres(url: String)
+
+    /// Where the data is, for logs and banners (a URL without its password).
+    public var displayName: String {
+        switch self {
+        case .sqlite(let path):
+            return "\(path) (SQLite, WAL)"
+        case .postgres(let url):
+            guard var components = URLComponents(string: url) else { return "PostgreSQL" }
+            components.password = nil
+            components.query = nil
+            return "\(components.string ?? "") (PostgreSQL)"
+        }
+    }
+
+    /// A `postgresql://` or `postgres://` URL is PostgreSQL; anything else is an SQLite file path.
+    public init(parsing text: String) {
+        self = text.hasPrefix("postgresql://") || text.hasPrefix("postgres://") ? .postgres(url: text) : .sqlite(path: text)
+    }
 }
 
 /// An app's credentials, as given on the command line or in the environment.

@@ -19,7 +19,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port to listen on, 0 for any [SWITCHBOARD_PORT, default 8080].")
     var port: Int?
 
-    @Option(help: "SQLite database file [SWITCHBOARD_DATABASE, default switchboard.sqlite].")
+    @Option(
+        help: "An SQLite file, or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB for PostgreSQL (a cluster's nodes share one) [SWITCHBOARD_DATABASE, default switchboard.sqlite]."
+    )
     var database: String?
 
     @Option(
@@ -118,7 +120,7 @@ struct Serve: AsyncParsableCommand {
             guard let port = Int(value), (0...65535).contains(port) else { throw ValidationError("port must be 0-65535") }
             configuration.port = port
         }
-        configuration.database = .sqlite(path: setting(database, "SWITCHBOARD_DATABASE") ?? "switchboard.sqlite")
+        configuration.database = DatabaseLocation(parsing: setting(database, "SWITCHBOARD_DATABASE") ?? "switchboard.sqlite")
         let appTexts = apps.isEmpty ? (environment["SWITCHBOARD_APPS"]?.split(separator: ",").map(String.init) ?? []) : apps
         configuration.apps = try appTexts.map { text in
             guard let app = AppCredentials(parsing: text) else {
@@ -237,7 +239,7 @@ struct Serve: AsyncParsableCommand {
             "  signaling  ws://\(configuration.host):\(port)/v1/ws",
         ]
         if configuration.webRoot != nil { lines.append("  web client \(base)/") }
-        if case .sqlite(let path) = configuration.database { lines.append("  database   \(path) (SQLite, WAL)") }
+        lines.append("  database   \(configuration.database.displayName)")
         if let app = node.developmentApp {
             lines += [
                 "",

@@ -31,9 +31,8 @@ struct PersistenceWriterOutageTests {
     }
 
     @Test func anOutageIsRetriedUntilTheDatabaseIsBackAndNothingIsLost() async throws {
-        let (sqlite, directory) = try StorageTests.makeStore(.sqlite)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = FlakyStore(sqlite)
+        let test = try await StorageTests.makeStore(.sqlite)
+        let store = FlakyStore(test.store)
         let clock = TestClock()
         let reported = Recorder<StoredRecord>.Sink()
         let writer = PersistenceWriter(store: store, clock: clock, maxBacklog: 5, logger: .init(label: "test")) {

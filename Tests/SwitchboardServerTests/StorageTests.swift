@@ -1,19 +1,56 @@
 import Foundation
+import Logging
 import SwitchboardProtocol
+import SwitchboardTesting
 import Testing
 
 @testable import SwitchboardServer
 
-/// One suite for every `SwitchboardStorage` implementation.
+/// One suite for every `SwitchboardStorage` implementation: SQLite always, PostgreSQL when
+/// scripts/test started a server for it (`SWITCHBOARD_TEST_POSTGRES`).
 struct StorageTests {
-    enum Kind: String, CaseIterable, Sendable { case sqlite }
+    enum Kind: String, CaseIterable, Sendable { case sqlite, postgres }
 
-    static func makeStore(_ kind: Kind) throws -> (any SwitchboardStorage, URL) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    /// The stores this run can test.
+    static let kinds: [Kind] = PostgresTestDatabase.isAvailable ? [.sqlite, .postgres] : [.sqlite]
+
+    /// A store on a fresh database, which can be opened again (a restart).
+    final class TestStore: Sendable {
+        let kind: Kind
+        let store: any SwitchboardStorage
+        let location: String
+
+        init(kind: Kind, location: String) async throws {
+            self.kind = kind
+            self.location = location
+            self.store = try await Self.open(kind, location)
+        }
+
+        static func open(_ kind: Kind, _ location: String) async throws -> any SwitchboardStorage {
+            switch kind {
+            case .sqlite: return try SQLiteStorage(path: location)
+            case .postgres:
+                return try await PostgresStorage(
+                    try #require(PostgresStorage.Location(url: location)), logger: Logger(label: "test"))
+            }
+        }
+
+        func reopen() async throws -> any SwitchboardStorage { try await Self.open(kind, location) }
+
+        func close() async {
+            await store.shutdown()
+            if kind == .sqlite { try? FileManager.default.removeItem(atPath: (location as NSString).deletingLastPathComponent) }
+        }
+    }
+
+    static func makeStore(_ kind: Kind) async throws -> TestStore {
         switch kind {
         case .sqlite:
-            return (try SQLiteStorage(path: directory.appendingPathComponent("db.sqlite").path), directory)
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-store-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            return try await TestStore(kind: kind, location: directory.appendingPathComponent("db.sqlite").path)
+        case .postgres:
+            return try await TestStore(kind: kind, location: try await PostgresTestDatabase.create())
         }
     }
 
@@ -34,9 +71,9 @@ struct StorageTests {
 
     /// Who blocks the caller is answered from an index of the users who block anyone: it must
     /// follow every block and unblock, and survive a restart.
-    @Test(arguments: Kind.allCases) func blocksAreFoundAfterEveryChangeAndARestart(_ kind: Kind) async throws {
-        let (store, directory) = try Self.makeStore(kind)
-        defer { try? FileManager.default.removeItem(at: directory) }
+    @Test(arguments: StorageTests.kinds) func blocksAreFoundAfterEveryChangeAndARestart(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
         let app = Self.app
         #expect(try await store.usersBlocking("alice", among: ["bob", "carol"], app: app).isEmpty)
         try await store.block(app: app, user: "bob", blocked: ["alice", "mallory"])
@@ -49,17 +86,14 @@ struct StorageTests {
         try await store.unblock(app: app, user: "bob", blocked: ["mallory"])
         try await store.block(app: app, user: "bob", blocked: ["alice"])
 
-        let reopened: any SwitchboardStorage
-        switch kind {
-        case .sqlite: reopened = try SQLiteStorage(path: directory.appendingPathComponent("db.sqlite").path)
-        }
+        let reopened = try await test.reopen()
         #expect(try await reopened.usersBlocking("alice", among: ["bob", "carol"], app: app) == ["bob"])
         #expect(try await reopened.usersBlocking("mallory", among: ["bob", "carol"], app: app) == ["carol"])
     }
 
-    @Test(arguments: Kind.allCases) func insertAssignsUniqueIncreasingSyncTimes(_ kind: Kind) async throws {
-        let (store, directory) = try Self.makeStore(kind)
-        defer { try? FileManager.default.removeItem(at: directory) }
+    @Test(arguments: StorageTests.kinds) func insertAssignsUniqueIncreasingSyncTimes(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
         // Three records ending in the same millisecond, and one ending earlier than the newest.
         let stored = try await store.insertRecords([
             Self.draft(Self.alice, call: "c1", end: 1000), Self.draft(Self.alice, call: "c2", end: 1000),
@@ -69,9 +103,9 @@ struct StorageTests {
         #expect(stored.map(\.owner) == [Self.alice, Self.alice, Self.bob, Self.alice])
     }
 
-    @Test(arguments: Kind.allCases) func insertIsIdempotentPerOwnerAndCall(_ kind: Kind) async throws {
-        let (store, directory) = try Self.makeStore(kind)
-        defer { try? FileManager.default.removeItem(at: directory) }
+    @Test(arguments: StorageTests.kinds) func insertIsIdempotentPerOwnerAndCall(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
         let first = try await store.insertRecords([Self.draft(Self.alice, call: "c1", end: 1000)])
         let again = try await store.insertRecords([Self.draft(Self.alice, call: "c1", end: 5000)])
         #expect(again == first)
@@ -79,9 +113,9 @@ struct StorageTests {
         #expect(page.records.count == 1)
     }
 
-    @Test(arguments: Kind.allCases) func pagesBothWays(_ kind: Kind) async throws {
-        let (store, directory) = try Self.makeStore(kind)
-        defer { try? FileManager.default.removeItem(at: directory) }
+    @Test(arguments: StorageTests.kinds) func pagesBothWays(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
         _ = try await store.insertRecords((1...25).map { Self.draft(Self.alice, call: "c\($0)", end: Int64($0) * 1000) })
         _ = try await store.insertRecords([Self.draft(Self.bob, call: "c1", end: 1000)])
 
@@ -110,9 +144,9 @@ struct StorageTests {
         #expect(empty.records.isEmpty && !empty.hasMore && empty.syncTime == 1000)
     }
 
-    @Test(arguments: Kind.allCases) func deletionOnlyTouchesTheOwner(_ kind: Kind) async throws {
-        let (store, directory) = try Self.makeStore(kind)
-        defer { try? FileManager.default.removeItem(at: directory) }
+    @Test(arguments: StorageTests.kinds) func deletionOnlyTouchesTheOwner(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
         _ = try await store.insertRecords([
             Self.draft(Self.alice, call: "c1", end: 1000), Self.draft(Self.bob, call: "c1", end: 1000),
             Self.draft(Self.alice, call: "c2", end: 2000), Self.draft(Self.bob, call: "c2", end: 2000),
@@ -128,9 +162,9 @@ struct StorageTests {
         #expect(bob.records.map(\.callId) == ["c1", "c2"])
     }
 
-    @Test(arguments: Kind.allCases) func recordsRoundTrip(_ kind: Kind) async throws {
-        let (store, directory) = try Self.makeStore(kind)
-        defer { try? FileManager.default.removeItem(at: directory) }
+    @Test(arguments: StorageTests.kinds) func recordsRoundTrip(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
         var draft = Self.draft(Self.bob, call: "c9", end: 42_000)
         draft.record.chatGroupId = "team"
         draft.record.callType = .group
@@ -143,9 +177,9 @@ struct StorageTests {
         #expect(page.records == [expected])
     }
 
-    @Test(arguments: Kind.allCases) func theJournalKeepsCallsInProgressUntilTheyEnd(_ kind: Kind) async throws {
-        let (store, directory) = try Self.makeStore(kind)
-        defer { try? FileManager.default.removeItem(at: directory) }
+    @Test(arguments: StorageTests.kinds) func theJournalKeepsCallsInProgressUntilTheyEnd(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
         let first = JournalEntry(callId: "c1", app: Self.app, state: Data("one".utf8), updatedAt: 10)
         let second = JournalEntry(callId: "c2", app: Self.app, state: Data("two".utf8), updatedAt: 11)
         _ = try await store.commit(PersistenceBatch(journal: [first, second]))
@@ -167,9 +201,9 @@ struct StorageTests {
         #expect(try await store.lastAlive() == 105)
     }
 
-    @Test(arguments: Kind.allCases) func appsAndProfiles(_ kind: Kind) async throws {
-        let (store, directory) = try Self.makeStore(kind)
-        defer { try? FileManager.default.removeItem(at: directory) }
+    @Test(arguments: StorageTests.kinds) func appsAndProfiles(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
         let app = AppRecord(
             sdkAppID: Self.app, secretKey: "s", settings: AppSettings(busyPolicy: .callWaiting, maxParticipants: 8),
             isDevelopment: true, createdAt: 5)
@@ -183,6 +217,53 @@ struct StorageTests {
         try await store.saveProfile(app: 7, UserProfile(userId: "alice", nickname: "Other app"), now: 1)
         let profiles = try await store.loadProfiles(app: Self.app, users: ["alice", "bob"])
         #expect(profiles == [UserProfile(userId: "alice", nickname: "Alice")])
+    }
+}
+
+extension StorageTests {
+    @Test(arguments: StorageTests.kinds) func pushTokensBelongToOneDevice(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
+        func token(_ value: String, _ user: UserKey, _ device: DeviceID, at: Int64) -> PushToken {
+            PushToken(token: value, user: user, device: device, environment: .sandbox, bundleId: "com.example", updatedAt: at)
+        }
+        let first = String(repeating: "ab", count: 32)
+        let second = String(repeating: "cd", count: 32)
+        try await store.registerPushToken(token(first, Self.alice, "phone", at: 1), move: false)
+        try await store.registerPushToken(token(second, Self.alice, "tablet", at: 2), move: false)
+        #expect(try await store.pushTokens(app: Self.app, users: ["alice"])["alice"]?.map(\.token) == [first, second])
+        // Another user cannot take a token without saying so, another app not at all.
+        await #expect(throws: SwitchboardError(.pushTokenInUse)) {
+            try await store.registerPushToken(token(first, Self.bob, "phone", at: 3), move: false)
+        }
+        await #expect(throws: SwitchboardError(.pushTokenInUse)) {
+            try await store.registerPushToken(token(first, UserKey(app: 7, user: "alice"), "phone", at: 3), move: true)
+        }
+        try await store.registerPushToken(token(first, Self.bob, "phone", at: 4), move: true)
+        let tokens = try await store.pushTokens(app: Self.app, users: ["alice", "bob"])
+        #expect(tokens["alice"]?.map(\.token) == [second])
+        #expect(tokens["bob"]?.map(\.device) == ["phone"])
+        try await store.unregisterPushToken(user: Self.alice, device: "tablet")
+        try await store.removePushToken(first)
+        #expect(try await store.pushTokens(app: Self.app, users: ["alice", "bob"]).isEmpty)
+        await test.close()
+    }
+
+    @Test(arguments: StorageTests.kinds) func chatGroupsAndBlockLists(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
+        try await store.setChatGroupMembers(app: Self.app, group: "team", members: ["carol", "alice", "alice"])
+        #expect(try await store.chatGroupMembers(app: Self.app, group: "team") == ["alice", "carol"])
+        #expect(try await store.isChatGroupMember(app: Self.app, group: "team", user: "carol"))
+        #expect(try await !store.isChatGroupMember(app: 7, group: "team", user: "carol"))
+        try await store.setChatGroupMembers(app: Self.app, group: "team", members: [])
+        #expect(try await store.chatGroupMembers(app: Self.app, group: "team").isEmpty)
+
+        try await store.block(app: Self.app, user: "alice", blocked: ["zed", "bob"])
+        #expect(try await store.blockedUsers(app: Self.app, user: "alice") == ["bob", "zed"])
+        try await store.unblock(app: Self.app, user: "alice", blocked: ["zed", "nobody"])
+        #expect(try await store.blockedUsers(app: Self.app, user: "alice") == ["bob"])
+        await test.close()
     }
 }
 
@@ -268,9 +349,8 @@ struct PersistenceWriterTests {
     }
 
     @Test func everySubmittedRecordIsCommittedAndReportedOnce() async throws {
-        let (sqlite, directory) = try StorageTests.makeStore(.sqlite)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = CountingStore(sqlite)
+        let test = try await StorageTests.makeStore(.sqlite)
+        let store = CountingStore(test.store)
         let reported = Recorder<StoredRecord>.Sink()
         let writer = PersistenceWriter(store: store, clock: TestClock(), logger: .init(label: "test")) { reported.add($0) }
         for index in 0..<500 {

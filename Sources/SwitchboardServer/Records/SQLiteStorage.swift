@@ -133,6 +133,9 @@ final class SQLiteStorage: SwitchboardStorage {
         return migrator
     }
 
+    /// Nothing to do: GRDB closes the file when the pool goes.
+    func shutdown() async {}
+
     // MARK: apps
 
     func loadApps() async throws -> [AppRecord] {

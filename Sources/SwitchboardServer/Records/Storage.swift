@@ -124,5 +124,12 @@ protocol PushTokenStore: Sendable {
     func removePushToken(_ token: String) async throws
 }
 
+/// The database connection itself.
+protocol StorageConnection: Sendable {
+    /// Closes the connections (at the end of a graceful shutdown).
+    func shutdown() async
+}
+
 /// Everything the server keeps in its database.
 typealias SwitchboardStorage = AppStore & ProfileStore & CallRecordStore & ChatGroupStore & BlockStore & PushTokenStore
+    & StorageConnection

@@ -1,0 +1,559 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import SwitchboardProtocol
+
+/// The production store: PostgreSQL through postgres-nio, shared by every node of a cluster.
+///
+/// The tables are the ones SQLite has (``SQLiteStorage``), with the same rules; what differs is
+/// what a shared database needs: migrations take an advisory lock (nodes may start together),
+/// nothing is cached in this process that another node could change (who blocks whom is asked of
+/// the database), and the record writer's batches are one transaction each, as in SQLite.
+/// Durability is PostgreSQL's (`synchronous_commit = on` by default): a commit is on disk before
+/// the server sends `callRecord`.
+final class PostgresStorage: SwitchboardStorage {
+    /// Where to connect: `postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require]`.
+    struct Location: Sendable, Equatable {
+        var host: String
+        var port: Int
+        var user: String
+        var password: String?
+        var database: String
+        var requireTLS: Bool
+
+        /// Parses a `postgresql://` (or `postgres://`) URL; nil for anything else.
+        init?(url text: String) {
+            guard let components = URLComponents(string: text),
+                components.scheme == "postgresql" || components.scheme == "postgres",
+                let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
+            else { return nil }
+            let database = String(components.path.drop(while: { $0 == "/" }))
+            guard !database.isEmpty, !database.contains("/") else { return nil }
+            self.host = host
+            self.port = components.port ?? 5432
+            self.user = user.removingPercentEncoding ?? user
+            self.password = components.password.map { $0.removingPercentEncoding ?? $0 }
+            self.database = database
+            switch components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "disable" {
+            case "disable", "prefer", "allow": requireTLS = false
+            case "require", "verify-ca", "verify-full": requireTLS = true
+            default: return nil
+            }
+        }
+
+        var configuration: PostgresClient.Configuration {
+            var configuration = PostgresClient.Configuration(
+                host: host, port: port, username: user, password: password, database: database,
+                tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
+            configuration.options.maximumConnections = 16
+            return configuration
+        }
+
+        /// The URL without its password, for logs and banners.
+        var description: String { "postgresql://\(user)@\(host):\(port)/\(database)" }
+    }
+
+    let location: Location
+    let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+
+    /// Connects and migrates the schema; throws if the database cannot be reached.
+    init(_ location: Location, logger: Logger) async throws {
+        self.location = location
+        self.logger = logger
+        let client = PostgresClient(configuration: location.configuration, backgroundLogger: logger)
+        self.client = client
+        runner = Task { await client.run() }
+        do {
+            try await migrate()
+        } catch {
+            runner.cancel()
+            throw error
+        }
+    }
+
+    /// Stops the connection pool.
+    func shutdown() async {
+        runner.cancel()
+        _ = await runner.value
+    }
+
+    // MARK: - schema
+
+    /// Each step once, in order, under an advisory lock so that nodes starting together do not race.
+    static let migrations: [(String, String)] = [
+        (
+            "v1",
+            """
+            CREATE TABLE apps (
+                sdk_app_id BIGINT PRIMARY KEY,
+                secret_key TEXT NOT NULL,
+                busy_policy TEXT NOT NULL,
+                max_participants INTEGER NOT NULL,
+                blocked_caller_sees TEXT NOT NULL DEFAULT 'reject',
+                is_development BOOLEAN NOT NULL,
+                created_at BIGINT NOT NULL
+            );
+            CREATE TABLE profiles (
+                sdk_app_id BIGINT NOT NULL,
+                user_id TEXT NOT NULL,
+                nickname TEXT,
+                avatar_url TEXT,
+                updated_at BIGINT NOT NULL,
+                PRIMARY KEY (sdk_app_id, user_id)
+            );
+            CREATE TABLE call_records (
+                sdk_app_id BIGINT NOT NULL,
+                user_id TEXT NOT NULL,
+                call_id TEXT NOT NULL,
+                sync_time BIGINT NOT NULL,
+                room_id TEXT NOT NULL,
+                call_type TEXT NOT NULL,
+                media_type TEXT NOT NULL,
+                caller_id TEXT NOT NULL,
+                inviter_id TEXT NOT NULL,
+                participant_ids TEXT[] NOT NULL,
+                chat_group_id TEXT,
+                direction TEXT NOT NULL,
+                result TEXT NOT NULL,
+                start_time BIGINT,
+                end_time BIGINT NOT NULL,
+                duration INTEGER NOT NULL,
+                end_reason TEXT NOT NULL,
+                PRIMARY KEY (sdk_app_id, user_id, call_id)
+            );
+            CREATE UNIQUE INDEX call_records_by_sync_time ON call_records (sdk_app_id, user_id, sync_time);
+            CREATE TABLE call_journal (
+                call_id TEXT PRIMARY KEY,
+                sdk_app_id BIGINT NOT NULL,
+                state BYTEA NOT NULL,
+                updated_at BIGINT NOT NULL
+            );
+            CREATE TABLE node_state (
+                key TEXT PRIMARY KEY,
+                value BIGINT NOT NULL
+            );
+            CREATE TABLE blocks (
+                sdk_app_id BIGINT NOT NULL,
+                user_id TEXT NOT NULL,
+                blocked_id TEXT NOT NULL,
+                PRIMARY KEY (sdk_app_id, user_id, blocked_id)
+            );
+            CREATE INDEX blocks_by_blocked ON blocks (sdk_app_id, blocked_id);
+            CREATE TABLE push_tokens (
+                token TEXT PRIMARY KEY,
+                sdk_app_id BIGINT NOT NULL,
+                user_id TEXT NOT NULL,
+                device_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                bundle_id TEXT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                UNIQUE (sdk_app_id, user_id, device_id)
+            );
+            CREATE TABLE chat_group_members (
+                sdk_app_id BIGINT NOT NULL,
+                group_id TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                PRIMARY KEY (sdk_app_id, group_id, user_id)
+            );
+            """
+        )
+    ]
+
+    private func migrate() async throws {
+        try await transaction { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(7419001)", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS switchboard_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                logger: logger)
+            var applied = Set<String>()
+            for try await name in try await connection.query("SELECT name FROM switchboard_migrations", logger: logger)
+                .decode(String.self)
+            {
+                applied.insert(name)
+            }
+            for (name, sql) in Self.migrations where !applied.contains(name) {
+                // One statement per query (the extended protocol takes no more).
+                for statement in sql.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+                where !statement.isEmpty {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                try await connection.query(
+                    "INSERT INTO switchboard_migrations (name, applied_at) VALUES (\(name), \(now))", logger: logger)
+            }
+        }
+    }
+
+    // MARK: - apps
+
+    func loadApps() async throws -> [AppRecord] {
+        var apps: [AppRecord] = []
+        let rows = try await client.query(
+            """
+            SELECT sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees, is_development, created_at
+            FROM apps ORDER BY sdk_app_id
+            """, logger: logger)
+        for try await (id, secret, busy, max, sees, development, created) in rows.decode(
+            (Int64, String, String, Int32, String, Bool, Int64).self)
+        {
+            apps.append(
+                AppRecord(
+                    sdkAppID: SdkAppID(id), secretKey: secret,
+                    settings: AppSettings(
+                        busyPolicy: BusyPolicy(rawValue: busy) ?? .reject, maxParticipants: Int(max),
+                        blockedCallerSees: BlockedCallerSees(rawValue: sees) ?? .reject),
+                    isDevelopment: development, createdAt: created))
+        }
+        return apps
+    }
+
+    func saveApp(_ app: AppRecord) async throws {
+        try await client.query(
+            """
+            INSERT INTO apps (sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees,
+                is_development, created_at)
+            VALUES (\(app.sdkAppID.rawValue), \(app.secretKey), \(app.settings.busyPolicy.rawValue),
+                \(Int32(clamping: app.settings.maxParticipants)), \(app.settings.blockedCallerSees.rawValue),
+                \(app.isDevelopment), \(app.createdAt))
+            ON CONFLICT (sdk_app_id) DO UPDATE SET secret_key = excluded.secret_key,
+                busy_policy = excluded.busy_policy, max_participants = excluded.max_participants,
+                blocked_caller_sees = excluded.blocked_caller_sees, is_development = excluded.is_development
+            """, logger: logger)
+    }
+
+    // MARK: - profiles
+
+    func loadProfiles(app: SdkAppID, users: [UserID]) async throws -> [UserProfile] {
+        guard !users.isEmpty else { return [] }
+        var profiles: [UserProfile] = []
+        let rows = try await client.query(
+            """
+            SELECT user_id, nickname, avatar_url FROM profiles
+            WHERE sdk_app_id = \(app.rawValue) AND user_id = ANY(\(users.map(\.rawValue)))
+            """, logger: logger)
+        for try await (user, nickname, avatar) in rows.decode((String, String?, String?).self) {
+            profiles.append(UserProfile(userId: UserID(rawValue: user), nickname: nickname, avatarURL: avatar))
+        }
+        return profiles
+    }
+
+    func saveProfile(app: SdkAppID, _ profile: UserProfile, now: Int64) async throws {
+        try await client.query(
+            """
+            INSERT INTO profiles (sdk_app_id, user_id, nickname, avatar_url, updated_at)
+            VALUES (\(app.rawValue), \(profile.userId.rawValue), \(profile.nickname), \(profile.avatarURL), \(now))
+            ON CONFLICT (sdk_app_id, user_id) DO UPDATE SET nickname = excluded.nickname,
+                avatar_url = excluded.avatar_url, updated_at = excluded.updated_at
+            """, logger: logger)
+    }
+
+    // MARK: - push tokens
+
+    func registerPushToken(_ token: PushToken, move: Bool) async throws {
+        let logger = self.logger
+        try await transaction { connection in
+            let holder = try await connection.query(
+                "SELECT sdk_app_id, user_id, device_id FROM push_tokens WHERE token = \(token.token) FOR UPDATE",
+                logger: logger
+            ).decode((Int64, String, String).self).first { _ in true }
+            if let (app, user, device) = holder {
+                let mine =
+                    app == token.user.app.rawValue && user == token.user.user.rawValue && device == token.device.rawValue
+                guard mine || (move && app == token.user.app.rawValue) else {
+                    throw SwitchboardError(.pushTokenInUse)
+                }
+            }
+            try await connection.query(
+                """
+                DELETE FROM push_tokens WHERE token = \(token.token) OR (sdk_app_id = \(token.user.app.rawValue)
+                    AND user_id = \(token.user.user.rawValue) AND device_id = \(token.device.rawValue))
+                """, logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO push_tokens (token, sdk_app_id, user_id, device_id, environment, bundle_id, updated_at)
+                VALUES (\(token.token), \(token.user.app.rawValue), \(token.user.user.rawValue),
+                    \(token.device.rawValue), \(token.environment.rawValue), \(token.bundleId), \(token.updatedAt))
+                """, logger: logger)
+        }
+    }
+
+    func unregisterPushToken(user: UserKey, device: DeviceID) async throws {
+        try await client.query(
+            """
+            DELETE FROM push_tokens
+            WHERE sdk_app_id = \(user.app.rawValue) AND user_id = \(user.user.rawValue) AND device_id = \(device.rawValue)
+            """, logger: logger)
+    }
+
+    func pushTokens(app: SdkAppID, users: [UserID]) async throws -> [UserID: [PushToken]] {
+        guard !users.isEmpty else { return [:] }
+        var tokens: [UserID: [PushToken]] = [:]
+        let rows = try await client.query(
+            """
+            SELECT token, user_id, device_id, environment, bundle_id, updated_at FROM push_tokens
+            WHERE sdk_app_id = \(app.rawValue) AND user_id = ANY(\(users.map(\.rawValue))) ORDER BY updated_at
+            """, logger: logger)
+        for try await (token, user, device, environment, bundle, updated) in rows.decode(
+            (String, String, String, String, String, Int64).self)
+        {
+            let id = UserID(rawValue: user)
+            tokens[id, default: []].append(
+                PushToken(
+                    token: token, user: UserKey(app: app, user: id), device: DeviceID(rawValue: device),
+                    environment: PushEnvironment(rawValue: environment) ?? .production, bundleId: bundle,
+                    updatedAt: updated))
+        }
+        return tokens
+    }
+
+    func removePushToken(_ token: String) async throws {
+        try await client.query("DELETE FROM push_tokens WHERE token = \(token)", logger: logger)
+    }
+
+    // MARK: - blocks
+
+    func block(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
+        guard !blocked.isEmpty else { return }
+        try await client.query(
+            """
+            INSERT INTO blocks (sdk_app_id, user_id, blocked_id)
+            SELECT \(app.rawValue), \(user.rawValue), unnest(\(Array(Set(blocked.map(\.rawValue)))))
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
+    }
+
+    func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
+        guard !blocked.isEmpty else { return }
+        try await client.query(
+            """
+            DELETE FROM blocks WHERE sdk_app_id = \(app.rawValue) AND user_id = \(user.rawValue)
+                AND blocked_id = ANY(\(blocked.map(\.rawValue)))
+            """, logger: logger)
+    }
+
+    func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID] {
+        try await strings(
+            """
+            SELECT blocked_id FROM blocks WHERE sdk_app_id = \(app.rawValue) AND user_id = \(user.rawValue)
+            ORDER BY blocked_id
+            """
+        ).map(UserID.init(rawValue:))
+    }
+
+    func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID> {
+        guard !users.isEmpty else { return [] }
+        return Set(
+            try await strings(
+                """
+                SELECT user_id FROM blocks WHERE sdk_app_id = \(app.rawValue) AND blocked_id = \(caller.rawValue)
+                    AND user_id = ANY(\(users.map(\.rawValue)))
+                """
+            ).map(UserID.init(rawValue:)))
+    }
+
+    // MARK: - chat groups
+
+    func setChatGroupMembers(app: SdkAppID, group: ChatGroupID, members: [UserID]) async throws {
+        let logger = self.logger
+        try await transaction { connection in
+            try await connection.query(
+                "DELETE FROM chat_group_members WHERE sdk_app_id = \(app.rawValue) AND group_id = \(group.rawValue)",
+                logger: logger)
+            guard !members.isEmpty else { return }
+            try await connection.query(
+                """
+                INSERT INTO chat_group_members (sdk_app_id, group_id, user_id)
+                SELECT \(app.rawValue), \(group.rawValue), unnest(\(Array(Set(members.map(\.rawValue)))))
+                """, logger: logger)
+        }
+    }
+
+    func chatGroupMembers(app: SdkAppID, group: ChatGroupID) async throws -> [UserID] {
+        try await strings(
+            """
+            SELECT user_id FROM chat_group_members WHERE sdk_app_id = \(app.rawValue) AND group_id = \(group.rawValue)
+            ORDER BY user_id
+            """
+        ).map(UserID.init(rawValue:))
+    }
+
+    func isChatGroupMember(app: SdkAppID, group: ChatGroupID, user: UserID) async throws -> Bool {
+        try await !strings(
+            """
+            SELECT user_id FROM chat_group_members
+            WHERE sdk_app_id = \(app.rawValue) AND group_id = \(group.rawValue) AND user_id = \(user.rawValue)
+            """
+        ).isEmpty
+    }
+
+    // MARK: - records and the journal
+
+    func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
+        guard !batch.journal.isEmpty || !batch.ended.isEmpty else { return [] }
+        let logger = self.logger
+        return try await transaction { connection in
+            for entry in batch.journal {
+                try await connection.query(
+                    """
+                    INSERT INTO call_journal (call_id, sdk_app_id, state, updated_at)
+                    VALUES (\(entry.callId.rawValue), \(entry.app.rawValue), \(ByteBuffer(bytes: entry.state)),
+                        \(entry.updatedAt))
+                    ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
+                    """, logger: logger)
+            }
+            var stored: [StoredRecord] = []
+            for ended in batch.ended {
+                try await connection.query(
+                    "DELETE FROM call_journal WHERE call_id = \(ended.callId.rawValue)", logger: logger)
+                for draft in ended.records {
+                    stored.append(try await Self.insert(draft, connection, logger))
+                }
+            }
+            return stored
+        }
+    }
+
+    private static func insert(_ draft: RecordDraft, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> StoredRecord
+    {
+        var record = draft.record
+        let app = draft.owner.app.rawValue
+        let user = draft.owner.user.rawValue
+        // syncTime: the end time, moved past the owner's newest record so that it is unique and rising.
+        let inserted = try await connection.query(
+            """
+            INSERT INTO call_records (sdk_app_id, user_id, call_id, sync_time, room_id, call_type, media_type, caller_id,
+                inviter_id, participant_ids, chat_group_id, direction, result, start_time, end_time, duration, end_reason)
+            VALUES (\(app), \(user), \(record.callId.rawValue),
+                GREATEST(\(record.endTime),
+                    COALESCE((SELECT max(sync_time) FROM call_records WHERE sdk_app_id = \(app) AND user_id = \(user)), -1) + 1),
+                \(record.roomId.rawValue), \(record.callType.rawValue), \(record.mediaType.rawValue),
+                \(record.callerId.rawValue), \(record.inviterId.rawValue), \(record.participantIds.map(\.rawValue)),
+                \(record.chatGroupId?.rawValue), \(record.direction.rawValue), \(record.result.rawValue),
+                \(record.startTime), \(record.endTime), \(Int32(clamping: record.duration)), \(record.endReason.rawValue))
+            ON CONFLICT (sdk_app_id, user_id, call_id) DO NOTHING
+            RETURNING sync_time
+            """, logger: logger
+        ).decode(Int64.self).first { _ in true }
+        if let inserted {
+            record.syncTime = inserted
+            return StoredRecord(owner: draft.owner, record: record)
+        }
+        // Already stored (a retry after a crash): return what is there.
+        let existing = try await connection.query(
+            """
+            SELECT \(unescaped: recordColumns) FROM call_records
+            WHERE sdk_app_id = \(app) AND user_id = \(user) AND call_id = \(record.callId.rawValue)
+            """, logger: logger
+        ).decode(RecordRow.self).first { _ in true }
+        return StoredRecord(owner: draft.owner, record: existing.map(Self.record) ?? record)
+    }
+
+    func loadJournal() async throws -> [JournalEntry] {
+        var entries: [JournalEntry] = []
+        let rows = try await client.query(
+            "SELECT call_id, sdk_app_id, state, updated_at FROM call_journal ORDER BY updated_at", logger: logger)
+        for try await (call, app, state, updated) in rows.decode((String, Int64, ByteBuffer, Int64).self) {
+            entries.append(
+                JournalEntry(
+                    callId: CallID(rawValue: call), app: SdkAppID(app), state: Data(state.readableBytesView),
+                    updatedAt: updated))
+        }
+        return entries
+    }
+
+    func markAlive(at time: Int64) async throws {
+        try await client.query(
+            """
+            INSERT INTO node_state (key, value) VALUES ('alive_at', \(time))
+            ON CONFLICT (key) DO UPDATE SET value = GREATEST(node_state.value, excluded.value)
+            """, logger: logger)
+    }
+
+    func lastAlive() async throws -> Int64? {
+        try await client.query("SELECT value FROM node_state WHERE key = 'alive_at'", logger: logger)
+            .decode(Int64.self).first { _ in true }
+    }
+
+    private static let recordColumns = """
+        call_id, room_id, call_type, media_type, caller_id, inviter_id, participant_ids, chat_group_id, direction,
+        result, start_time, end_time, duration, end_reason, sync_time
+        """
+
+    private typealias RecordRow = (
+        String, String, String, String, String, String, [String], String?, String, String, Int64?, Int64, Int32, String,
+        Int64
+    )
+
+    private static func record(_ row: RecordRow) -> CallRecord {
+        let (call, room, type, media, caller, inviter, participants, group, direction, result, start, end, duration, reason, sync) =
+            row
+        return CallRecord(
+            callId: CallID(rawValue: call), roomId: RoomID(rawValue: room), callType: CallType(rawValue: type) ?? .oneToOne,
+            mediaType: CallMediaType(rawValue: media) ?? .audio, callerId: UserID(rawValue: caller),
+            inviterId: UserID(rawValue: inviter), participantIds: participants.map(UserID.init(rawValue:)),
+            chatGroupId: group.map(ChatGroupID.init(rawValue:)), direction: CallDirection(rawValue: direction) ?? .incoming,
+            result: CallRecordResult(rawValue: result) ?? .unknown, startTime: start, endTime: end, duration: Int(duration),
+            endReason: CallEndReason(rawValue: reason) ?? .unknown, syncTime: sync)
+    }
+
+    func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws
+        -> QueryRecordsResponse
+    {
+        let descending = order == .descending
+        let bound = syncTime == -1 ? (descending ? Int64.max : -1) : syncTime
+        let rows = try await client.query(
+            """
+            SELECT \(unescaped: Self.recordColumns) FROM call_records
+            WHERE sdk_app_id = \(owner.app.rawValue) AND user_id = \(owner.user.rawValue)
+                AND sync_time \(unescaped: descending ? "<" : ">") \(bound)
+            ORDER BY sync_time \(unescaped: descending ? "DESC" : "ASC") LIMIT \(Int64(count + 1))
+            """, logger: logger)
+        var records: [CallRecord] = []
+        for try await row in rows.decode(RecordRow.self) { records.append(Self.record(row)) }
+        let page = Array(records.prefix(count))
+        return QueryRecordsResponse(records: page, hasMore: records.count > count, syncTime: page.last?.syncTime ?? syncTime)
+    }
+
+    func deleteRecords(owner: UserKey, callIds: [CallID]) async throws -> Int {
+        guard !callIds.isEmpty else { return 0 }
+        return try await strings(
+            """
+            DELETE FROM call_records WHERE sdk_app_id = \(owner.app.rawValue) AND user_id = \(owner.user.rawValue)
+                AND call_id = ANY(\(callIds.map(\.rawValue)))
+            RETURNING call_id
+            """
+        ).count
+    }
+
+    func deleteAllRecords(owner: UserKey) async throws -> Int {
+        try await strings(
+            """
+            DELETE FROM call_records WHERE sdk_app_id = \(owner.app.rawValue) AND user_id = \(owner.user.rawValue)
+            RETURNING call_id
+            """
+        ).count
+    }
+
+    /// Runs `body` in a transaction; an error of ours thrown inside comes out as it was thrown.
+    private func transaction<Result>(
+        _ body: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        do {
+            return try await client.withTransaction(logger: logger, body)
+        } catch let error as PostgresTransactionError {
+            if let ours = error.closureError as? SwitchboardError { throw ours }
+            throw error
+        }
+    }
+
+    /// The first column of every row, as strings.
+    private func strings(_ query: PostgresQuery) async throws -> [String] {
+        var values: [String] = []
+        for try await value in try await client.query(query, logger: logger).decode(String.self) { values.append(value) }
+        return values
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Fresh PostgreSQL databases for tests, on the server scripts/test starts: it exports
+/// `SWITCHBOARD_TEST_POSTGRES` (a URL of a database the tests may create others from). Without
+/// it, PostgreSQL tests are skipped (`swift test` alone runs the SQLite half).
+public enum PostgresTestDatabase {
+    /// The server's URL, when one is there.
+    public static var serverURL: String? {
+        ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Whether PostgreSQL tests can run.
+    public static var isAvailable: Bool { serverURL != nil }
+
+    /// Creates an empty database and returns its URL.
+    public static func create() async throws -> String {
+        guard let base = serverURL, var components = URLComponents(string: base), let host = components.host,
+            let user = components.user
+        else { throw Unavailable() }
+        let name = "sbtest_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(
+                host: host, port: components.port ?? 5432, username: user, password: components.password,
+                database: String(components.path.dropFirst()), tls: .disable),
+            id: 1, logger: Logger(label: "switchboard.test-postgres"))
+        // Identifiers cannot be bound; the name is made of hex digits only.
+        try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "pg"))
+        try await connection.close()
+        components.path = "/" + name
+        return components.string ?? base
+    }
+
+    public struct Unavailable: Error, CustomStringConvertible {
+        public var description: String { "no PostgreSQL server for tests (SWITCHBOARD_TEST_POSTGRES is not set)" }
+    }
+}
