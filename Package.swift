@@ -150,7 +150,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchboardServerTests",
-            dependencies: ["SwitchboardServer", "SwitchboardTesting", "SwitchboardProtocol"]
+            dependencies: [
+                "SwitchboardServer", "SwitchboardTesting", "SwitchboardProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "SwitchboardCLITests",
