@@ -113,14 +113,24 @@ actor CallEngine {
 
     /// Saves a call in progress to the journal (encoded by the writer, if it still matters then).
     private func journal(_ call: CallStateMachine.Call) {
-        writer.submit(journal: call.id, app: call.app, updatedAt: clock.now()) { try? SwitchboardJSON.encode(call) }
+        writer.submit(journal: call.id, app: call.app, updatedAt: clock.now()) { Self.journalEntry(call) }
+    }
+
+    /// A call as the journal stores it (JSON, written by ``WireEncoder``).
+    static func journalEntry(_ call: CallStateMachine.Call) -> Data? {
+        try? SwitchboardJSON.encode(call)
+    }
+
+    /// A call read back from the journal.
+    static func journaledCall(_ entry: Data) throws -> CallStateMachine.Call {
+        try SwitchboardJSON.decode(CallStateMachine.Call.self, from: entry)
     }
 
     /// Ends the calls a crash left in the journal (see ``CallStateMachine/recover(_:endTime:)``).
     func recover(_ entries: [JournalEntry], lastAlive: Int64?) {
         let now = clock.now()
         for entry in entries {
-            guard let call = try? JSONDecoder().decode(CallStateMachine.Call.self, from: entry.state) else {
+            guard let call = try? Self.journaledCall(entry.state) else {
                 logger.error("unreadable journal entry, dropped", metadata: ["call": "\(entry.callId)"])
                 writer.submit(ended: entry.callId, records: [])
                 continue
