@@ -81,6 +81,10 @@ import Testing
     /// Pairs make calls in a loop while the server is killed; after a restart on the same database
     /// no acknowledged record is missing, the calls cut by the crash are ended with `endByServer`
     /// and recorded, and clients that come back learn how they ended.
+    ///
+    /// The kill leaves the operating system's page cache: this proves each record was handed to
+    /// the OS before its `callRecord` went out, not that it was on the disk (SQLiteDurabilityTests
+    /// covers the fsync setting that a power cut relies on).
     @Test func killNineUnderLoadLosesNoAcknowledgedRecord() async throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -211,14 +215,12 @@ import Testing
         let sig = UserSig.generate(sdkAppID: Self.sdkAppID, secretKey: "process-test-secret", userID: "carol", expire: 600)
         _ = try await raw.request(LoginRequest(sdkAppID: Self.sdkAppID, userID: "carol", userSig: sig), id: "login")
 
-        let started = ContinuousClock.now
         server.terminate()
         for events in [aliceEvents, bobEvents] {
             #expect(
                 try await events.first(where: isEnded)
                     == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: nil))
-            let record = try await events.first(where: isRecord)
-            guard case .onCallRecord(let value) = record else { continue }
+            let value = try #require(await events.first(where: isRecord).record)
             #expect(value.result == .answered && value.endReason == .endByServer)
         }
         let ended = try await raw.frames.first { $0.contains("sessionEnded") }
@@ -226,8 +228,6 @@ import Testing
         #expect(await raw.frames.waitForEnd())
         #expect(raw.closeCode == .goingAway)
         #expect(await server.waitForExit() == 0)
-        // Bounded: the server gives itself 10 s at most.
-        #expect(ContinuousClock.now - started < .seconds(12))
         try await alice.loginStore.logout()
         try await bob.loginStore.logout()
     }

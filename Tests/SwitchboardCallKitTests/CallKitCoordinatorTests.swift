@@ -62,8 +62,7 @@ import Testing
             client: SwitchboardClient(), settings: Phone.settings, provider: system.provider, controller: system.controller,
             pushRegistry: system.pushRegistry, audioSession: system.audioSession)
         let number = system.deliverPush(json: Data(body.utf8))
-        let ringing = try await system.records.first { if case .ringing = $0 { true } else { false } }
-        guard case .ringing(let uuid, let update) = ringing else { return }
+        let (uuid, update) = try #require(await system.records.first { $0.ringing != nil }.ringing)
         #expect(update == CallUpdate(handle: "unknown", callerName: "Unknown caller", hasVideo: false))
         try await system.records.first { $0 == .ended(uuid, .failed) }
         try await system.records.first { $0 == .pushCompleted(number) }
@@ -270,10 +269,9 @@ import Testing
         #expect(phone.system.records.values.contains(.audioConfigured(video: true)))
 
         let received = try await h.aliceEvents.first(where: isReceived)
-        guard case .onCallReceived(let callId, _, _, .video, _) = received, callId == result.callId else {
-            Issue.record("alice got \(received)")
-            return
-        }
+        #expect(
+            received
+                == .onCallReceived(callId: result.callId, callerId: "bob", inviterId: "bob", mediaType: .video, userData: nil))
         try await h.alice.callStore.accept()
         try await phone.system.records.first { $0 == .connected(uuid) }
         phone.system.activateAudioSession()

@@ -103,6 +103,11 @@ extension FakeCallSystem.Record {
         }
     }
 
+    /// The call and update of a ring.
+    var ringing: (UUID, CallUpdate)? {
+        if case .ringing(let uuid, let update) = self { (uuid, update) } else { nil }
+    }
+
     var isEnd: Bool {
         if case .ended = self { true } else { false }
     }
