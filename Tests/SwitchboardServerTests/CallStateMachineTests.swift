@@ -191,8 +191,8 @@ struct CallStateMachineTests {
             setup: [start()],
             step: accept("bob", "b1"),
             expected: [
-                "cancel ring(c1,bob)",
                 "reply call alice:accept bob:accept",
+                "cancel ring(c1,bob)",
                 "bob@*-b1 ← callEnded(otherDeviceAccepted by bob)",
                 "bob@*-b1 ← callElsewhere(on b1 active)",
                 "alice@a1 ← callStarted",
@@ -437,8 +437,8 @@ struct CallStateMachineTests {
             setup: [start(online: [], pushable: ["bob"])],
             step: accept("bob", "b1"),
             expected: [
-                "cancel ring(c1,bob)",
                 "reply call alice:accept bob:accept",
+                "cancel ring(c1,bob)",
                 "bob@*-b1 ← callEnded(otherDeviceAccepted by bob)",
                 "push bob callEnded(otherDeviceAccepted) except b1",
                 "bob@*-b1 ← callElsewhere(on b1 active)",
@@ -699,8 +699,8 @@ struct CallStateMachineTests {
             ],
             step: accept("bob", "b2"),
             expected: [
-                "cancel ring(c1,bob)",
                 "reply call alice:accept bob:accept",
+                "cancel ring(c1,bob)",
                 "bob@b1 ← callEnded(hangup by bob)",
                 "bob@*-b1 ← callElsewhere(on b1 ended)",
                 "carol@c9 ← callEnded(hangup by bob)",
@@ -758,8 +758,8 @@ struct CallStateMachineTests {
             setup: [start(to: ["bob", "carol"])],
             step: accept("bob", "b1"),
             expected: [
-                "cancel ring(c1,bob)",
                 "reply call alice:accept bob:accept carol:waiting",
+                "cancel ring(c1,bob)",
                 "bob@*-b1 ← callEnded(otherDeviceAccepted by bob)",
                 "bob@*-b1 ← callElsewhere(on b1 active)",
                 "alice@a1 ← callStarted",
@@ -771,8 +771,8 @@ struct CallStateMachineTests {
             setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
             step: accept("carol", "k1"),
             expected: [
-                "cancel ring(c1,carol)",
                 "reply call alice:accept bob:accept carol:accept",
+                "cancel ring(c1,carol)",
                 "carol@*-k1 ← callEnded(otherDeviceAccepted by carol)",
                 "carol@*-k1 ← callElsewhere(on k1 active)",
                 "alice@a1 ← callUpdated(alice:accept bob:accept carol:accept)",
@@ -955,8 +955,8 @@ struct CallStateMachineTests {
             setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
             step: join("carol", "k1"),
             expected: [
-                "cancel ring(c1,carol)",
                 "reply call alice:accept bob:accept carol:accept",
+                "cancel ring(c1,carol)",
                 "carol@*-k1 ← callEnded(otherDeviceAccepted by carol)",
                 "carol@*-k1 ← callElsewhere(on k1 active)",
                 "alice@a1 ← callUpdated(alice:accept bob:accept carol:accept)",
@@ -1268,9 +1268,9 @@ struct CallStateMachineTests {
                 return nil
             case .event(let event):
                 now += 1000
-                let actions = machine.handle(event, now: now).map { Self.describe($0, now: now) }
+                let output = machine.handle(event, now: now)
                 #expect(machine.invariantViolations() == [], sourceLocation: sourceLocation)
-                return actions
+                return Self.describe(output, now: now)
             }
         }
         for step in row.setup { _ = apply(step) }
@@ -1278,18 +1278,26 @@ struct CallStateMachineTests {
         #expect(actual == row.expected, sourceLocation: sourceLocation)
     }
 
+    /// The answer first (it is delivered before anything else), then the actions.
+    static func describe(_ output: CallOutput, now: Int64) -> [String] {
+        (output.reply.map { [describe($0)] } ?? []) + output.actions.map { describe($0, now: now) }
+    }
+
+    static func describe(_ reply: CallReply) -> String {
+        switch reply {
+        case .ok: "reply ok"
+        case .failure(let error): "reply error \(error.code.name)"
+        case .started(let response):
+            "reply started busy=[\(response.busyUserIds.map(\.rawValue).joined(separator: ","))] " + statuses(response.call)
+        case .call(let info): "reply call " + statuses(info)
+        case .invited(let response):
+            "reply invited busy=[\(response.busyUserIds.map(\.rawValue).joined(separator: ","))] " + statuses(response.call)
+        case .mediaChange(let transaction): "reply transaction \(transaction)"
+        }
+    }
+
     static func describe(_ action: CallAction, now: Int64) -> String {
         switch action {
-        case .reply(.ok): return "reply ok"
-        case .reply(.failure(let error)): return "reply error \(error.code.name)"
-        case .reply(.started(let response)):
-            return "reply started busy=[\(response.busyUserIds.map(\.rawValue).joined(separator: ","))] "
-                + statuses(response.call)
-        case .reply(.call(let info)): return "reply call " + statuses(info)
-        case .reply(.invited(let response)):
-            return "reply invited busy=[\(response.busyUserIds.map(\.rawValue).joined(separator: ","))] "
-                + statuses(response.call)
-        case .reply(.mediaChange(let transaction)): return "reply transaction \(transaction)"
         case .send(let event, let recipient): return "\(describe(recipient)) ← \(describe(event))"
         case .setTimer(let key, let deadline): return "timer \(describe(key)) +\(deadline - now)"
         case .cancelTimer(let key): return "cancel \(describe(key))"
@@ -1376,7 +1384,7 @@ struct CallRecoveryTests {
         #expect(machine.takeJournalChanges().isEmpty)
         _ = run(&machine, [T.accept("bob", "b1")])
         let saved = machine.takeJournalChanges()
-        #expect(saved.first?.members.map(\.phase) == [.joined, .joined, .ringing])
+        #expect(saved.first.map { T.statuses($0.info) } == "alice:accept bob:accept carol:waiting")
         _ = run(&machine, [T.hangup("alice", "a1")], from: T.t0 + 5000)
         #expect(machine.takeJournalChanges().map(\.id) == ["c1"])
         _ = run(&machine, [T.hangup("bob", "b1")], from: T.t0 + 7000)
@@ -1398,17 +1406,17 @@ struct CallRecoveryTests {
         var restarted = CallStateMachine()
         let actions = restarted.recover(decoded, endTime: now)
         #expect(
-            actions.map { T.describe($0, now: now) } == [
+            T.describe(actions, now: now) == [
                 "cancel ring(c1,carol)",
                 "records alice:answered/endByServer/60s bob:answered/endByServer/60s carol:missed/endByServer/0s",
             ])
         #expect(restarted.invariantViolations() == [])
-        #expect(restarted.recover(decoded, endTime: now).isEmpty)
+        #expect(restarted.recover(decoded, endTime: now) == CallOutput())
 
         // bob's phone comes back to the new process and hears how the call ended.
         let back = restarted.handle(.deviceOnline(T.user("bob"), T.device("b1")), now: now + 2000)
         #expect(
-            back.map { T.describe($0, now: now) } == [
+            T.describe(back, now: now) == [
                 "bob@b1 ← callEnded(endByServer by server)", "bob@b1 ← callsSynced([] elsewhere [])",
             ])
     }
