@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "SwitchboardCallKit", targets: ["SwitchboardCallKit"]),
         .library(name: "SwitchboardServer", targets: ["SwitchboardServer"]),
         .library(name: "SwitchboardTesting", targets: ["SwitchboardTesting"]),
+        .library(name: "SwitchboardTestServers", targets: ["SwitchboardTestServers"]),
         .executable(name: "switchboard", targets: ["switchboard"]),
     ],
     dependencies: [
@@ -95,14 +96,36 @@ let package = Package(
             ]
         ),
 
-        // MARK: test support
+        // MARK: tools (shipped in the CLI: the demo player, child processes, waiting for events)
+        .target(
+            name: "SwitchboardTools",
+            dependencies: [
+                "Switchboard",
+                "SwitchboardProtocol",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+
+        // MARK: test support: light fakes (test clock, fake CallKit/PushKit, fake media engine) and
+        // test servers (in-process server, local APNs, raw WebSocket client, TCP proxy)
         .target(
             name: "SwitchboardTesting",
             dependencies: [
                 "SwitchboardProtocol",
-                "SwitchboardServer",
                 "Switchboard",
                 "SwitchboardCallKit",
+                "SwitchboardTools",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "SwitchboardTestServers",
+            dependencies: [
+                "SwitchboardProtocol",
+                "SwitchboardServer",
+                "Switchboard",
+                "SwitchboardTesting",
+                "SwitchboardTools",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -126,7 +149,7 @@ let package = Package(
                 "SwitchboardProtocol",
                 "SwitchboardServer",
                 "Switchboard",
-                "SwitchboardTesting",
+                "SwitchboardTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 // The load generator (bench) and its echo floor.
@@ -151,22 +174,26 @@ let package = Package(
         .testTarget(
             name: "SwitchboardServerTests",
             dependencies: [
-                "SwitchboardServer", "SwitchboardTesting", "SwitchboardProtocol",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "SwitchboardServer", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools",
+                "SwitchboardProtocol", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(
             name: "SwitchboardCLITests",
-            dependencies: ["SwitchboardProtocol", "SwitchboardTesting", "Switchboard"]
+            dependencies: ["SwitchboardProtocol", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools", "Switchboard"]
         ),
         .testTarget(
             name: "SwitchboardTests",
-            dependencies: ["Switchboard", "SwitchboardTesting", "SwitchboardProtocol", "SwitchboardServer"]
+            dependencies: [
+                "Switchboard", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools", "SwitchboardProtocol",
+                "SwitchboardServer",
+            ]
         ),
         .testTarget(
             name: "SwitchboardCallKitTests",
             dependencies: [
-                "SwitchboardCallKit", "Switchboard", "SwitchboardTesting", "SwitchboardProtocol", "SwitchboardServer",
+                "SwitchboardCallKit", "Switchboard", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools",
+                "SwitchboardProtocol", "SwitchboardServer",
             ]
         ),
     ]

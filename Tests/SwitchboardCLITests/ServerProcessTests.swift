@@ -3,6 +3,8 @@ import NIOConcurrencyHelpers
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 /// A real `switchboard serve` process and SDK clients on the real clock: what a server promises on a

@@ -4,6 +4,7 @@ import Switchboard
 import SwitchboardCallKit
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTools
 import Testing
 
 @testable import SwitchboardServer

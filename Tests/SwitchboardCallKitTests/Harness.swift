@@ -4,6 +4,8 @@ import Switchboard
 import SwitchboardCallKit
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 @testable import SwitchboardServer

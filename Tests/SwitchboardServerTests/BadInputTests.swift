@@ -2,6 +2,8 @@ import Foundation
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 /// SPEC §9: every bad frame gets an error response with a stable code, the connection stays

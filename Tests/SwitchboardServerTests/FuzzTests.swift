@@ -1,6 +1,8 @@
 import Foundation
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 @testable import SwitchboardServer

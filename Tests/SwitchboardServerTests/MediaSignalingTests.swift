@@ -2,6 +2,7 @@ import Foundation
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
 import Testing
 
 #if canImport(FoundationNetworking)

@@ -290,6 +290,7 @@ struct PersistenceWriterTests {
 
 import NIOConcurrencyHelpers
 import SwitchboardTesting
+import SwitchboardTools
 
 extension Recorder {
     /// A thread-safe list to collect callback values in tests.

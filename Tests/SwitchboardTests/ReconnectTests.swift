@@ -3,6 +3,8 @@ import Switchboard
 import SwitchboardProtocol
 import SwitchboardServer
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 /// Network drops between the SDK and an in-process server, made with a TCP proxy; time moves on

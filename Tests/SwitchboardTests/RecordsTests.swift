@@ -3,6 +3,8 @@ import NIOConcurrencyHelpers
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 struct RecordsTests {

@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import SwitchboardTools
 
 /// A TCP proxy on a free loopback port in front of a server, for tests that need the network to
 /// fail: ``cut()`` closes every connection at once, ``blackhole`` stops forwarding bytes without
