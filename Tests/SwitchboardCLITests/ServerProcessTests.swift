@@ -107,9 +107,9 @@ import Testing
         let ringing = try await erin.callStore.calls(participantIds: ["frank"], mediaType: .video).callId
         try await frankEvents.first(where: isReceived)
 
-        // Load: pairs call, answer and hang up in a loop; each acknowledged record is noted.
+        // Load: pairs call, answer and hang up in a loop; each acknowledged record is noted, and the
+        // kill comes once at least 20 are.
         let acknowledged = NIOLockedValueBox<[UserID: Set<CallID>]>([:])
-        let completed = NIOLockedValueBox(0)
         let running = NIOLockedValueBox(true)
         let (progressStream, progress) = AsyncStream<Int>.makeStream()
         let loadProgress = Recorder(progressStream)
@@ -123,7 +123,11 @@ import Testing
                     Task {
                         for await event in events {
                             if case .onCallRecord(let record) = event {
-                                acknowledged.withLockedValue { _ = $0[UserID(rawValue: user), default: []].insert(record.callId) }
+                                let count = acknowledged.withLockedValue { acknowledged in
+                                    acknowledged[UserID(rawValue: user), default: []].insert(record.callId)
+                                    return acknowledged.values.reduce(0) { $0 + $1.count }
+                                }
+                                progress.yield(count)
                             }
                         }
                     })
@@ -137,10 +141,6 @@ import Testing
                             let call = try await Self.connect(caller, callee, "callee\(pair)", callerEvents, calleeEvents)
                             try await caller.callStore.hangup(callId: call)
                             try await calleeEvents.first { if case .onCallEnded(call, _, _, _) = $0 { true } else { false } }
-                            progress.yield(completed.withLockedValue { count in
-                                count += 1
-                                return count
-                            })
                         } catch {
                             return
                         }
