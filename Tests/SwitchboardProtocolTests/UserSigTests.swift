@@ -101,6 +101,28 @@ struct UserSigTests {
         #expect(fields.expire == 600)
     }
 
+    /// zlib streams are inflated whole and bounded: one cut short by even its checksum's last byte
+    /// is not a UserSig, and nothing inflates past 16 KiB.
+    @Test func zlibStreamsAreWholeAndBounded() throws {
+        let json = Data(#"{"TLS.ver":"2.0"}"#.utf8)
+        let compressed = zlibCompress(json)
+        #expect(zlibDecompress(compressed, limit: 16 * 1024) == json)
+        for cut in 1...4 {
+            #expect(zlibDecompress(compressed.dropLast(cut), limit: 16 * 1024) == nil, "cut \(cut)")
+        }
+        var damaged = compressed
+        damaged[damaged.count - 1] ^= 0x01
+        #expect(zlibDecompress(damaged, limit: 16 * 1024) == nil)
+
+        let full = Data(repeating: 0x20, count: 16 * 1024)
+        #expect(zlibDecompress(zlibCompress(full), limit: 16 * 1024) == full)
+        #expect(zlibDecompress(zlibCompress(full + [0x20]), limit: 16 * 1024) == nil)
+
+        let wire = try #require(UserSig.decodeBase64URL(Self.pythonSig))
+        let cutSig = UserSig.encodeBase64URL(wire.dropLast())
+        #expect(throws: SwitchboardError(.userSigMalformed, "UserSig is not zlib data")) { _ = try UserSig.decode(cutSig) }
+    }
+
     @Test func missingFieldIsMalformed() {
         let sig = Self.encode(#"{"TLS.ver":"2.0","TLS.identifier":"alice","TLS.sdkappid":1400000001}"#)
         #expect(throws: SwitchboardError(.userSigMalformed, "UserSig has no integer TLS.time")) {
