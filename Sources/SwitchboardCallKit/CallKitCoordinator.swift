@@ -301,7 +301,7 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
     /// Performs effects in order: the system's and the device's at once, the SDK's requests (which
     /// wait for the server) one after the other in the background.
     private func perform(_ effects: [Machine.Effect], pushCompletion: (@Sendable () -> Void)? = nil) {
-        var background: [Machine.Effect] = []
+        var background: [Machine.SDKRequest] = []
         for effect in effects {
             switch effect {
             case .reportIncoming(let uuid, let update):
@@ -338,19 +338,19 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             case .startRefused(let uuid):
                 let start = holdings.withLockedValue { $0.starts.removeValue(forKey: uuid) }
                 start?.continuation.resume(throwing: SwitchboardError(.systemRefused, "the system refused to start the call"))
-            case .logInForPush, .accept, .reject, .hangup, .place:
-                background.append(effect)
+            case .sdk(let request):
+                background.append(request)
             }
         }
         guard !background.isEmpty else { return }
         Task {
-            for effect in background { await run(effect) }
+            for request in background { await run(request) }
         }
     }
 
     /// An SDK request the machine asked for; its outcome, where the machine needs it, goes back in.
-    private func run(_ effect: Machine.Effect) async {
-        switch effect {
+    private func run(_ request: Machine.SDKRequest) async {
+        switch request {
         case .logInForPush:
             do {
                 try await ensureLoggedIn()
@@ -384,8 +384,6 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             if let then { takeAction(then)?.fulfill() }
         case .place(let uuid, let id):
             await place(uuid, id)
-        default:
-            perform([effect])
         }
     }
 
@@ -401,8 +399,14 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             let context = context()
             let effects = machine.withLockedValue { $0.handle(.placeFinished(uuid, id, result.callId), context) }
             // The call is placed before the app hears so, hang-up included.
-            perform(effects.filter { !Self.isBackground($0) })
-            for effect in effects where Self.isBackground(effect) { await run(effect) }
+            var requests: [Machine.SDKRequest] = []
+            perform(
+                effects.filter { effect in
+                    guard case .sdk(let request) = effect else { return true }
+                    requests.append(request)
+                    return false
+                })
+            for request in requests { await run(request) }
             start.continuation.resume(returning: result)
         } catch {
             handle(.placeFinished(uuid, id, nil))
@@ -414,13 +418,6 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
         Machine.Context(
             now: clock.now(), me: client.callStore.state.selfInfo.userId,
             microphoneOff: client.deviceStore.state.microphoneStatus == .off, freshUUID: UUID())
-    }
-
-    private static func isBackground(_ effect: Machine.Effect) -> Bool {
-        switch effect {
-        case .logInForPush, .accept, .reject, .hangup, .place: true
-        default: false
-        }
     }
 
     private func takeAction(_ id: Machine.ActionID) -> ProviderAction? {

@@ -25,7 +25,7 @@ extension CallKitStateMachine {
         call.systemMuted = false
         calls[uuid] = call
         // A call answered on the call screen starts unmuted, as the screen shows it.
-        return [.configureAudio(video: call.video), .setMicrophone(on: true), .accept(callId, uuid, id)]
+        return [.configureAudio(video: call.video), .setMicrophone(on: true), .sdk(.accept(callId, uuid, id))]
     }
 
     mutating func answerFinished(_ uuid: UUID, _ id: ActionID, succeeded: Bool) -> [Effect] {
@@ -52,8 +52,8 @@ extension CallKitStateMachine {
         remove(uuid, reason: .remoteEnded)
         switch before {
         case .ending: return [.fulfill(id)]
-        case .reporting, .ringing: return [.reject(callId, then: id)]
-        case .answering, .starting, .outgoing, .connected: return [.hangup(callId, then: id)]
+        case .reporting, .ringing: return [.sdk(.reject(callId, then: id))]
+        case .answering, .starting, .outgoing, .connected: return [.sdk(.hangup(callId, then: id))]
         }
     }
 
@@ -75,7 +75,7 @@ extension CallKitStateMachine {
             // Taken once: a repeated start action finds nothing to place.
             guard call.awaitsPlacing else { return [.fail(id)] }
             calls[uuid]?.awaitsPlacing = false
-            return [.configureAudio(video: call.video), .setMicrophone(on: true), .place(uuid, id)]
+            return [.configureAudio(video: call.video), .setMicrophone(on: true), .sdk(.place(uuid, id))]
         }
         // Placed in the app already: the action only confirms.
         call.phase = call.connectedEarly ? .connected : .outgoing
@@ -94,7 +94,7 @@ extension CallKitStateMachine {
         guard var call = calls[uuid] else { return [.fulfill(id)] + placedReports(uuid, connected: false, endReason: nil) }
         if call.endWhenPlaced {
             remove(uuid, reason: .remoteEnded)
-            return [.fulfill(id), .hangup(callId, then: nil)]
+            return [.fulfill(id), .sdk(.hangup(callId, then: nil))]
         }
         call.phase = call.connectedEarly ? .connected : .outgoing
         let reason = call.endAfterReport
@@ -118,7 +118,7 @@ extension CallKitStateMachine {
             if call.placedBySDK {
                 // Without the system the call could never get audio: hang it up.
                 remove(uuid, reason: .failed)
-                return call.callId.map { [.hangup($0, then: nil)] } ?? []
+                return call.callId.map { [.sdk(.hangup($0, then: nil))] } ?? []
             }
             calls[uuid] = nil
             return [.startRefused(uuid)]

@@ -11,7 +11,7 @@ extension CallKitStateMachine {
         let (uuid, update, ringsNewCall) = admission(push, context)
         var effects: [Effect] = [.reportIncoming(uuid, update)]
         if let push, calls[uuid]?.callId == push.callId { effects.append(.deliverPush(push)) }
-        if ringsNewCall { effects.append(.logInForPush) }
+        if ringsNewCall { effects.append(.sdk(.logInForPush)) }
         return effects
     }
 
@@ -68,7 +68,7 @@ extension CallKitStateMachine {
             // Not shown (Do Not Disturb, blocked, not entitled): the call cannot be answered here.
             remove(uuid, reason: .failed)
             guard call.endAfterReport == nil, let callId = call.callId else { return [] }
-            return [.reject(callId, then: nil)]
+            return [.sdk(.reject(callId, then: nil))]
         }
         if let reason = call.endAfterReport {
             remove(uuid, reason: reason)

@@ -84,6 +84,6 @@ extension CallKitStateMachine {
     mutating func reset() -> [Effect] {
         let callIds = calls.values.compactMap(\.callId).sorted()
         for uuid in Array(calls.keys) { remove(uuid, reason: .failed) }
-        return [.deactivateAudio] + callIds.map { .hangup($0, then: nil) }
+        return [.deactivateAudio] + callIds.map { .sdk(.hangup($0, then: nil)) }
     }
 }

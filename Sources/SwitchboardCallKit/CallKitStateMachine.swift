@@ -74,10 +74,18 @@ struct CallKitStateMachine: Sendable {
         case fulfill(ActionID)
         case fail(ActionID)
         case configureAudio(video: Bool)
-        // The SDK; the ones that wait for the server run in order, in the background.
+        // The SDK
         case deliverPush(VoIPPush)
         case setMicrophone(on: Bool)
         case deactivateAudio
+        /// A request that waits for the server; these run one after the other, in the background.
+        case sdk(SDKRequest)
+        /// The system refused to start the call the app asked for: its request fails.
+        case startRefused(UUID)
+    }
+
+    /// The SDK requests the machine asks for, which wait for the server.
+    enum SDKRequest: Equatable, Sendable {
         /// Log in with the account so the server confirms the pushed calls; a failure comes back as
         /// ``Input/pushLoginFailed``.
         case logInForPush
@@ -90,8 +98,6 @@ struct CallKitStateMachine: Sendable {
         /// Place the call the app asked for with this UUID; the outcome comes back as
         /// ``Input/placeFinished(_:_:_:)``.
         case place(UUID, ActionID)
-        /// The system refused to start the call the app asked for: its request fails.
-        case startRefused(UUID)
     }
 
     /// One call the system knows about.

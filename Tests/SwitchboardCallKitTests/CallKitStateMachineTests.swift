@@ -456,11 +456,11 @@ struct CallKitStateMachineTests {
         case .deliverPush(.callEnded(let push)): return "sdk push callEnded \(push.callId)"
         case .setMicrophone(let on): return "microphone \(on ? "on" : "off")"
         case .deactivateAudio: return "deactivate audio"
-        case .logInForPush: return "sdk login"
-        case .accept(let callId, _, let id): return "sdk accept \(callId) \(id)"
-        case .reject(let callId, let then): return "sdk reject \(callId)" + (then.map { " then \($0)" } ?? "")
-        case .hangup(let callId, let then): return "sdk hangup \(callId)" + (then.map { " then \($0)" } ?? "")
-        case .place(let uuid, let id): return "sdk place \(name(uuid)) \(id)"
+        case .sdk(.logInForPush): return "sdk login"
+        case .sdk(.accept(let callId, _, let id)): return "sdk accept \(callId) \(id)"
+        case .sdk(.reject(let callId, let then)): return "sdk reject \(callId)" + (then.map { " then \($0)" } ?? "")
+        case .sdk(.hangup(let callId, let then)): return "sdk hangup \(callId)" + (then.map { " then \($0)" } ?? "")
+        case .sdk(.place(let uuid, let id)): return "sdk place \(name(uuid)) \(id)"
         case .startRefused(let uuid): return "start refused \(name(uuid))"
         }
     }
