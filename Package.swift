@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "SwitchboardCallKit", targets: ["SwitchboardCallKit"]),
         .library(name: "SwitchboardServer", targets: ["SwitchboardServer"]),
         .library(name: "SwitchboardTesting", targets: ["SwitchboardTesting"]),
+        .library(name: "SwitchboardTestServers", targets: ["SwitchboardTestServers"]),
         .executable(name: "switchboard", targets: ["switchboard"]),
     ],
     dependencies: [
@@ -34,20 +35,16 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
     ],
     targets: [
         // MARK: shared
-        .systemLibrary(
-            name: "CZlib",
-            path: "Sources/CZlib",
-            pkgConfig: "zlib",
-            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
-        ),
         .target(
             name: "SwitchboardProtocol",
             dependencies: [
-                "CZlib",
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
 
@@ -63,7 +60,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -96,20 +95,41 @@ let package = Package(
             dependencies: [
                 "Switchboard",
                 "SwitchboardProtocol",
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
 
-        // MARK: test support
+        // MARK: tools (shipped in the CLI: the demo player, child processes, waiting for events)
+        .target(
+            name: "SwitchboardTools",
+            dependencies: [
+                "Switchboard",
+                "SwitchboardProtocol",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+
+        // MARK: test support: light fakes (test clock, fake CallKit/PushKit, fake media engine) and
+        // test servers (in-process server, local APNs, raw WebSocket client, TCP proxy)
         .target(
             name: "SwitchboardTesting",
             dependencies: [
                 "SwitchboardProtocol",
-                "SwitchboardServer",
                 "Switchboard",
                 "SwitchboardCallKit",
+                "SwitchboardTools",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "SwitchboardTestServers",
+            dependencies: [
+                "SwitchboardProtocol",
+                "SwitchboardServer",
+                "Switchboard",
+                "SwitchboardTesting",
+                "SwitchboardTools",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -134,7 +154,7 @@ let package = Package(
                 "SwitchboardProtocol",
                 "SwitchboardServer",
                 "Switchboard",
-                "SwitchboardTesting",
+                "SwitchboardTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 // The load generator (bench) and its echo floor.
@@ -158,20 +178,32 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchboardServerTests",
-            dependencies: ["SwitchboardServer", "SwitchboardTesting", "SwitchboardProtocol"]
+            dependencies: [
+                "SwitchboardServer", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools",
+                "SwitchboardProtocol", "Switchboard", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "SwitchboardCLITests",
-            dependencies: ["SwitchboardProtocol", "SwitchboardTesting", "Switchboard"]
+            dependencies: [
+                "SwitchboardProtocol", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools", "Switchboard",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "SwitchboardTests",
-            dependencies: ["Switchboard", "SwitchboardTesting", "SwitchboardProtocol", "SwitchboardServer"]
+            dependencies: [
+                "Switchboard", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools", "SwitchboardProtocol",
+                "SwitchboardServer", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "SwitchboardCallKitTests",
             dependencies: [
-                "SwitchboardCallKit", "Switchboard", "SwitchboardTesting", "SwitchboardProtocol", "SwitchboardServer",
+                "SwitchboardCallKit", "Switchboard", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools",
+                "SwitchboardProtocol", "SwitchboardServer", .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ]

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import SwitchboardProtocol
 
@@ -81,21 +80,10 @@ public struct CallKitAccount: Equatable, Sendable {
 
 extension UUID {
     /// The CallKit UUID of a call: the call id itself when it is a UUID (the server's are), else a
-    /// name-based UUID (version 5 layout, SHA-256) of it, so the same call always gets the same UUID —
-    /// across duplicate pushes, the signaling invitation and app launches.
+    /// name-based UUID of it, so the same call always gets the same UUID — across duplicate pushes,
+    /// the signaling invitation and app launches.
     public init(callId: CallID) {
-        if let uuid = UUID(uuidString: callId.rawValue) {
-            self = uuid
-            return
-        }
-        var bytes = Array(SHA256.hash(data: Data("switchboard.call:\(callId.rawValue)".utf8)).prefix(16))
-        bytes[6] = (bytes[6] & 0x0F) | 0x50
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        self = UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
-                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
+        self = UUID(uuidString: callId.rawValue) ?? UUID(nameBasedOn: "switchboard.call:\(callId.rawValue)")
     }
 }
 

@@ -1,6 +1,7 @@
-import CZlib
+import CompressNIO
 import Crypto
 import Foundation
+import NIOCore
 
 /// Tencent's TLS-sig v2 UserSig (SPEC §2), so that the server-side generators apps already use
 /// work unchanged.
@@ -186,47 +187,38 @@ public enum UserSig {
 // MARK: - zlib
 
 func zlibCompress(_ input: Data) -> Data {
-    var destinationLength = compressBound(uLong(input.count))
-    var output = Data(count: Int(destinationLength))
-    let status = output.withUnsafeMutableBytes { destination in
-        input.withUnsafeBytes { source in
-            compress2(
-                destination.bindMemory(to: Bytef.self).baseAddress, &destinationLength,
-                source.bindMemory(to: Bytef.self).baseAddress, uLong(input.count), Z_DEFAULT_COMPRESSION)
-        }
+    var buffer = ByteBuffer(bytes: input)
+    do {
+        let compressed = try buffer.compress(with: .zlib())
+        return Data(compressed.readableBytesView)
+    } catch {
+        // compress-nio sizes its output with deflateBound: only running out of memory can fail.
+        preconditionFailure("zlib failed to compress \(input.count) bytes: \(error)")
     }
-    precondition(status == Z_OK, "compress2 cannot fail with a compressBound-sized buffer")
-    output.count = Int(destinationLength)
-    return output
 }
 
-/// Inflates zlib data, refusing results larger than `limit` (a guard against zip bombs).
+/// Inflates zlib data (RFC 1950), refusing results larger than `limit` (a guard against zip bombs)
+/// and streams that end before their checksum (truncated).
 func zlibDecompress(_ input: Data, limit: Int) -> Data? {
-    guard !input.isEmpty else { return nil }
-    var stream = z_stream()
-    guard inflateInit_(&stream, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
-    defer { inflateEnd(&stream) }
-    var output = Data()
-    let chunkSize = 4096
-    var chunk = [UInt8](repeating: 0, count: chunkSize)
-    var input = input
-    return input.withUnsafeMutableBytes { (source: UnsafeMutableRawBufferPointer) -> Data? in
-        stream.next_in = source.bindMemory(to: Bytef.self).baseAddress
-        stream.avail_in = uInt(source.count)
-        while true {
-            let status = chunk.withUnsafeMutableBufferPointer { buffer -> Int32 in
-                stream.next_out = buffer.baseAddress
-                stream.avail_out = uInt(chunkSize)
-                return inflate(&stream, Z_NO_FLUSH)
-            }
-            let produced = chunkSize - Int(stream.avail_out)
-            output.append(contentsOf: chunk[0..<produced])
-            if output.count > limit { return nil }
-            switch status {
-            case Z_STREAM_END: return output
-            case Z_OK: if stream.avail_in == 0 && produced == 0 { return nil }
-            default: return nil
-            }
-        }
+    // A two-byte header, the deflate data and a four-byte Adler-32 of the output.
+    guard input.count > 6 else { return nil }
+    var buffer = ByteBuffer(bytes: input)
+    guard let inflated = try? buffer.decompress(with: .zlib(), maxSize: limit + 1), inflated.readableBytes <= limit
+    else { return nil }
+    let output = Data(inflated.readableBytesView)
+    // zlib checks the Adler-32 when it reaches it, but a stream cut short just stops: the stream
+    // is whole when its last four bytes are the checksum of what it inflated to.
+    let trailer = input.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+    return adler32(output) == trailer ? output : nil
+}
+
+/// The Adler-32 checksum zlib ends its streams with.
+private func adler32(_ data: Data) -> UInt32 {
+    var a: UInt32 = 1
+    var b: UInt32 = 0
+    for byte in data {
+        a = (a + UInt32(byte)) % 65_521
+        b = (b + a) % 65_521
     }
+    return b << 16 | a
 }

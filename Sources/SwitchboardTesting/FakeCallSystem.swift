@@ -3,6 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import SwitchboardCallKit
 import SwitchboardProtocol
+import SwitchboardTools
 
 /// CallKit, PushKit and the audio session as a test sees them: fake ports that hold the app to
 /// the system's contracts. What iOS would punish is recorded in ``problems()``: a VoIP push whose

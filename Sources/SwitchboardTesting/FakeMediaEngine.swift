@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import Switchboard
 import SwitchboardProtocol
+import SwitchboardTools
 
 /// A media engine for tests: it records what the SDK asks of it, in order, and plays WebRTC's
 /// peer-connection rules with readable SDP ("offer alice→bob #1 ice=alice-1"), so negotiation

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import SwitchboardProtocol
 import SwitchboardServer
-import SwitchboardTesting
+import SwitchboardTools
 
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

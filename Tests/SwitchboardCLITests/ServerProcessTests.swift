@@ -3,6 +3,8 @@ import NIOConcurrencyHelpers
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 /// A real `switchboard serve` process and SDK clients on the real clock: what a server promises on a
@@ -81,6 +83,10 @@ import Testing
     /// Pairs make calls in a loop while the server is killed; after a restart on the same database
     /// no acknowledged record is missing, the calls cut by the crash are ended with `endByServer`
     /// and recorded, and clients that come back learn how they ended.
+    ///
+    /// The kill leaves the operating system's page cache: this proves each record was handed to
+    /// the OS before its `callRecord` went out, not that it was on the disk (SQLiteDurabilityTests
+    /// covers the fsync setting that a power cut relies on).
     @Test func killNineUnderLoadLosesNoAcknowledgedRecord() async throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -101,9 +107,9 @@ import Testing
         let ringing = try await erin.callStore.calls(participantIds: ["frank"], mediaType: .video).callId
         try await frankEvents.first(where: isReceived)
 
-        // Load: pairs call, answer and hang up in a loop; each acknowledged record is noted.
+        // Load: pairs call, answer and hang up in a loop; each acknowledged record is noted, and the
+        // kill comes once at least 20 are.
         let acknowledged = NIOLockedValueBox<[UserID: Set<CallID>]>([:])
-        let completed = NIOLockedValueBox(0)
         let running = NIOLockedValueBox(true)
         let (progressStream, progress) = AsyncStream<Int>.makeStream()
         let loadProgress = Recorder(progressStream)
@@ -117,7 +123,11 @@ import Testing
                     Task {
                         for await event in events {
                             if case .onCallRecord(let record) = event {
-                                acknowledged.withLockedValue { _ = $0[UserID(rawValue: user), default: []].insert(record.callId) }
+                                let count = acknowledged.withLockedValue { acknowledged in
+                                    acknowledged[UserID(rawValue: user), default: []].insert(record.callId)
+                                    return acknowledged.values.reduce(0) { $0 + $1.count }
+                                }
+                                progress.yield(count)
                             }
                         }
                     })
@@ -131,10 +141,6 @@ import Testing
                             let call = try await Self.connect(caller, callee, "callee\(pair)", callerEvents, calleeEvents)
                             try await caller.callStore.hangup(callId: call)
                             try await calleeEvents.first { if case .onCallEnded(call, _, _, _) = $0 { true } else { false } }
-                            progress.yield(completed.withLockedValue { count in
-                                count += 1
-                                return count
-                            })
                         } catch {
                             return
                         }
@@ -211,14 +217,12 @@ import Testing
         let sig = UserSig.generate(sdkAppID: Self.sdkAppID, secretKey: "process-test-secret", userID: "carol", expire: 600)
         _ = try await raw.request(LoginRequest(sdkAppID: Self.sdkAppID, userID: "carol", userSig: sig), id: "login")
 
-        let started = ContinuousClock.now
         server.terminate()
         for events in [aliceEvents, bobEvents] {
             #expect(
                 try await events.first(where: isEnded)
                     == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: nil))
-            let record = try await events.first(where: isRecord)
-            guard case .onCallRecord(let value) = record else { continue }
+            let value = try #require(await events.first(where: isRecord).record)
             #expect(value.result == .answered && value.endReason == .endByServer)
         }
         let ended = try await raw.frames.first { $0.contains("sessionEnded") }
@@ -226,8 +230,6 @@ import Testing
         #expect(await raw.frames.waitForEnd())
         #expect(raw.closeCode == .goingAway)
         #expect(await server.waitForExit() == 0)
-        // Bounded: the server gives itself 10 s at most.
-        #expect(ContinuousClock.now - started < .seconds(12))
         try await alice.loginStore.logout()
         try await bob.loginStore.logout()
     }

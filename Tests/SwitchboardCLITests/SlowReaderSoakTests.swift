@@ -1,7 +1,9 @@
 import Foundation
 import Switchboard
 import SwitchboardProtocol
+import SwitchboardTestServers
 import SwitchboardTesting
+import SwitchboardTools
 import Testing
 
 extension Tag {

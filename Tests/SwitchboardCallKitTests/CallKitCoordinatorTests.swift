@@ -4,6 +4,7 @@ import Switchboard
 import SwitchboardCallKit
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTools
 import Testing
 
 @testable import SwitchboardServer
@@ -62,8 +63,7 @@ import Testing
             client: SwitchboardClient(), settings: Phone.settings, provider: system.provider, controller: system.controller,
             pushRegistry: system.pushRegistry, audioSession: system.audioSession)
         let number = system.deliverPush(json: Data(body.utf8))
-        let ringing = try await system.records.first { if case .ringing = $0 { true } else { false } }
-        guard case .ringing(let uuid, let update) = ringing else { return }
+        let (uuid, update) = try #require(await system.records.first { $0.ringing != nil }.ringing)
         #expect(update == CallUpdate(handle: "unknown", callerName: "Unknown caller", hasVideo: false))
         try await system.records.first { $0 == .ended(uuid, .failed) }
         try await system.records.first { $0 == .pushCompleted(number) }
@@ -202,39 +202,48 @@ import Testing
         phone.system.userAnswers(uuid)
         try await phone.system.records.first { $0 == .fulfilled(.answer(uuid: uuid)) }
         let devices = Recorder(phone.client.deviceStore.stateUpdates)
-        func remoteMicrophone(_ on: Bool) async throws {
-            try await h.aliceEvents.first {
+        /// Waits for alice to hear bob's microphone change, from the events after `from`.
+        func remoteMicrophone(_ on: Bool, from: Int) async throws {
+            try await h.aliceEvents.first(from: from) {
                 $0 == .onRemoteDeviceChanged(callId: call.callId, userId: "bob", microphoneOn: on, cameraOn: false)
             }
         }
-        try await remoteMicrophone(true)
+        try await remoteMicrophone(true, from: 0)
+        @Sendable func isMuteFulfilled(_ record: FakeCallSystem.Record) -> Bool {
+            if case .fulfilled(.setMuted) = record { true } else { false }
+        }
 
         // The app's mute button: the SDK mutes, the call screen follows through one transaction.
+        var alice = h.aliceEvents.values.count
         phone.client.deviceStore.closeLocalMicrophone()
         try await phone.system.records.first { $0 == .fulfilled(.setMuted(uuid: uuid, muted: true)) }
         #expect(phone.system.calls[uuid]?.muted == true)
-        try await remoteMicrophone(false)
+        try await remoteMicrophone(false, from: alice)
 
         // The call screen's mute button: the SDK follows, no transaction goes back.
+        alice = h.aliceEvents.values.count
+        var device = devices.values.count
         phone.system.userSetsMuted(uuid, false)
         try await phone.system.records.first { $0 == .fulfilled(.setMuted(uuid: uuid, muted: false)) }
-        try await devices.first { $0.microphoneStatus == .on }
-        try await remoteMicrophone(true)
+        try await devices.first(from: device) { $0.microphoneStatus == .on }
+        try await remoteMicrophone(true, from: alice)
 
         // Through the coordinator: a transaction first, then the SDK.
+        alice = h.aliceEvents.values.count
+        device = devices.values.count
         try await phone.coordinator.setMuted(true)
-        try await devices.first(from: devices.values.count) { $0.microphoneStatus == .off }
-        try await h.aliceEvents.first(from: h.aliceEvents.values.count - 1) {
-            $0 == .onRemoteDeviceChanged(callId: call.callId, userId: "bob", microphoneOn: false, cameraOn: false)
-        }
+        try await devices.first(from: device) { $0.microphoneStatus == .off }
+        try await remoteMicrophone(false, from: alice)
+        try await phone.system.records.matches(3, where: isMuteFulfilled)
 
+        // The end of the call is the barrier: an echo of any of the three would have come before it.
+        try await h.alice.callStore.hangup()
+        try await phone.system.records.first { $0 == .ended(uuid, .remoteEnded) }
         #expect(phone.system.records.values.filter { $0.isMuteTransaction }.count == 2)
-        #expect(phone.system.records.values.filter { if case .fulfilled(.setMuted) = $0 { true } else { false } }.count == 3)
+        #expect(phone.system.records.values.filter(isMuteFulfilled).count == 3)
         #expect(devices.values.filter { $0.microphoneStatus == .off }.count == 2)
         #expect(phone.system.calls[uuid]?.muted == true)
         #expect(phone.system.problems() == [])
-        try await h.alice.callStore.hangup()
-        try await phone.system.records.first { $0 == .ended(uuid, .remoteEnded) }
         await h.stop()
     }
 
@@ -270,10 +279,9 @@ import Testing
         #expect(phone.system.records.values.contains(.audioConfigured(video: true)))
 
         let received = try await h.aliceEvents.first(where: isReceived)
-        guard case .onCallReceived(let callId, _, _, .video, _) = received, callId == result.callId else {
-            Issue.record("alice got \(received)")
-            return
-        }
+        #expect(
+            received
+                == .onCallReceived(callId: result.callId, callerId: "bob", inviterId: "bob", mediaType: .video, userData: nil))
         try await h.alice.callStore.accept()
         try await phone.system.records.first { $0 == .connected(uuid) }
         phone.system.activateAudioSession()

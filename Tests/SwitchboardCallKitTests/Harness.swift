@@ -4,6 +4,8 @@ import Switchboard
 import SwitchboardCallKit
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 @testable import SwitchboardServer
@@ -101,6 +103,11 @@ extension FakeCallSystem.Record {
         default:
             nil
         }
+    }
+
+    /// The call and update of a ring.
+    var ringing: (UUID, CallUpdate)? {
+        if case .ringing(let uuid, let update) = self { (uuid, update) } else { nil }
     }
 
     var isEnd: Bool {

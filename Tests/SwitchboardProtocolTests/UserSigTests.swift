@@ -7,12 +7,13 @@ struct UserSigTests {
     static let secret = "5bd2850fff3ecb11d7c805251c51ee463a25727bddc2385f3fa8bfee1bb93b5e"
     static let issued: Int64 = 1_767_225_600
 
-    /// Made by the Python implementation of TLSSigAPIv2 (Fixtures/tls_sig_api_v2.py):
-    /// `gen 1400000001 <secret> alice 86400 1767225600`.
+    /// Made by the project's own Python implementation of the TLS-sig v2 format
+    /// (Fixtures/tls_sig_api_v2.py, not Tencent's code): `gen 1400000001 <secret> alice 86400 1767225600`.
+    /// Tencent's own generator is tested in ``verifiesSigsFromTencentsOwnGenerator()``.
     static let pythonSig =
         "eJyrVgrxCdYrSy1SslJQMtIzUNJRAItkpqTmlWSmZUIkEnMyk1NhUsUp2YkFBZkpQAlDEwMIMITKpVYUZBalAmUszIBSUMGSzFyQkKG5mbmRkakZXLw4Mx1keLGruWN*lJGzcXGkd0RZWXmkqWNeSoqFdkViYnaBr0lZaaZRiWWufmagf7qtUi0AA58yYQ__"
 
-    @Test func verifiesASigFromTheReferenceGenerator() throws {
+    @Test func verifiesASigFromTheProjectsPythonGenerator() throws {
         let fields = try UserSig.verify(
             Self.pythonSig, sdkAppID: Self.app, secretKey: Self.secret, userID: "alice", now: Self.issued + 10)
         #expect(fields.identifier == "alice")
@@ -127,6 +128,28 @@ struct UserSigTests {
         }
     }
 
+    /// zlib streams are inflated whole and bounded: one cut short by even its checksum's last byte
+    /// is not a UserSig, and nothing inflates past 16 KiB.
+    @Test func zlibStreamsAreWholeAndBounded() throws {
+        let json = Data(#"{"TLS.ver":"2.0"}"#.utf8)
+        let compressed = zlibCompress(json)
+        #expect(zlibDecompress(compressed, limit: 16 * 1024) == json)
+        for cut in 1...4 {
+            #expect(zlibDecompress(compressed.dropLast(cut), limit: 16 * 1024) == nil, "cut \(cut)")
+        }
+        var damaged = compressed
+        damaged[damaged.count - 1] ^= 0x01
+        #expect(zlibDecompress(damaged, limit: 16 * 1024) == nil)
+
+        let full = Data(repeating: 0x20, count: 16 * 1024)
+        #expect(zlibDecompress(zlibCompress(full), limit: 16 * 1024) == full)
+        #expect(zlibDecompress(zlibCompress(full + [0x20]), limit: 16 * 1024) == nil)
+
+        let wire = try #require(UserSig.decodeBase64URL(Self.pythonSig))
+        let cutSig = UserSig.encodeBase64URL(wire.dropLast())
+        #expect(throws: SwitchboardError(.userSigMalformed, "UserSig is not zlib data")) { _ = try UserSig.decode(cutSig) }
+    }
+
     @Test func missingFieldIsMalformed() {
         let sig = Self.encode(#"{"TLS.ver":"2.0","TLS.identifier":"alice","TLS.sdkappid":1400000001}"#)
         #expect(throws: SwitchboardError(.userSigMalformed, "UserSig has no integer TLS.time")) {
@@ -134,8 +157,8 @@ struct UserSigTests {
         }
     }
 
-    /// Both directions against the Python implementation, run live.
-    @Test(.enabled(if: UserSigTests.python != nil)) func interoperatesWithThePythonGenerator() throws {
+    /// Both directions against the project's Python implementation, run live.
+    @Test(.enabled(if: UserSigTests.python != nil)) func interoperatesWithTheProjectsPythonGenerator() throws {
         let now = Int64(Date().timeIntervalSince1970)
         let pythonMade = try Self.runPython(["gen", "1400000001", Self.secret, "carol-9", "600", String(now), "buf"])
         let fields = try UserSig.verify(pythonMade, sdkAppID: Self.app, secretKey: Self.secret, userID: "carol-9", now: now)
@@ -145,7 +168,57 @@ struct UserSigTests {
         #expect(try Self.runPython(["verify", "1400000001", Self.secret, swiftMade]) == "dave")
     }
 
+    /// Sigs made just now by Tencent's own generator (PyPI `tls-sig-api-v2`, module `TLSSigAPIv2`,
+    /// which signs with the current time): `scripts/test` installs it in `.build-venv` and names
+    /// that Python in `SWITCHBOARD_TENCENT_PYTHON`.
+    @Test(.enabled(if: UserSigTests.tencentPython != nil, "needs SWITCHBOARD_TENCENT_PYTHON (scripts/test sets it)"))
+    func verifiesSigsFromTencentsOwnGenerator() throws {
+        let script = """
+            import sys, TLSSigAPIv2
+            api = TLSSigAPIv2.TLSSigAPIv2(int(sys.argv[1]), sys.argv[2])
+            print(api.gen_sig("erin_7", 600))
+            print(api.gen_sig_with_userbuf("frank", 86400, b"room-9"))
+            """
+        let before = Int64(Date().timeIntervalSince1970)
+        let output = try Self.run(Self.tencentPython!, ["-c", script, "1400000001", Self.secret])
+        let after = Int64(Date().timeIntervalSince1970)
+        let sigs = output.split(separator: "\n").map(String.init)
+        try #require(sigs.count == 2)
+
+        let plain = try UserSig.verify(sigs[0], sdkAppID: Self.app, secretKey: Self.secret, userID: "erin_7", now: after)
+        #expect(plain.identifier == "erin_7" && plain.sdkAppID == Self.app && plain.expire == 600)
+        #expect((before...after).contains(plain.time))
+        #expect(plain.userbuf == nil)
+        let withBuffer = try UserSig.verify(sigs[1], sdkAppID: Self.app, secretKey: Self.secret, userID: "frank", now: after)
+        #expect(withBuffer.userbuf == Data("room-9".utf8).base64EncodedString())
+        #expect(withBuffer.expire == 86_400)
+
+        // And each of the checks holds for them: another secret, user or app is refused.
+        Self.expectRefusal(.userSigBadSignature) {
+            _ = try UserSig.verify(sigs[0], sdkAppID: Self.app, secretKey: "another-secret", userID: "erin_7", now: after)
+        }
+        Self.expectRefusal(.userSigWrongUser) {
+            _ = try UserSig.verify(sigs[0], sdkAppID: Self.app, secretKey: Self.secret, userID: "frank", now: after)
+        }
+        Self.expectRefusal(.userSigWrongApp) {
+            _ = try UserSig.verify(sigs[0], sdkAppID: 1_400_000_002, secretKey: Self.secret, userID: "erin_7", now: after)
+        }
+        Self.expectRefusal(.userSigExpired) {
+            _ = try UserSig.verify(sigs[0], sdkAppID: Self.app, secretKey: Self.secret, userID: "erin_7", now: after + 601)
+        }
+    }
+
     // MARK: helpers
+
+    static func expectRefusal(
+        _ code: SwitchboardError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+    ) {
+        #expect(sourceLocation: sourceLocation) { try body() } throws: { ($0 as? SwitchboardError)?.code == code }
+    }
+
+    static let tencentPython: String? = ProcessInfo.processInfo.environment["SWITCHBOARD_TENCENT_PYTHON"].flatMap {
+        $0.isEmpty ? nil : $0
+    }
 
     static let python: String? = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
         FileManager.default.isExecutableFile(atPath: $0)
@@ -154,15 +227,19 @@ struct UserSigTests {
     static func runPython(_ arguments: [String]) throws -> String {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("Fixtures/tls_sig_api_v2.py")
+        return try run(python!, [script.path] + arguments)
+    }
+
+    static func run(_ executable: String, _ arguments: [String]) throws -> String {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: python!)
-        process.arguments = [script.path] + arguments
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw SwitchboardError(.userSigBadSignature, "python refused") }
+        guard process.terminationStatus == 0 else { throw SwitchboardError(.userSigBadSignature, "\(executable) exited with \(process.terminationStatus)") }
         return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 

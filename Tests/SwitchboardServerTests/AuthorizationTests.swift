@@ -2,6 +2,8 @@ import Foundation
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -52,13 +54,18 @@ struct AuthorizationTests {
         #expect(carol.callStore.state.activeCall?.callId == single && carol.callStore.state.selfInfo.status == .accept)
         #expect(alice.callStore.state.allParticipants.map(\.userId) == ["alice", "bob", "zed"])
 
-        // Records: mallory sees none of theirs and cannot delete theirs.
+        // Records: mallory, who has a record of her own, sees only hers, and deleting carol's call
+        // (by id, then all of hers) leaves carol's record as it was.
         let carolEvents = Recorder(carol.callStore.events)
+        let malloryEvents = Recorder(mallory.callStore.events)
         try await carol.callStore.hangup()
-        try await carolEvents.first(where: isRecord)
-        #expect(try await mallory.callStore.queryRecords().records.isEmpty)
+        let carolRecord = try #require(await carolEvents.first(where: isRecord).record)
+        let own = try await mallory.callStore.calls(participantIds: ["nobody"], mediaType: .audio).callId
+        try await malloryEvents.first { $0.record?.callId == own }
+        #expect(try await mallory.callStore.queryRecords(count: 100).records.map(\.callId) == [own])
         #expect(try await mallory.callStore.deleteRecords(callIds: [single]) == 0)
-        #expect(try await carol.callStore.queryRecords().records.map(\.callId) == [single])
+        #expect(try await mallory.callStore.deleteAllRecords() == 1)
+        #expect(try await carol.callStore.queryRecords(count: 100).records == [carolRecord])
         raw.close()
         await server.stop()
     }

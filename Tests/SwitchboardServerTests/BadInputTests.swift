@@ -2,6 +2,8 @@ import Foundation
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 /// SPEC §9: every bad frame gets an error response with a stable code, the connection stays
@@ -162,8 +164,18 @@ struct BadInputTests {
         await expectCode(.callAlreadyEnded) { try await bob.callStore.hangup(callId: call.callId) }
         await expectCode(.callAlreadyEnded) { try await bob.callStore.accept(callId: call.callId) }
         await expectCode(.notInCall) { try await mallory.callStore.hangup(callId: call.callId) }
-        // Mallory cannot read their records either: records are per user.
-        #expect(try await mallory.callStore.queryRecords().records.isEmpty)
+        // The records of the call are alice's and bob's: mallory's query shows only her own call,
+        // and her deletes leave theirs.
+        let aliceRecord = try #require(await aliceEvents.first { $0.record?.callId == call.callId }.record)
+        let bobRecord = try #require(await bobEvents.first { $0.record?.callId == call.callId }.record)
+        let malloryEvents = Recorder(mallory.callStore.events)
+        let own = try await mallory.callStore.calls(participantIds: ["nobody"], mediaType: .audio).callId
+        try await malloryEvents.first { $0.record?.callId == own }
+        #expect(try await mallory.callStore.queryRecords(count: 100).records.map(\.callId) == [own])
+        #expect(try await mallory.callStore.deleteRecords(callIds: [call.callId]) == 0)
+        #expect(try await mallory.callStore.deleteAllRecords() == 1)
+        #expect(try await alice.callStore.queryRecords(count: 100).records == [aliceRecord])
+        #expect(try await bob.callStore.queryRecords(count: 100).records == [bobRecord])
         await server.stop()
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import Switchboard
+import SwitchboardTestServers
 import SwitchboardTesting
+import SwitchboardTools
 import Testing
 
 @testable import SwitchboardProtocol

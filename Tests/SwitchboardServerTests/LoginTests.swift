@@ -2,6 +2,8 @@ import Foundation
 import SwitchboardProtocol
 import SwitchboardServer
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 struct LoginTests {

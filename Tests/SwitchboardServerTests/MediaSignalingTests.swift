@@ -2,6 +2,7 @@ import Foundation
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -102,9 +103,14 @@ struct MediaSignalingTests {
         let malformed = try await s.alice.request(
             #"{"id":"w","type":"call.media","data":{"callId":"\#(s.callId)","to":"bob","kind":"shout"}}"#, id: "w")
         #expect(RawClient.errorCode(malformed) == SwitchboardError.Code.invalidParams.rawValue)
-        #expect(!s.bob.frames.values.contains { $0.contains("mediaSignal") })
-        let ok = try await s.alice.request(SendMediaSignalRequest(callId: s.callId, to: "bob", kind: .offer, sdp: "v=0"), id: "ok")
+        // A good signal afterwards is the first bob receives: none of the refused ones, sent
+        // before it, reached him.
+        let ok = try await s.alice.request(
+            SendMediaSignalRequest(callId: s.callId, to: "bob", kind: .offer, sdp: "v=0 good"), id: "ok")
         #expect(ok["result"] != nil)
+        #expect(
+            try await signals(s.bob, kind: .offer) == MediaSignalEvent(callId: s.callId, from: "alice", kind: .offer, sdp: "v=0 good"))
+        #expect(s.bob.frames.values.filter { $0.contains("mediaSignal") }.count == 1)
         await s.server.stop()
     }
 

@@ -1,7 +1,9 @@
 import Foundation
 import NIOConcurrencyHelpers
 import SwitchboardProtocol
+import SwitchboardTestServers
 import SwitchboardTesting
+import SwitchboardTools
 import Testing
 
 @testable import SwitchboardServer

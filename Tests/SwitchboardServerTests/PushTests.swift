@@ -2,6 +2,8 @@ import Foundation
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -39,18 +41,23 @@ struct PushTests {
             configuration.apns = push
         }
         let deliveries = Recorder(server.node.context.push.deliveries)
-        let phone = try await RawClient(url: server.url)
-        _ = try await phone.request(
-            LoginRequest(sdkAppID: server.app.sdkAppID, userID: "bob", userSig: server.userSig("bob"), deviceId: "bob-phone"),
-            id: "login")
-        let registered = try await phone.request(
-            RegisterPushTokenRequest(token: Self.bobToken.uppercased(), environment: .sandbox, bundleId: Self.bundle), id: "r")
-        #expect(registered["result"] != nil)
-        phone.close()
-        #expect(await phone.frames.waitForEnd())
+        try await registerToken(server, user: "bob", device: "bob-phone", token: Self.bobToken.uppercased())
         let alice = try await server.client("alice")
         try await alice.loginStore.setSelfInfo(nickname: "Alice")
         return Setup(server: server, apns: apns, alice: alice, aliceEvents: Recorder(alice.callStore.events), deliveries: deliveries)
+    }
+
+    /// A phone of `user` registers a VoIP push token, then its app is killed (no logout).
+    func registerToken(_ server: TestServer, user: UserID, device: DeviceID, token: String) async throws {
+        let phone = try await RawClient(url: server.url)
+        _ = try await phone.request(
+            LoginRequest(sdkAppID: server.app.sdkAppID, userID: user, userSig: server.userSig(user.rawValue), deviceId: device),
+            id: "login")
+        let registered = try await phone.request(
+            RegisterPushTokenRequest(token: token, environment: .sandbox, bundleId: Self.bundle), id: "r")
+        #expect(registered["result"] != nil)
+        phone.close()
+        #expect(await phone.frames.waitForEnd())
     }
 
     func tearDown(_ s: Setup) async {
@@ -94,9 +101,19 @@ struct PushTests {
         try await bobEvents.first(where: isReceived)
         try await bob.callStore.accept()
         try await s.aliceEvents.first(where: isStarted)
+        // The server's invitation came before bob's own start: it did not ring a second time.
+        try await bobEvents.first(where: isStarted)
         #expect(bobEvents.values.filter(isReceived).count == 1)
-        // The device that answered gets no follow-up push.
-        #expect(s.apns.pushes.values.count == 1)
+
+        // The device that answered gets no follow-up push. The barrier is a later push (to carol's
+        // phone), asked for after bob's answer: no stop push came before it.
+        try await registerToken(s.server, user: "carol", device: "carol-phone", token: String(repeating: "cd", count: 32))
+        try await s.alice.callStore.hangup()
+        try await s.aliceEvents.first(where: isEnded)
+        let later = try await s.alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
+        let second = try await s.apns.pushes.first(from: 1) { _ in true }
+        #expect(second.push?.callId == later.callId)
+        #expect(s.apns.pushes.values.filter { $0.token == Self.bobToken }.count == 1)
         await tearDown(s)
     }
 
@@ -169,10 +186,12 @@ struct PushTests {
         #expect(s.apns.answers.values.map(\.status) == [429])
         s.server.clock.advance(by: .seconds(1))
         try await s.deliveries.first { $0.outcome == "delivered" }
-        #expect(s.apns.pushes.values.count == 1)
         try await s.alice.callStore.hangup()
-        // The cancel's stop push is delivered before APNs starts failing.
-        try await s.apns.pushes.first(from: 1) { _ in true }
+        // The cancel's stop push is delivered before APNs starts failing. It is the second push
+        // APNs took: the invitation, once delivered, was not sent again.
+        let stop = try await s.apns.pushes.first(from: 1) { _ in true }
+        if case .callEnded = stop.push {} else { Issue.record("the second push is not the stop push: \(stop.payload)") }
+        #expect(s.apns.pushes.values.count == 2)
 
         // 5xx until past the ring deadline (2 s): a retry after 0.5 s; the next would come at the
         // deadline itself, so it is given up. Never beyond the deadline.

@@ -1,4 +1,7 @@
 import SwitchboardProtocol
+import SwitchboardTestServers
+import SwitchboardTesting
+import SwitchboardTools
 import Testing
 
 @testable import SwitchboardServer

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SwitchboardProtocol
+import SwitchboardTestServers
 import SwitchboardTesting
 import Testing
 
@@ -295,7 +296,8 @@ struct TimerQueueTests {
 
     @Test func manyRandomTimersComeOutSorted() {
         var queue = TimerQueue<Int>()
-        var generator = SystemRandomNumberGenerator()
+        let seed = FuzzBudget.firstSeed("timer queue")
+        var generator = SeededRandom(seed: seed)
         var expected: [Int: Int64] = [:]
         for key in 0..<2000 {
             let deadline = Int64.random(in: 0...10_000, using: &generator)
@@ -307,9 +309,9 @@ struct TimerQueueTests {
             }
         }
         let popped = queue.popDue(now: 10_000)
-        #expect(Set(popped) == Set(expected.keys))
+        #expect(Set(popped) == Set(expected.keys), "SWITCHBOARD_FUZZ_SEED=\(seed)")
         let deadlines = popped.map { expected[$0]! }
-        #expect(deadlines == deadlines.sorted())
+        #expect(deadlines == deadlines.sorted(), "SWITCHBOARD_FUZZ_SEED=\(seed)")
     }
 }
 
@@ -369,6 +371,7 @@ struct PersistenceWriterTests {
 
 import NIOConcurrencyHelpers
 import SwitchboardTesting
+import SwitchboardTools
 
 extension Recorder {
     /// A thread-safe list to collect callback values in tests.

@@ -1,6 +1,8 @@
 import Foundation
 import SwitchboardProtocol
+import SwitchboardTestServers
 import SwitchboardTesting
+import SwitchboardTools
 import Testing
 
 @testable import SwitchboardServer

@@ -1,5 +1,7 @@
 import Foundation
+import SwitchboardTestServers
 import SwitchboardTesting
+import SwitchboardTools
 import Testing
 
 /// The web root serves regular files inside it and nothing else: no dotfiles, no `.git/`, no

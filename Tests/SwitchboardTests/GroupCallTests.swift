@@ -3,6 +3,8 @@ import NIOConcurrencyHelpers
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -69,8 +71,7 @@ struct GroupCallTests {
         // Records: each member their own result, every participant listed.
         var results: [UserID: CallRecordResult] = [:]
         for (name, events) in [("alice", aliceEvents), ("bob", bobEvents), ("carol", carolEvents), ("dave", daveEvents)] {
-            let event = try await events.first(where: isRecord)
-            guard case .onCallRecord(let record) = event else { continue }
+            let record = try #require(await events.first(where: isRecord).record)
             #expect(record.participantIds == ["alice", "bob", "carol", "dave"])
             #expect(record.callType == .group)
             results[UserID(rawValue: name)] = record.result

@@ -2,6 +2,8 @@ import Foundation
 import SwitchboardProtocol
 import SwitchboardServer
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 @testable import Switchboard
@@ -77,32 +79,43 @@ struct MediaNegotiationTests {
 
     /// Both sides renegotiate at once: bob (polite) rolls his offer back and answers alice's,
     /// alice (impolite) ignores bob's; bob then offers again and both end up stable.
+    ///
+    /// The offers are made to cross: everything the server sends bob is held in a proxy until bob
+    /// has made his own offer, so alice's offer reaches him while he waits for an answer, and his
+    /// reaches her while she waits for hers.
     @Test func crossingOffersResolveWithoutRetries() async throws {
         let server = try await TestServer.start()
+        let proxy = try await TCPProxy.start(targetPort: server.port)
         let alice = try await Self.member(server, "alice")
-        let bob = try await Self.member(server, "bob")
+        let bob = try await Self.member(server, "bob", url: server.url(via: proxy))
         _ = try await Self.connect(alice, bob, "alice", "bob")
-
-        alice.media.needsNegotiation(with: "bob")
-        bob.media.needsNegotiation(with: "alice")
+        @Sendable func isOffer(_ call: FakeMediaEngine.Call, to peer: UserID) -> Bool {
+            if case .local(peer, let description) = call, description.kind == .offer { true } else { false }
+        }
         @Sendable func isAnswer(_ call: FakeMediaEngine.Call, from peer: UserID) -> Bool {
             if case .remote(peer, let description) = call, description.kind == .answer { true } else { false }
         }
-        // alice's second offer is answered; bob's offer either crossed alice's (bob rolled back,
-        // alice ignored it, bob offered again once stable) or came after (alice answered it).
-        // Either way bob's last offer is answered and nothing is left half-negotiated.
+
+        proxy.holdDownstream = true
+        alice.media.needsNegotiation(with: "bob")
+        try await alice.media.calls.matches(2) { isOffer($0, to: "bob") }
+        bob.media.needsNegotiation(with: "alice")
+        try await bob.media.calls.first { isOffer($0, to: "alice") }
+        proxy.holdDownstream = false
+
+        // bob rolled his offer back for alice's and answered it; alice never took bob's first offer.
+        try await bob.media.calls.first { $0 == .rolledBack("alice") }
         try await alice.media.calls.matches(2) { isAnswer($0, from: "bob") }
+        // Once stable, bob offers again, and alice answers that one.
         try await bob.media.calls.matches(1) { isAnswer($0, from: "alice") }
         let bobOffers = Self.offers(bob.media, to: "alice")
-        let lastBobOffer = try #require(bobOffers.last)
-        try await alice.media.calls.first { $0 == .remote("bob", SessionDescription(kind: .offer, sdp: lastBobOffer)) }
-        if bob.media.calls.values.contains(.rolledBack("alice")) {
-            #expect(bobOffers.count == 2)
-            #expect(!alice.media.calls.values.contains(.remote("bob", SessionDescription(kind: .offer, sdp: bobOffers[0]))))
-        }
+        #expect(bobOffers.count == 2)
+        try await alice.media.calls.first { $0 == .remote("bob", SessionDescription(kind: .offer, sdp: bobOffers[1])) }
+        #expect(!alice.media.calls.values.contains(.remote("bob", SessionDescription(kind: .offer, sdp: bobOffers[0]))))
         #expect(!alice.media.calls.values.contains(.rolledBack("bob")))
         #expect(await alice.media.signalingState(peer: "bob") == .stable)
         #expect(await bob.media.signalingState(peer: "alice") == .stable)
+        proxy.stop()
         await server.stop()
     }
 

@@ -3,6 +3,8 @@ import NIOConcurrencyHelpers
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
 import Testing
 
 struct RecordsTests {
@@ -45,14 +47,17 @@ struct RecordsTests {
             try await alice.callStore.deleteRecords(callIds: (0...100).map { CallID(rawValue: "c\($0)") })
         }
 
+        // alice deletes her records of two calls; bob's records of the same calls stay.
         #expect(try await alice.callStore.deleteRecords(callIds: Array(callIds.prefix(2))) == 2)
-        // Deleting bob's record of a call is bob's business only.
         #expect(try await alice.callStore.deleteRecords(callIds: Array(callIds.prefix(2))) == 0)
-        #expect(try await alice.callStore.queryRecords(count: 100).records.count == 10)
-        #expect(try await bob.callStore.queryRecords(count: 100).records.count == 12)
+        #expect(try await alice.callStore.queryRecords(count: 100).records.map(\.callId) == Array(callIds.dropFirst(2).reversed()))
+        #expect(try await bob.callStore.queryRecords(count: 100).records.map(\.callId) == callIds.reversed())
+        // bob deletes his record of a call alice still has a record of; hers stays.
+        #expect(try await bob.callStore.deleteRecords(callIds: [callIds[5]]) == 1)
+        #expect(try await alice.callStore.queryRecords(count: 100).records.map(\.callId).contains(callIds[5]))
         #expect(try await alice.callStore.deleteAllRecords() == 10)
         #expect(try await alice.callStore.queryRecords().records.isEmpty)
-        #expect(try await bob.callStore.queryRecords(count: 100).records.count == 12)
+        #expect(try await bob.callStore.queryRecords(count: 100).records.count == 11)
         await server.stop()
     }
 

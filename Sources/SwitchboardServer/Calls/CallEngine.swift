@@ -5,9 +5,9 @@ import SwitchboardProtocol
 /// Runs the ``CallStateMachine``: feeds it events with the clock's time, performs its actions in
 /// order (replies, events to devices, timers, record writes) and turns due timers into events.
 ///
-/// Actor isolation gives the machine one event at a time. Replies go through the `reply` closure
-/// inside the same critical section as the events, so a client always receives the answer to its
-/// request before the events that request caused.
+/// Actor isolation gives the machine one event at a time. The machine's answer (``CallOutput/reply``)
+/// goes through the `reply` closure before any of its actions, inside the same critical section, so
+/// a client always receives the answer to its request before the events that request caused.
 actor CallEngine {
     private var machine: CallStateMachine
     private var timers = TimerQueue<TimerKey>()
@@ -41,8 +41,7 @@ actor CallEngine {
     /// - Returns: the reply, when the event produced one.
     @discardableResult
     func handle(_ event: CallEvent, reply: (@Sendable (CallReply) -> Void)? = nil) -> CallReply? {
-        let actions = machine.handle(event, now: clock.now())
-        return perform(actions, reply: reply)
+        perform(machine.handle(event, now: clock.now()), reply: reply)
     }
 
     /// Number of calls in progress.
@@ -55,7 +54,7 @@ actor CallEngine {
 
     /// The wire snapshot of a call in progress.
     func callInfo(_ id: CallID) -> CallInfo? {
-        machine.calls[id].map(machine.info)
+        machine.calls[id]?.info
     }
 
     /// Ends every call (`endByServer`) and stops the timers; used by graceful shutdown.
@@ -67,19 +66,18 @@ actor CallEngine {
     }
 
     @discardableResult
-    private func perform(_ actions: [CallAction], reply: (@Sendable (CallReply) -> Void)?) -> CallReply? {
-        var answer: CallReply?
+    private func perform(_ output: CallOutput, reply: (@Sendable (CallReply) -> Void)?) -> CallReply? {
+        if let answer = output.reply {
+            reply?(answer)
+            if case .started = answer { metrics.callsStarted.increment() }
+        }
         var timersChanged = false
         // Consecutive sends of the same event (a broadcast) are encoded once, and only for a
         // recipient who is connected.
         var lastEvent: ServerEvent?
         var lastFrame: String?
-        for action in actions {
+        for action in output.actions {
             switch action {
-            case .reply(let callReply):
-                answer = callReply
-                reply?(callReply)
-                if case .started = callReply { metrics.callsStarted.increment() }
             case .send(let event, let recipient):
                 if event != lastEvent {
                     lastEvent = event
@@ -108,19 +106,29 @@ actor CallEngine {
             journal(call)
         }
         if timersChanged { scheduleSleeper() }
-        return answer
+        return output.reply
     }
 
     /// Saves a call in progress to the journal (encoded by the writer, if it still matters then).
     private func journal(_ call: CallStateMachine.Call) {
-        writer.submit(journal: call.id, app: call.app, updatedAt: clock.now()) { try? SwitchboardJSON.encode(call) }
+        writer.submit(journal: call.id, app: call.app, updatedAt: clock.now()) { Self.journalEntry(call) }
+    }
+
+    /// A call as the journal stores it (JSON, written by ``WireEncoder``).
+    static func journalEntry(_ call: CallStateMachine.Call) -> Data? {
+        try? SwitchboardJSON.encode(call)
+    }
+
+    /// A call read back from the journal.
+    static func journaledCall(_ entry: Data) throws -> CallStateMachine.Call {
+        try SwitchboardJSON.decode(CallStateMachine.Call.self, from: entry)
     }
 
     /// Ends the calls a crash left in the journal (see ``CallStateMachine/recover(_:endTime:)``).
     func recover(_ entries: [JournalEntry], lastAlive: Int64?) {
         let now = clock.now()
         for entry in entries {
-            guard let call = try? JSONDecoder().decode(CallStateMachine.Call.self, from: entry.state) else {
+            guard let call = try? Self.journaledCall(entry.state) else {
                 logger.error("unreadable journal entry, dropped", metadata: ["call": "\(entry.callId)"])
                 writer.submit(ended: entry.callId, records: [])
                 continue

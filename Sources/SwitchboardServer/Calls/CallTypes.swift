@@ -77,9 +77,8 @@ enum CallReply: Equatable, Sendable {
     case failure(SwitchboardError)
 }
 
-/// What the state machine asks its owner to do, in order.
+/// What the state machine asks its owner to do, in order, after delivering the answer.
 enum CallAction: Equatable, Sendable {
-    case reply(CallReply)
     case send(ServerEvent, to: Recipient)
     case setTimer(TimerKey, at: Int64)
     case cancelTimer(TimerKey)
@@ -88,6 +87,36 @@ enum CallAction: Equatable, Sendable {
     case writeRecords(CallID, [RecordDraft])
     /// Send a VoIP push (never waited for).
     case push(PushMessage)
+}
+
+/// What one event produced: the answer to the request behind it, then the actions in order.
+///
+/// The answer is a value of its own, not an action among the others, so that "a client receives the
+/// answer to its request before the events that request caused" is kept by the type: the owner
+/// delivers `reply` before it performs any action.
+struct CallOutput: Equatable, Sendable {
+    /// The answer to the request that caused the event; nil for timers and the server's own events.
+    private(set) var reply: CallReply?
+    var actions: [CallAction] = []
+
+    init(reply: CallReply? = nil, actions: [CallAction] = []) {
+        self.reply = reply
+        self.actions = actions
+    }
+
+    /// Sets the answer; a request is answered once.
+    mutating func answer(_ reply: CallReply) {
+        assert(self.reply == nil, "a request is answered once")
+        self.reply = reply
+    }
+
+    mutating func append(_ action: CallAction) {
+        actions.append(action)
+    }
+
+    mutating func append(contentsOf actions: [CallAction]) {
+        self.actions.append(contentsOf: actions)
+    }
 }
 
 /// A member's request about one call, from one device.

@@ -1,5 +1,4 @@
 import AsyncHTTPClient
-import Crypto
 import Foundation
 import JWTKit
 import Logging
@@ -169,16 +168,7 @@ final class APNsClient: Sendable {
             return invitation.callId.rawValue
         default:
             let kind = if case .callEnded = push { "callEnded" } else { "incomingCall" }
-            let digest = Array(SHA256.hash(data: Data("\(push.callId.rawValue):\(kind)".utf8)))
-            var bytes = Array(digest.prefix(16))
-            bytes[6] = (bytes[6] & 0x0F) | 0x50  // version 5 (name-based)
-            bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
-            let uuid = UUID(
-                uuid: (
-                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
-                    bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-                ))
-            return uuid.uuidString.lowercased()
+            return UUID(nameBasedOn: "\(push.callId.rawValue):\(kind)").uuidString.lowercased()
         }
     }
 }

@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import SwitchboardProtocol
-import SwitchboardTesting
+import SwitchboardTools
 
 /// `switchboard bench`: a load generator that drives a server in another process over real
 /// WebSocket connections. Build it in release mode; each run prints a table and can write JSON.

@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardServer
+import SwitchboardTesting
 
 /// A real server node in this process, on a free loopback port, with its own SQLite file and a
 /// ``TestClock``. Clients reach it over real WebSocket connections.

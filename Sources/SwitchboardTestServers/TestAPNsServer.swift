@@ -11,6 +11,7 @@ import NIOCore
 import NIOSSL
 import SwiftASN1
 import SwitchboardProtocol
+import SwitchboardTools
 import X509
 
 /// A local stand-in for Apple's push service, for tests: HTTP/2 over TLS (a self-signed certificate

@@ -1,11 +1,13 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import SwitchboardTools
 
 /// A TCP proxy on a free loopback port in front of a server, for tests that need the network to
 /// fail: ``cut()`` closes every connection at once, ``blackhole`` stops forwarding bytes without
 /// closing anything (a dead network that still looks open), ``blackholeDownstream`` drops only
-/// what the server sends (a request gets through, its answer is lost), ``refuseNew`` turns new
+/// what the server sends (a request gets through, its answer is lost), ``holdDownstream`` delays
+/// what the server sends until it is released (a slow link, nothing lost), ``refuseNew`` turns new
 /// connections away (an outage). ``dropped`` records the size of each chunk the proxy dropped.
 public final class TCPProxy: Sendable {
     private struct State {
@@ -14,7 +16,15 @@ public final class TCPProxy: Sendable {
         var channels: [ObjectIdentifier: any Channel] = [:]
         var blackholed = false
         var downstreamBlackholed = false
+        var downstreamHeld = false
+        /// Downstream pumps waiting for ``holdDownstream`` to be released.
+        var heldPumps: [CheckedContinuation<Void, Never>] = []
         var refusing = false
+
+        mutating func takeHeldPumps() -> [CheckedContinuation<Void, Never>] {
+            defer { heldPumps = [] }
+            return heldPumps
+        }
     }
 
     public let port: Int
@@ -63,11 +73,13 @@ public final class TCPProxy: Sendable {
 
     /// Closes every connection through the proxy now; new ones are still accepted.
     public func cut() {
-        let channels = state.withLockedValue { state in
+        let (channels, held) = state.withLockedValue { state in
             defer { state.channels = [:] }
-            return Array(state.channels.values)
+            return (Array(state.channels.values), state.takeHeldPumps())
         }
         for channel in channels { channel.close(promise: nil) }
+        // The held bytes were in flight on connections that are gone: their pumps end.
+        held.forEach { $0.resume() }
     }
 
     /// While true, bytes are dropped in both directions and nothing is closed.
@@ -80,6 +92,19 @@ public final class TCPProxy: Sendable {
     public var blackholeDownstream: Bool {
         get { state.withLockedValue { $0.downstreamBlackholed } }
         set { state.withLockedValue { $0.downstreamBlackholed = newValue } }
+    }
+
+    /// While true, bytes from the server to clients wait in the proxy; set to false, they are
+    /// delivered in order. Requests still get through.
+    public var holdDownstream: Bool {
+        get { state.withLockedValue { $0.downstreamHeld } }
+        set {
+            let held = state.withLockedValue { state in
+                state.downstreamHeld = newValue
+                return newValue ? [] : state.takeHeldPumps()
+            }
+            held.forEach { $0.resume() }
+        }
     }
 
     /// While true, new connections are closed as soon as they arrive.
@@ -165,6 +190,7 @@ public final class TCPProxy: Sendable {
     ) async {
         do {
             for try await buffer in source {
+                if downstream { await waitWhileHeld() }
                 let drop = state.withLockedValue { $0.blackholed || (downstream && $0.downstreamBlackholed) }
                 if drop {
                     droppedSink.yield(buffer.readableBytes)
@@ -174,4 +200,15 @@ public final class TCPProxy: Sendable {
             }
         } catch {}
     }
+
+    private func waitWhileHeld() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let held = state.withLockedValue { state in
+                if state.downstreamHeld { state.heldPumps.append(continuation) }
+                return state.downstreamHeld
+            }
+            if !held { continuation.resume() }
+        }
+    }
 }
+

@@ -2,9 +2,10 @@ import Foundation
 import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
-/// Collects the values of an AsyncSequence so a test can wait for the ones it expects.
+/// Collects the values of an AsyncSequence so that a test, or the demo player, can wait for the
+/// ones it expects.
 ///
-/// Waiting has a real-time limit only as a guard against a hung test; no test logic depends on it.
+/// Waiting has a real-time limit only as a guard against a hang; no logic depends on it.
 public final class Recorder<Value: Sendable>: Sendable {
     private struct State {
         var values: [Value] = []
@@ -119,4 +120,8 @@ extension Recorder {
 /// A wait for an expected value ran out of time.
 public struct RecorderTimeout: Error, CustomStringConvertible {
     public var description: String
+
+    public init(description: String) {
+        self.description = description
+    }
 }

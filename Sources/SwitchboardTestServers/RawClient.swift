@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOWebSocket
 import Switchboard
 import SwitchboardProtocol
+import SwitchboardTools
 import WSClient
 
 /// A bare WebSocket connection that sends any text, for testing what the server does with bad

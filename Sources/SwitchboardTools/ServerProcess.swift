@@ -7,8 +7,9 @@ import Glibc
 import Darwin
 #endif
 
-/// `switchboard serve` running as a real process, for the tests of what happens to a real server:
-/// `kill -9`, SIGTERM, restarts on the same database.
+/// `switchboard serve` (or another command of the binary) running as a child process: the servers
+/// `switchboard bench` measures, and the tests of what happens to a real server (`kill -9`,
+/// SIGTERM, restarts on the same database).
 public final class ServerProcess: Sendable {
     public let port: Int
     /// Everything the process printed on stdout so far.

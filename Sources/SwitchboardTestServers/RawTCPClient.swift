@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import SwitchboardTools
 
 /// A bare TCP connection that writes whatever bytes a test chooses (half an HTTP request, an
 /// unmasked WebSocket frame, nothing at all) and records what comes back and when it closes.

@@ -1,0 +1,188 @@
+import SwitchboardProtocol
+
+extension CallStateMachine {
+    /// One member of a call, through its phases: ringing (invited, not answered), joined (the
+    /// caller from the start, a callee once they answered) and left. Each phase carries what only
+    /// it has, so a ringing member has no device and a joined one always has one.
+    ///
+    /// On the wire a joined member is `waiting` until the call connects (two members joined), then
+    /// `accept`; a left member is `none`.
+    struct Member: Codable, Equatable, Sendable {
+        enum Phase: Codable, Equatable, Sendable {
+            /// Invited and not answered. `pushed`: rang through a VoIP push, so when the ringing
+            /// stops a follow-up push says so.
+            case ringing(pushed: Bool)
+            case joined(Presence)
+            /// Rejected, missed, never reached, or left after being in the call.
+            case left(Departure)
+        }
+
+        /// A joined member's place in the call.
+        struct Presence: Codable, Equatable, Sendable {
+            /// The device that answered (or placed) the call; events for the member go there only.
+            var device: DeviceID
+            var joinedAt: Int64
+            /// The device dropped and the reconnect grace timer runs.
+            var isDown = false
+            var quality: NetworkQuality = .unknown
+            var volume: VolumeLevel?
+        }
+
+        /// How a member's part ended.
+        struct Departure: Codable, Equatable, Sendable {
+            var at: Int64
+            var result: CallRecordResult
+            var reason: CallEndReason
+            /// Who caused it (the `userId` of the member's `callEnded`).
+            var by: UserID?
+            /// The device the member was in the call on, if they were.
+            var device: DeviceID?
+            /// An invitee who blocks the caller: the call never reached them, so they get no record.
+            var blocksCaller = false
+        }
+
+        let userId: UserID
+        /// Who invited this member; nil for the caller and for chat-group members who joined.
+        var inviterId: UserID?
+        let isCaller: Bool
+        var phase: Phase
+        var microphoneOn = true
+        var cameraOn: Bool
+        var profile: UserProfile?
+        /// Time spent in the connected call, over every time the member joined.
+        var connectedMs: Int64 = 0
+        /// When the call first connected for this member.
+        var firstConnectedAt: Int64?
+
+        var isRinging: Bool { if case .ringing = phase { true } else { false } }
+        var isJoined: Bool { presence != nil }
+        /// Ringing or joined.
+        var isActive: Bool { departure == nil }
+
+        var presence: Presence? {
+            if case .joined(let presence) = phase { presence } else { nil }
+        }
+
+        var departure: Departure? {
+            if case .left(let departure) = phase { departure } else { nil }
+        }
+
+        /// The device the member is in the call on, or was when they left.
+        var device: DeviceID? {
+            switch phase {
+            case .ringing: nil
+            case .joined(let presence): presence.device
+            case .left(let departure): departure.device
+            }
+        }
+
+        /// Changes a joined member's presence; nothing for the other phases.
+        mutating func updatePresence(_ change: (inout Presence) -> Void) {
+            guard case .joined(var presence) = phase else { return }
+            change(&presence)
+            phase = .joined(presence)
+        }
+    }
+
+    /// A media-type change waiting for the other member's answer.
+    struct MediaChange: Codable, Equatable, Sendable {
+        let id: TransactionID
+        let requester: UserID
+        let mediaType: CallMediaType
+    }
+
+    /// A call in progress; journaled as JSON so that a restart after a crash can end it properly.
+    ///
+    /// It ends when fewer than two members are joined and nobody is ringing, or when the caller
+    /// hangs up before anybody answered (a cancel); then every member has left.
+    struct Call: Codable, Equatable, Sendable {
+        let id: CallID
+        let app: SdkAppID
+        let roomId: RoomID
+        let type: CallType
+        var mediaType: CallMediaType
+        let callerId: UserID
+        let chatGroupId: ChatGroupID?
+        let userData: String?
+        let isEphemeral: Bool
+        let timeout: Int
+        let createdAt: Int64
+        /// When the call connected (its second member joined).
+        var startTime: Int64?
+        var members: [Member]
+        var mediaChange: MediaChange?
+
+        func index(of user: UserID) -> Int? { members.firstIndex { $0.userId == user } }
+        var joinedCount: Int { members.count(where: \.isJoined) }
+        var ringingCount: Int { members.count(where: \.isRinging) }
+        var activeCount: Int { members.count(where: \.isActive) }
+        /// Fewer than two members in the call and nobody ringing, or nobody in the call at all
+        /// (ringing into an empty call would connect nobody).
+        var isOver: Bool { joinedCount == 0 || (joinedCount < 2 && ringingCount == 0) }
+        /// Every member has left.
+        var isEnded: Bool { activeCount == 0 }
+
+        func key(_ member: Member) -> UserKey { UserKey(app: app, user: member.userId) }
+
+        /// A joined member hears about the call on the device that answered; a ringing one on all.
+        func recipient(_ member: Member) -> Recipient {
+            member.device.map { .device(key(member), $0) } ?? .user(key(member))
+        }
+
+        /// The wire snapshot of the call.
+        var info: CallInfo {
+            CallInfo(
+                callId: id, roomId: roomId, callType: type, mediaType: mediaType, callerId: callerId,
+                chatGroupId: chatGroupId, userData: userData, isEphemeral: isEphemeral, timeout: timeout,
+                createdAt: createdAt, startTime: startTime,
+                participants: members.map { member in
+                    let presence = member.presence
+                    return CallParticipant(
+                        userId: member.userId, status: status(of: member), inviterId: member.inviterId,
+                        microphoneOn: member.microphoneOn, cameraOn: member.cameraOn,
+                        endReason: member.departure?.reason, nickname: member.profile?.nickname,
+                        avatarURL: member.profile?.avatarURL,
+                        networkQuality: presence.flatMap { $0.quality == .unknown ? nil : $0.quality },
+                        volumeLevel: presence?.volume)
+                })
+        }
+
+        func status(of member: Member) -> CallParticipantStatus {
+            switch member.phase {
+            case .ringing: .waiting
+            case .joined: startTime == nil ? .waiting : .accept
+            case .left: .none
+            }
+        }
+
+        /// The records of an ended call, one per member but those who block the caller.
+        func records(now: Int64) -> [RecordDraft] {
+            let participantIds = members.map(\.userId)
+            return members.filter { $0.departure?.blocksCaller != true }.map { member in
+                let departure = member.departure
+                return RecordDraft(
+                    owner: key(member),
+                    record: CallRecord(
+                        callId: id, roomId: roomId, callType: type, mediaType: mediaType, callerId: callerId,
+                        inviterId: member.inviterId ?? callerId, participantIds: participantIds,
+                        chatGroupId: chatGroupId, direction: member.isCaller ? .outgoing : .incoming,
+                        result: member.firstConnectedAt != nil ? .answered : departure?.result ?? .unknown,
+                        startTime: member.firstConnectedAt, endTime: departure?.at ?? now,
+                        duration: Int(member.connectedMs / 1000), endReason: departure?.reason ?? .unknown,
+                        syncTime: 0))
+            }
+        }
+
+        /// What an unanswered call was for its caller, by the reason it ended.
+        static func unconnectedCallerResult(_ reason: CallEndReason) -> CallRecordResult {
+            switch reason {
+            case .reject, .otherDeviceReject: .rejected
+            case .noResponse: .missed
+            case .lineBusy: .busy
+            case .offline: .offline
+            case .canceled, .endByServer, .hangup: .canceled
+            case .unknown, .otherDeviceAccepted: .unknown
+            }
+        }
+    }
+}

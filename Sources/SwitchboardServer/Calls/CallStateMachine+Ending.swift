@@ -1,0 +1,131 @@
+import SwitchboardProtocol
+
+/// Members leaving, calls ending, and the timers and server requests that end them.
+extension CallStateMachine {
+    /// One member leaves; the call ends if that leaves fewer than two joined and nobody ringing.
+    mutating func leave(
+        _ call: inout Call, _ index: Int, result: CallRecordResult, reason: CallEndReason, by: UserID?,
+        actingDevice: DeviceID?, now: Int64, out: inout CallOutput
+    ) {
+        let member = call.members[index]
+        let key = call.key(member)
+        let elsewhere = finish(
+            &call, index, result: result, reason: reason, by: by, actingDevice: actingDevice, now: now, out: &out)
+        let event = CallEndedEvent(callId: call.id, mediaType: call.mediaType, reason: reason, userId: by)
+        if let device = member.presence?.device {
+            out.append(.send(.callEnded(event), to: .device(key, device)))
+        } else if let actingDevice {
+            out.append(.send(.callEnded(event), to: .device(key, actingDevice)))
+            var others = event
+            if reason == .reject { others.reason = .otherDeviceReject }
+            out.append(.send(.callEnded(others), to: .userExcept(key, actingDevice)))
+        } else {
+            out.append(.send(.callEnded(event), to: .user(key)))
+        }
+        out.append(contentsOf: elsewhere)
+        if call.isOver {
+            endCall(&call, reason: reason, by: by, now: now, out: &out)
+        } else {
+            if call.mediaChange?.requester == member.userId { call.mediaChange = nil }
+            let update = ServerEvent.callUpdated(CallUpdatedEvent(call: call.info))
+            for other in call.members where other.isActive {
+                out.append(.send(update, to: call.recipient(other)))
+            }
+        }
+    }
+
+    /// Ends the call for every member still ringing or joined.
+    mutating func endCall(_ call: inout Call, reason: CallEndReason, by: UserID?, now: Int64, out: inout CallOutput) {
+        let event = ServerEvent.callEnded(
+            CallEndedEvent(callId: call.id, mediaType: call.mediaType, reason: reason, userId: by))
+        if let change = call.mediaChange {
+            out.append(.cancelTimer(.mediaChange(call.id, change.id)))
+            call.mediaChange = nil
+        }
+        for index in call.members.indices where call.members[index].isActive {
+            let member = call.members[index]
+            let result: CallRecordResult =
+                if member.isJoined {
+                    call.startTime != nil ? .answered : Call.unconnectedCallerResult(reason)
+                } else {
+                    .missed
+                }
+            let elsewhere = finish(&call, index, result: result, reason: reason, by: by, now: now, out: &out)
+            out.append(.send(event, to: call.recipient(member)))
+            out.append(contentsOf: elsewhere)
+        }
+    }
+
+    /// Marks a member as left, adds up their time in the call and stops their timers. Returns the
+    /// notices for the user's other devices (the call they saw elsewhere is over, a pushed ringing
+    /// stops), which the caller sends after the member's own `callEnded`.
+    mutating func finish(
+        _ call: inout Call, _ index: Int, result: CallRecordResult, reason: CallEndReason, by: UserID?,
+        actingDevice: DeviceID? = nil, now: Int64, out: inout CallOutput
+    ) -> [CallAction] {
+        let member = call.members[index]
+        var elsewhere: [CallAction] = []
+        switch member.phase {
+        case .ringing(let pushed):
+            out.append(.cancelTimer(.ring(call.id, member.userId)))
+            if pushed {
+                // The lock screen that a push woke must stop ringing too (Twilio does the same).
+                let pushReason: CallEndReason = reason == .reject ? .otherDeviceReject : reason
+                elsewhere.append(stopPush(call, member, reason: pushReason, except: actingDevice, now: now))
+            }
+        case .joined(let presence):
+            if presence.isDown { out.append(.cancelTimer(.reconnectGrace(call.id, member.userId))) }
+            if let startTime = call.startTime {
+                let from = max(startTime, presence.joinedAt)
+                call.members[index].connectedMs += max(0, now - from)
+                call.members[index].firstConnectedAt = member.firstConnectedAt ?? from
+            }
+            elsewhere.append(
+                .send(
+                    .callElsewhere(CallElsewhereEvent(call: call.info, deviceId: presence.device, active: false)),
+                    to: .userExcept(call.key(member), presence.device)))
+        case .left:
+            return []
+        }
+        call.members[index].phase = .left(
+            Member.Departure(at: now, result: result, reason: reason, by: by, device: member.presence?.device))
+        roster.remove(call.key(member), from: call.id)
+        return elsewhere
+    }
+
+    mutating func timerFired(_ key: TimerKey, now: Int64, out: inout CallOutput) {
+        switch key {
+        case .ring(let callId, let user):
+            guard var call = calls[callId], let index = call.index(of: user), call.members[index].isRinging else { return }
+            leave(&call, index, result: .missed, reason: .noResponse, by: user, actingDevice: nil, now: now, out: &out)
+            store(call, now: now, out: &out)
+        case .reconnectGrace(let callId, let user):
+            guard var call = calls[callId], let index = call.index(of: user),
+                call.members[index].presence?.isDown == true
+            else { return }
+            // The timer has fired: nothing left to cancel.
+            call.members[index].updatePresence { $0.isDown = false }
+            if call.members[index].isCaller && call.startTime == nil {
+                endCall(&call, reason: .endByServer, by: user, now: now, out: &out)
+            } else {
+                leave(
+                    &call, index, result: .answered, reason: .endByServer, by: user, actingDevice: nil, now: now,
+                    out: &out)
+            }
+            store(call, now: now, out: &out)
+        case .mediaChange(let callId, let transaction):
+            guard calls[callId]?.mediaChange?.id == transaction else { return }
+            finishMediaChange(callId, result: .timedOut, out: &out)
+        }
+    }
+
+    mutating func endByServer(_ callId: CallID, now: Int64, out: inout CallOutput) {
+        guard var call = calls[callId] else {
+            out.answer(.failure(SwitchboardError(ended[callId] != nil ? .callAlreadyEnded : .callNotFound)))
+            return
+        }
+        out.answer(.ok)
+        endCall(&call, reason: .endByServer, by: nil, now: now, out: &out)
+        store(call, now: now, out: &out)
+    }
+}

@@ -1,0 +1,170 @@
+import SwitchboardProtocol
+
+/// Placing a call and inviting people into it: who rings, who is busy, blocked or unreachable,
+/// and the VoIP pushes that ring devices without a connection.
+extension CallStateMachine {
+    mutating func start(_ command: StartCallCommand, now: Int64, out: inout CallOutput) {
+        if let error = validate(command) {
+            out.answer(.failure(error))
+            return
+        }
+        let request = command.request
+        let params = request.params ?? CallParams()
+        let invitees = Self.deduplicated(request.participantIds)
+        var call = Call(
+            id: command.callId, app: command.caller.app, roomId: params.roomId ?? command.generatedRoomId,
+            type: invitees.count > 1 || params.chatGroupId != nil ? .group : .oneToOne,
+            mediaType: request.mediaType, callerId: command.caller.user, chatGroupId: params.chatGroupId,
+            userData: params.userData, isEphemeral: params.isEphemeralCall ?? false,
+            timeout: params.timeout ?? CallLimits.defaultTimeoutSeconds, createdAt: now,
+            members: [
+                Member(
+                    userId: command.caller.user, inviterId: nil, isCaller: true,
+                    phase: .joined(Member.Presence(device: command.device, joinedAt: now)),
+                    cameraOn: request.mediaType == .video, profile: command.profiles[command.caller.user])
+            ])
+        roster.add(command.caller, to: call.id)
+        let added = addInvitees(
+            invitees, inviter: command.caller.user, to: &call, settings: command.settings, online: command.online,
+            pushable: command.pushable, blockedBy: command.blockedBy, profiles: command.profiles, now: now)
+        let snapshot = call.info
+        out.answer(
+            .started(StartCallResponse(callId: call.id, roomId: call.roomId, busyUserIds: added.busy, call: snapshot)))
+        out.append(
+            .send(
+                .callElsewhere(CallElsewhereEvent(call: snapshot, deviceId: command.device, active: true)),
+                to: .userExcept(command.caller, command.device)))
+        ring(added.ringing, in: call, inviter: command.caller.user, snapshot: snapshot, now: now, out: &out)
+        if let (lastUnreachable, reason) = added.unreachable.last, call.ringingCount == 0 {
+            endCall(&call, reason: reason, by: lastUnreachable, now: now, out: &out)
+        }
+        store(call, now: now, out: &out)
+    }
+
+    mutating func invite(_ command: InviteCommand, now: Int64, out: inout CallOutput) {
+        let found: Call
+        let index: Int
+        switch lookup(command.command) {
+        case .failure(let error):
+            out.answer(.failure(error))
+            return
+        case .success(let match):
+            (found, index) = match
+        }
+        guard found.type == .group else {
+            out.answer(.failure(SwitchboardError(.groupCallOnly, "only group calls take more members")))
+            return
+        }
+        guard found.members[index].isJoined else {
+            out.answer(.failure(SwitchboardError(.invalidCallState, "join the call before inviting")))
+            return
+        }
+        let inviter = command.command.user.user
+        if let error = Self.validateInvitees(command.invitees, inviter: inviter) {
+            out.answer(.failure(error))
+            return
+        }
+        // Members already ringing or in the call are left as they are.
+        let fresh = Self.deduplicated(command.invitees).filter { id in
+            found.index(of: id).map { !found.members[$0].isActive } ?? true
+        }
+        if found.activeCount + fresh.count > command.settings.maxParticipants {
+            out.answer(
+                .failure(
+                    SwitchboardError(.tooManyParticipants, "at most \(command.settings.maxParticipants) members at once")))
+            return
+        }
+        var call = found
+        let added = addInvitees(
+            fresh, inviter: inviter, to: &call, settings: command.settings, online: command.online,
+            pushable: command.pushable, blockedBy: command.blockedBy, profiles: command.profiles, now: now)
+        let snapshot = call.info
+        out.answer(.invited(InviteToCallResponse(busyUserIds: added.busy, call: snapshot)))
+        ring(added.ringing, in: call, inviter: inviter, snapshot: snapshot, now: now, out: &out)
+        let newcomers = Set(added.ringing)
+        let update = ServerEvent.callUpdated(CallUpdatedEvent(call: snapshot))
+        for member in call.members where member.isActive && !newcomers.contains(member.userId) {
+            out.append(.send(update, to: call.recipient(member)))
+        }
+        store(call, now: now, out: &out)
+    }
+
+    /// Adds (or re-invites) members: those who block the inviter, busy ones under the reject policy
+    /// and offline ones leave at once; the others ring.
+    mutating func addInvitees(
+        _ invitees: [UserID], inviter: UserID, to call: inout Call, settings: AppSettings, online: Set<UserID>,
+        pushable: Set<UserID>, blockedBy: Set<UserID>, profiles: [UserID: UserProfile], now: Int64
+    ) -> (ringing: [UserID], busy: [UserID], unreachable: [(UserID, CallEndReason)]) {
+        var ringing: [UserID] = []
+        var busy: [UserID] = []
+        var unreachable: [(UserID, CallEndReason)] = []
+        for invitee in invitees {
+            let key = UserKey(app: call.app, user: invitee)
+            let previous = call.index(of: invitee).map { call.members[$0] }
+            let phase: Member.Phase
+            if blockedBy.contains(invitee) {
+                // The blocked caller sees a rejection, or nobody online, as the app chose.
+                let reason: CallEndReason = settings.blockedCallerSees == .reject ? .reject : .offline
+                phase = .left(
+                    Member.Departure(
+                        at: now, result: reason == .reject ? .rejected : .missed, reason: reason, by: invitee,
+                        blocksCaller: true))
+                unreachable.append((invitee, reason))
+            } else if settings.busyPolicy == .reject, roster.isInAnyCall(key) {
+                phase = .left(Member.Departure(at: now, result: .busy, reason: .lineBusy))
+                busy.append(invitee)
+                unreachable.append((invitee, .lineBusy))
+            } else if !online.contains(invitee) && !pushable.contains(invitee) {
+                // No device and no push token: nothing can ring.
+                phase = .left(Member.Departure(at: now, result: .missed, reason: .offline))
+                unreachable.append((invitee, .offline))
+            } else {
+                phase = .ringing(pushed: !online.contains(invitee))
+                ringing.append(invitee)
+                roster.add(key, to: call.id)
+            }
+            // A member who left is invited again; their call time so far is kept.
+            let member = Member(
+                userId: invitee, inviterId: inviter, isCaller: false, phase: phase, cameraOn: call.mediaType == .video,
+                profile: profiles[invitee] ?? previous?.profile, connectedMs: previous?.connectedMs ?? 0,
+                firstConnectedAt: previous?.firstConnectedAt)
+            if let index = call.index(of: invitee) {
+                call.members[index] = member
+            } else {
+                call.members.append(member)
+            }
+        }
+        return (ringing, busy, unreachable)
+    }
+
+    /// Sends the invitations (VoIP pushes to invitees without a connected device) and sets the ring timers.
+    func ring(
+        _ invitees: [UserID], in call: Call, inviter: UserID, snapshot: CallInfo, now: Int64, out: inout CallOutput
+    ) {
+        let deadline = now + Int64(call.timeout) * 1000
+        let inviterName = call.index(of: inviter).flatMap { call.members[$0].profile?.nickname }
+        for invitee in invitees {
+            let key = UserKey(app: call.app, user: invitee)
+            out.append(.send(.callReceived(CallReceivedEvent(call: snapshot, inviterId: inviter)), to: .user(key)))
+            out.append(.setTimer(.ring(call.id, invitee), at: deadline))
+            if call.index(of: invitee).map({ call.members[$0].phase == .ringing(pushed: true) }) == true {
+                let push = IncomingCallPush(
+                    callId: call.id, sdkAppID: call.app, userId: invitee, callerId: call.callerId,
+                    callerName: inviter == call.callerId ? inviterName : call.members.first?.profile?.nickname,
+                    mediaType: call.mediaType, callType: call.type, inviterId: inviter, deadline: deadline)
+                out.append(.push(PushMessage(user: key, push: .incomingCall(push), expiration: deadline)))
+            }
+        }
+    }
+
+    /// The follow-up push that stops a pushed invitation ringing on the user's other devices.
+    func stopPush(_ call: Call, _ member: Member, reason: CallEndReason, except device: DeviceID?, now: Int64)
+        -> CallAction
+    {
+        .push(
+            PushMessage(
+                user: call.key(member),
+                push: .callEnded(CallEndedPush(callId: call.id, sdkAppID: call.app, reason: reason, mediaType: call.mediaType)),
+                expiration: now + 60_000, exceptDevice: device))
+    }
+}

@@ -1,0 +1,93 @@
+import SwitchboardProtocol
+
+/// What members tell each other through the server while in a call: microphone and camera state,
+/// WebRTC signals, and network quality and volume from their status reports.
+extension CallStateMachine {
+    mutating func updateDevice(_ command: CallCommand, microphoneOn: Bool?, cameraOn: Bool?, out: inout CallOutput) {
+        switch lookup(command, joined: true) {
+        case .failure(let error):
+            out.answer(.failure(error))
+        case .success(let (found, index)):
+            var call = found
+            if let microphoneOn { call.members[index].microphoneOn = microphoneOn }
+            if let cameraOn { call.members[index].cameraOn = cameraOn }
+            let volume = call.members[index].presence?.volume
+            let mutedNow = microphoneOn == false && volume != nil && volume != .mute
+            if mutedNow { call.members[index].updatePresence { $0.volume = .mute } }
+            calls[call.id] = call
+            out.answer(.ok)
+            let member = call.members[index]
+            let event = ServerEvent.deviceChanged(
+                DeviceChangedEvent(
+                    callId: call.id, userId: member.userId, microphoneOn: member.microphoneOn, cameraOn: member.cameraOn))
+            for other in call.members where other.isActive && other.userId != member.userId {
+                out.append(.send(event, to: call.recipient(other)))
+            }
+            if mutedNow { broadcastStatus(of: member, in: call, out: &out) }
+        }
+    }
+
+    /// Relays a media signal between two members who are both in the call, from the sender's
+    /// device in the call to the peer's.
+    func mediaSignal(_ command: CallCommand, _ signal: SendMediaSignalRequest, out: inout CallOutput) {
+        switch lookup(command, joined: true) {
+        case .failure(let error):
+            out.answer(.failure(error))
+        case .success(let (call, index)):
+            let sender = call.members[index]
+            guard sender.presence?.device == command.device else {
+                out.answer(.failure(SwitchboardError(.notInCall, "this device is not the one in the call")))
+                return
+            }
+            guard signal.to != sender.userId, let peer = call.index(of: signal.to).map({ call.members[$0] }),
+                peer.isJoined
+            else {
+                out.answer(.failure(SwitchboardError(.peerNotInCall)))
+                return
+            }
+            out.answer(.ok)
+            let event = MediaSignalEvent(
+                callId: call.id, from: sender.userId, kind: signal.kind, sdp: signal.sdp, candidate: signal.candidate)
+            out.append(.send(.mediaSignal(event), to: call.recipient(peer)))
+        }
+    }
+
+    mutating func statusReport(_ command: CallCommand, _ report: StatusReport, out: inout CallOutput) {
+        switch lookup(command, joined: true) {
+        case .failure(let error):
+            out.answer(.failure(error))
+        case .success(let (found, index)):
+            guard (0...100).contains(report.packetLoss), report.rtt >= 0, report.bitrate >= 0,
+                (0...100).contains(report.audioLevel)
+            else {
+                out.answer(
+                    .failure(
+                        SwitchboardError(.invalidParams, "packetLoss and audioLevel must be 0-100, rtt and bitrate >= 0")))
+                return
+            }
+            var call = found
+            let member = call.members[index]
+            let quality = NetworkQuality.from(packetLoss: report.packetLoss, rtt: report.rtt)
+            let volume = VolumeLevel.from(audioLevel: report.audioLevel, microphoneOn: member.microphoneOn)
+            out.answer(.ok)
+            guard quality != member.presence?.quality || volume != member.presence?.volume else { return }
+            call.members[index].updatePresence {
+                $0.quality = quality
+                $0.volume = volume
+            }
+            calls[call.id] = call
+            broadcastStatus(of: call.members[index], in: call, out: &out)
+        }
+    }
+
+    /// Tells the other joined members a joined member's quality and volume.
+    func broadcastStatus(of member: Member, in call: Call, out: inout CallOutput) {
+        let event = ServerEvent.memberStatus(
+            MemberStatusEvent(
+                callId: call.id, userId: member.userId, networkQuality: member.presence?.quality ?? .unknown,
+                volumeLevel: member.presence?.volume ?? .mute))
+        for other in call.members where other.isJoined && other.userId != member.userId {
+            out.append(.send(event, to: call.recipient(other)))
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import SwitchboardProtocol
+
+/// What is remembered of an ended call: enough to answer `callAlreadyEnded` and to tell a device
+/// that comes back how the call ended for it.
+struct EndedCall: Equatable, Sendable {
+    struct Member: Equatable, Sendable {
+        var reason: CallEndReason
+        var endedBy: UserID?
+        var result: CallRecordResult
+        /// The device the member was in the call on, if any.
+        var device: DeviceID?
+    }
+
+    let app: SdkAppID
+    let mediaType: CallMediaType
+    let members: [UserID: Member]
+    let endedAt: Int64
+
+    /// The end a device of `user` should hear about when it comes back, and who caused it.
+    func end(for user: UserID, device: DeviceID) -> (CallEndReason, UserID?)? {
+        guard let member = members[user] else { return nil }
+        if member.device == device { return (member.reason, member.endedBy) }
+        switch member.result {
+        case .answered where member.device != nil: return (.otherDeviceAccepted, user)
+        case .rejected: return (.otherDeviceReject, user)
+        default: return (member.reason, member.endedBy)
+        }
+    }
+}
+
+/// The memory of ended calls: each for `retention` ms after its end, and never more than `limit`
+/// at once (the oldest go first).
+struct EndedCalls: Sendable {
+    let retention: Int64
+    let limit: Int
+    private var calls: [CallID: EndedCall] = [:]
+    /// The remembered ended calls of each user, oldest first.
+    private var byUser: [UserKey: [CallID]] = [:]
+    /// Every remembered call in the order it ended; the ones before `head` are forgotten.
+    private var order: [CallID] = []
+    private var head = 0
+
+    init(retention: Int64, limit: Int) {
+        self.retention = retention
+        self.limit = limit
+    }
+
+    subscript(id: CallID) -> EndedCall? { calls[id] }
+
+    /// The remembered ended calls `user` was a member of, oldest first.
+    func calls(of user: UserKey) -> [CallID] {
+        byUser[user] ?? []
+    }
+
+    /// Remembers a call that ended at `now` (every member has left it).
+    mutating func remember(_ call: CallStateMachine.Call, at now: Int64) {
+        var members: [UserID: EndedCall.Member] = [:]
+        for member in call.members {
+            let departure = member.departure
+            members[member.userId] = EndedCall.Member(
+                reason: departure?.reason ?? .unknown, endedBy: departure?.by,
+                result: member.firstConnectedAt != nil ? .answered : departure?.result ?? .unknown, device: member.device)
+            byUser[UserKey(app: call.app, user: member.userId), default: []].append(call.id)
+        }
+        calls[call.id] = EndedCall(app: call.app, mediaType: call.mediaType, members: members, endedAt: now)
+        order.append(call.id)
+    }
+
+    /// Forgets the calls that ended more than `retention` ago, and the oldest beyond `limit`.
+    mutating func forget(now: Int64) {
+        let horizon = now - retention
+        while head < order.count {
+            let id = order[head]
+            guard let ended = calls[id] else {
+                head += 1
+                continue
+            }
+            guard ended.endedAt < horizon || order.count - head > limit else { break }
+            calls[id] = nil
+            for user in ended.members.keys {
+                let key = UserKey(app: ended.app, user: user)
+                byUser[key]?.removeAll { $0 == id }
+                if byUser[key]?.isEmpty == true { byUser[key] = nil }
+            }
+            head += 1
+        }
+        if head > 1024 && head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+    }
+}
