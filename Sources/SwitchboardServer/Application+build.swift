@@ -44,8 +44,8 @@ public final class SwitchboardNode: Sendable {
     }
 
     /// Runs until SIGTERM/SIGINT (or ``shutdown()``), then shuts down gracefully: logins are
-    /// refused, calls end with `endByServer`, records are flushed, connections close with
-    /// 1001 going away.
+    /// refused, every call is journaled as it is (the next start restores it), records are
+    /// flushed, and connections get `sessionEnded` (`shuttingDown`: come back) and close with 1012.
     public func run(gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint]) async throws {
         var configuration = ServiceGroupConfiguration(
             services: [
@@ -115,12 +115,14 @@ struct SignalingLifecycle: Service {
             return
         }
         context.beginShutdown()
-        context.logger.info("graceful shutdown: ending calls")
-        await context.engine.shutdown()
+        context.logger.info("graceful shutdown: journaling calls; clients are told to come back")
+        await context.engine.suspend()
         await context.writer.drain()
+        // The moment the calls stopped: the next start counts the reconnect grace from here.
+        try? await context.storage.markAlive(at: context.clock.now())
         let sinks = context.registry.allSinks()
         for sink in sinks {
-            sink.close(SwitchboardError(.shuttingDown))
+            sink.close(SwitchboardError(.shuttingDown, "the server is restarting: reconnect, your calls go on"))
         }
         // The HTTP server's own shutdown closes what is left with 1000; let ours (1001) go first.
         await withTaskGroup(of: Void.self) { group in
@@ -209,10 +211,12 @@ public func buildApplication(
         writer: writer, metrics: metrics, push: push, clock: clock, logger: logger)
     let adminSecret = configuration.adminSecret ?? randomHex(bytes: 24)
 
-    // Calls a crash (or kill -9) left open are ended now, with records, before anyone connects.
+    // Calls the last run left in the journal (a deploy, a crash) are restored before anyone
+    // connects, or ended with records when the node was down longer than the reconnect grace.
     let journal = try await storage.loadJournal()
     if !journal.isEmpty {
-        await context.engine.recover(journal, lastAlive: try await storage.lastAlive())
+        await context.engine.recover(
+            journal, lastAlive: try await storage.lastAlive(), grace: configuration.reconnectGrace.milliseconds)
         await writer.drain()
     }
 

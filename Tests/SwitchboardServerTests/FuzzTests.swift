@@ -126,12 +126,38 @@ struct StateMachineFuzzTests {
             case 88..<92: return (.deviceOffline(user(), device()), false)
             case 92..<96: return (.deviceOnline(user(), device()), false)
             case 96..<99: return (.logout(user(), device()), false)
-            default: return (.shutdown, false)
+            default: return (.deviceOffline(user(), device()), false)
             }
+        }
+
+        /// A restart: every call goes through the journal's encoding into a new machine, which
+        /// restores it, as a node does after a deploy or a crash.
+        mutating func restart(_ index: Int) {
+            var fresh = CallStateMachine(configuration: machine.configuration)
+            timers = [:]
+            for call in machine.calls.values.sorted(by: { $0.id < $1.id }) {
+                guard let entry = CallEngine.journalEntry(call), let read = try? CallEngine.journaledCall(entry) else {
+                    failures.append("event \(index): \(call.id) does not survive the journal")
+                    continue
+                }
+                for action in fresh.restore(read, now: now).actions {
+                    if case .setTimer(let key, let deadline) = action { timers[key] = deadline }
+                }
+            }
+            if fresh.calls.keys.sorted() != machine.calls.keys.sorted() {
+                failures.append("event \(index): a restart lost calls")
+            }
+            machine = fresh
+            let problems = machine.invariantViolations()
+            if !problems.isEmpty { failures.append("event \(index) restart: \(problems)") }
         }
 
         mutating func step(_ index: Int) {
             now += Int64.random(in: 0...20_000, using: &random)
+            if chance(1) {
+                restart(index)
+                return
+            }
             let (event, isRequest) = event()
             let output = machine.handle(event, now: now)
             // A request gets its answer; an event that is not a request gets none.
@@ -150,7 +176,6 @@ struct StateMachineFuzzTests {
             }
             let problems = machine.invariantViolations()
             if !problems.isEmpty { failures.append("event \(index) \(event): \(problems)") }
-            if case .shutdown = event, !machine.calls.isEmpty { failures.append("calls left after a shutdown") }
         }
     }
 

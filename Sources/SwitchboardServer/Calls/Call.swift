@@ -10,8 +10,9 @@ extension CallStateMachine {
     struct Member: Codable, Equatable, Sendable {
         enum Phase: Codable, Equatable, Sendable {
             /// Invited and not answered. `pushed`: rang through a VoIP push, so when the ringing
-            /// stops a follow-up push says so.
-            case ringing(pushed: Bool)
+            /// stops a follow-up push says so. `deadline`: when it stops ringing (Unix ms), kept so
+            /// that a call restored after a restart times out when it would have.
+            case ringing(pushed: Bool, deadline: Int64)
             case joined(Presence)
             /// Rejected, missed, never reached, or left after being in the call.
             case left(Departure)

@@ -14,6 +14,8 @@ actor CallEngine {
     private var sleeper: Task<Void, Never>?
     private var sleeperDeadline: Int64?
     private var sleeperGeneration = 0
+    /// Set by ``suspend()``: the node is shutting down and its calls are journaled.
+    private var suspended = false
     private let registry: ConnectionRegistry
     private let writer: PersistenceWriter
     private let push: PushService
@@ -41,7 +43,14 @@ actor CallEngine {
     /// - Returns: the reply, when the event produced one.
     @discardableResult
     func handle(_ event: CallEvent, reply: (@Sendable (CallReply) -> Void)? = nil) -> CallReply? {
-        perform(machine.handle(event, now: clock.now()), reply: reply)
+        guard !suspended else {
+            // The calls are in the journal as they were: nothing may change them any more.
+            guard event.isRequest else { return nil }
+            let refusal = CallReply.failure(SwitchboardError(.shuttingDown, "the server is restarting: reconnect"))
+            reply?(refusal)
+            return refusal
+        }
+        return perform(machine.handle(event, now: clock.now()), reply: reply)
     }
 
     /// Number of calls in progress.
@@ -57,12 +66,15 @@ actor CallEngine {
         machine.calls[id]?.info
     }
 
-    /// Ends every call (`endByServer`) and stops the timers; used by graceful shutdown.
-    func shutdown() {
-        handle(.shutdown)
+    /// Stops changing calls, for a graceful shutdown: timers stop, every call in progress is
+    /// journaled as it is now, and from then on requests are refused (`shuttingDown`). The next
+    /// start (this node again, or another node of the cluster) restores the calls from the journal.
+    func suspend() {
+        suspended = true
         sleeper?.cancel()
         sleeper = nil
         sleeperDeadline = nil
+        for call in machine.calls.values { journal(call) }
     }
 
     @discardableResult
@@ -124,8 +136,14 @@ actor CallEngine {
         try SwitchboardJSON.decode(CallStateMachine.Call.self, from: entry)
     }
 
-    /// Ends the calls a crash left in the journal (see ``CallStateMachine/recover(_:endTime:)``).
-    func recover(_ entries: [JournalEntry], lastAlive: Int64?) {
+    /// Takes back the calls the journal holds after a restart (a deploy, a crash). A node that was
+    /// down no longer than the reconnect grace restores them: devices that come back resume their
+    /// calls (``CallStateMachine/restore(_:now:)``). After a longer outage the calls are ended with
+    /// `endByServer` as of when the node stopped (``CallStateMachine/recover(_:endTime:)``).
+    ///
+    /// - Parameter lastAlive: when the node was last known alive (it notes that every few seconds,
+    ///   and once more at the end of a graceful shutdown).
+    func recover(_ entries: [JournalEntry], lastAlive: Int64?, grace: Int64) {
         let now = clock.now()
         for entry in entries {
             guard let call = try? Self.journaledCall(entry.state) else {
@@ -133,10 +151,14 @@ actor CallEngine {
                 writer.submit(ended: entry.callId, records: [])
                 continue
             }
-            // The call lasted until the server stopped: the last time it was known alive.
-            let endTime = min(now, max(entry.updatedAt, lastAlive ?? entry.updatedAt))
-            perform(machine.recover(call, endTime: endTime), reply: nil)
-            logger.notice("ended a call the last run left open", metadata: ["call": "\(call.id)"])
+            let stoppedAt = min(now, max(entry.updatedAt, lastAlive ?? entry.updatedAt))
+            if now - stoppedAt <= grace {
+                perform(machine.restore(call, now: now), reply: nil)
+                logger.notice("restored a call from the journal", metadata: ["call": "\(call.id)"])
+            } else {
+                perform(machine.recover(call, endTime: stoppedAt), reply: nil)
+                logger.notice("ended a call the last run left open", metadata: ["call": "\(call.id)"])
+            }
         }
     }
 

@@ -71,7 +71,7 @@ extension CallStateMachine {
         var pushed: Bool?
         if let existing = call.index(of: key.user) {
             index = existing
-            if case .ringing(let wasPushed) = call.members[index].phase { pushed = wasPushed }
+            if case .ringing(let wasPushed, _) = call.members[index].phase { pushed = wasPushed }
             call.members[index].phase = presence
             if let profile { call.members[index].profile = profile }
         } else {

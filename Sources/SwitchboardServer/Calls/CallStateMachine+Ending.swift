@@ -66,7 +66,7 @@ extension CallStateMachine {
         let member = call.members[index]
         var elsewhere: [CallAction] = []
         switch member.phase {
-        case .ringing(let pushed):
+        case .ringing(let pushed, _):
             out.append(.cancelTimer(.ring(call.id, member.userId)))
             if pushed {
                 // The lock screen that a push woke must stop ringing too (Twilio does the same).

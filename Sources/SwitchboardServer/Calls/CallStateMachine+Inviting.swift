@@ -119,7 +119,7 @@ extension CallStateMachine {
                 phase = .left(Member.Departure(at: now, result: .missed, reason: .offline))
                 unreachable.append((invitee, .offline))
             } else {
-                phase = .ringing(pushed: !online.contains(invitee))
+                phase = .ringing(pushed: !online.contains(invitee), deadline: now + Int64(call.timeout) * 1000)
                 ringing.append(invitee)
                 roster.add(key, to: call.id)
             }
@@ -141,13 +141,14 @@ extension CallStateMachine {
     func ring(
         _ invitees: [UserID], in call: Call, inviter: UserID, snapshot: CallInfo, now: Int64, out: inout CallOutput
     ) {
-        let deadline = now + Int64(call.timeout) * 1000
         let inviterName = call.index(of: inviter).flatMap { call.members[$0].profile?.nickname }
         for invitee in invitees {
+            guard let index = call.index(of: invitee), case .ringing(let pushed, let deadline) = call.members[index].phase
+            else { continue }
             let key = UserKey(app: call.app, user: invitee)
             out.append(.send(.callReceived(CallReceivedEvent(call: snapshot, inviterId: inviter)), to: .user(key)))
             out.append(.setTimer(.ring(call.id, invitee), at: deadline))
-            if call.index(of: invitee).map({ call.members[$0].phase == .ringing(pushed: true) }) == true {
+            if pushed {
                 let push = IncomingCallPush(
                     callId: call.id, sdkAppID: call.app, userId: invitee, callerId: call.callerId,
                     callerName: inviter == call.callerId ? inviterName : call.members.first?.profile?.nickname,

@@ -81,12 +81,6 @@ struct CallStateMachine: Sendable {
             deviceOffline(user, device, now: now, out: &out)
         case .logout(let user, let device):
             logout(user, device, now: now, out: &out)
-        case .shutdown:
-            for id in calls.keys.sorted() {
-                guard var call = calls[id] else { continue }
-                endCall(&call, reason: .endByServer, by: nil, now: now, out: &out)
-                store(call, now: now, out: &out)
-            }
         }
         return out
     }
@@ -100,9 +94,40 @@ struct CallStateMachine: Sendable {
         return journalPending.compactMap { calls[$0] }
     }
 
-    /// Ends a call found in the journal after a crash: with `endByServer` at `endTime` (about when
-    /// the server stopped), records for every member, and remembered so that its members' devices
-    /// hear how it ended when they come back.
+    /// Takes back a call the journal kept across a restart (a deploy, a crash, another node taking
+    /// over): members stay where they were; each joined member's device counts as dropped, with
+    /// the reconnect grace from `now` (its owner comes back and resumes, as after any drop); ringing
+    /// members ring until their original deadline; an open media-type change is dropped (nobody
+    /// could answer it meanwhile; its requester asks again).
+    mutating func restore(_ journaled: Call, now: Int64) -> CallOutput {
+        guard calls[journaled.id] == nil, ended[journaled.id] == nil else { return CallOutput() }
+        var call = journaled
+        var out = CallOutput()
+        call.mediaChange = nil
+        for index in call.members.indices {
+            let member = call.members[index]
+            switch member.phase {
+            case .ringing(_, let deadline):
+                roster.add(call.key(member), to: call.id)
+                out.append(.setTimer(.ring(call.id, member.userId), at: deadline))
+            case .joined:
+                roster.add(call.key(member), to: call.id)
+                call.members[index].updatePresence {
+                    $0.isDown = true
+                    $0.quality = .down
+                }
+                out.append(.setTimer(.reconnectGrace(call.id, member.userId), at: now + configuration.reconnectGrace))
+            case .left:
+                break
+            }
+        }
+        calls[call.id] = call
+        return out
+    }
+
+    /// Ends a call found in the journal after a restart that took longer than the reconnect grace:
+    /// with `endByServer` at `endTime` (about when the server stopped), records for every member,
+    /// and remembered so that its members' devices hear how it ended when they come back.
     mutating func recover(_ journaled: Call, endTime: Int64) -> CallOutput {
         guard calls[journaled.id] == nil, ended[journaled.id] == nil else { return CallOutput() }
         var call = journaled

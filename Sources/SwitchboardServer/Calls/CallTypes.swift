@@ -202,6 +202,15 @@ enum CallEvent: Equatable, Sendable {
     case deviceOffline(UserKey, DeviceID)
     /// A device logged out: its calls are left.
     case logout(UserKey, DeviceID)
-    /// The server is stopping: every call ends with `endByServer`.
-    case shutdown
+}
+
+extension CallEvent {
+    /// A client's request (or the admin API's), which gets an answer; the others (timers, devices
+    /// coming and going) get none.
+    var isRequest: Bool {
+        switch self {
+        case .timerFired, .deviceOnline, .deviceOffline, .logout: false
+        default: true
+        }
+    }
 }

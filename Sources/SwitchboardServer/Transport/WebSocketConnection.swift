@@ -57,7 +57,7 @@ final class Connection: EventSink {
 /// Close codes: 1002 for protocol violations (unmasked or reserved-bit frames, bad fragments,
 /// unknown opcodes), 1007 for text that is not UTF-8, 1009 for a message above the hard limit,
 /// 1008 for a peer that does not read (over its outgoing budget) or did not log in in time,
-/// 1001 when the server shuts down, 1000 otherwise.
+/// 1012 (service restart: come back) when the server shuts down, 1000 otherwise.
 final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
@@ -226,7 +226,8 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
         if let error { send(CallEngine.frame(.sessionEnded(SessionEndedEvent(error: error)))) }
         let code: WebSocketErrorCode =
             switch error?.code {
-            case .some(.shuttingDown): .goingAway
+            // RFC 6455's 1012 Service Restart: come back (to this node or another).
+            case .some(.shuttingDown): .unknown(1012)
             case .some(.loginTimeout): .policyViolation
             default: .normalClosure
             }
