@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
 import SwitchboardProtocol
 
 /// Checks `Authorization: Bearer <admin secret>` in constant time.
