@@ -47,7 +47,8 @@ final class NodeContext: Sendable {
         self.logger = logger
         self.engine = CallEngine(
             configuration: CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds),
-            registry: registry, writer: writer, push: push, metrics: metrics, clock: clock, logger: logger)
+            registry: registry, storage: storage, writer: writer, push: push, metrics: metrics, clock: clock,
+            logger: logger)
     }
 
     /// Ends a call with `endByServer` (admin API, operators).

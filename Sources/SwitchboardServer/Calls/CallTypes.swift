@@ -65,6 +65,9 @@ struct PushMessage: Equatable, Sendable {
     var expiration: Int64
     /// Not to the token of this device (the one that answered or rejected).
     var exceptDevice: DeviceID?
+    /// The user's tokens when the engine already read them to decide the push (an invitation);
+    /// nil: the push service reads them.
+    var tokens: [PushToken]?
 }
 
 /// The answer to the request that caused an event.
