@@ -16,8 +16,10 @@ actor CallEngine {
     private var sleeperGeneration = 0
     /// Set by ``suspend()``: the node is shutting down and its calls are journaled.
     private var suspended = false
-    private let registry: ConnectionRegistry
+    private let delivery: any CallDelivery
     private let storage: any SwitchboardStorage
+    private let limiter: RateLimiter
+    private let limits: RateLimits
     private let writer: PersistenceWriter
     private let push: PushService
     private let metrics: ServerMetrics
@@ -25,13 +27,15 @@ actor CallEngine {
     private let logger: Logger
 
     init(
-        configuration: CallStateMachine.Configuration, registry: ConnectionRegistry, storage: any SwitchboardStorage,
-        writer: PersistenceWriter,
+        configuration: CallStateMachine.Configuration, delivery: any CallDelivery, storage: any SwitchboardStorage,
+        limiter: RateLimiter, limits: RateLimits, writer: PersistenceWriter,
         push: PushService, metrics: ServerMetrics, clock: any SwitchboardClock, logger: Logger
     ) {
         self.machine = CallStateMachine(configuration: configuration)
-        self.registry = registry
+        self.delivery = delivery
         self.storage = storage
+        self.limiter = limiter
+        self.limits = limits
         self.writer = writer
         self.push = push
         self.metrics = metrics
@@ -75,20 +79,40 @@ actor CallEngine {
     /// connected device (read last, after any wait), which of the others can be rung through a push
     /// token, and whether a user joining a call is in its chat group.
     private func resolve(_ event: CallEvent) async -> Result<Resolved, SwitchboardError> {
+        // Per-user limits are kept here, where every call request of the cluster passes.
+        let now = clock.now()
+        switch event {
+        case .start(let command):
+            if let limited = limiter.take(limits.invitationsPerUser, "invitations", command.caller.description, now: now) {
+                return .failure(limited)
+            }
+        case .invite(let command):
+            if let limited = limiter.take(
+                limits.invitationsPerUser, "invitations", command.command.user.description, now: now)
+            {
+                return .failure(limited)
+            }
+        case .statusReport(let command, _):
+            if let limited = limiter.take(limits.statusReportsPerUser, "status", command.user.description, now: now) {
+                return .failure(limited)
+            }
+        default:
+            break
+        }
         do {
             switch event {
             case .start(var command):
                 let app = command.caller.app
                 let invitees = Set(command.request.participantIds.filter(\.isValid))
-                let tokens = try await pushTokens(app: app, of: invitees.filter { !registry.isOnline(UserKey(app: app, user: $0)) })
-                command.online = invitees.filter { registry.isOnline(UserKey(app: app, user: $0)) }
+                let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
+                command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
                 command.pushable = Set(tokens.filter { !$0.value.isEmpty }.keys).subtracting(command.online)
                 return .success(Resolved(event: .start(command), tokens: tokens))
             case .invite(var command):
                 let app = command.command.user.app
                 let invitees = Set(command.invitees.filter(\.isValid))
-                let tokens = try await pushTokens(app: app, of: invitees.filter { !registry.isOnline(UserKey(app: app, user: $0)) })
-                command.online = invitees.filter { registry.isOnline(UserKey(app: app, user: $0)) }
+                let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
+                command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
                 command.pushable = Set(tokens.filter { !$0.value.isEmpty }.keys).subtracting(command.online)
                 return .success(Resolved(event: .invite(command), tokens: tokens))
             case .join(var join):
@@ -115,6 +139,20 @@ actor CallEngine {
 
     /// Number of calls in progress.
     var activeCallCount: Int { machine.calls.count }
+
+    /// Drops every call and timer and takes requests again: this node no longer leads its cluster
+    /// (the calls are in the journal, for the node that leads next).
+    func reset() {
+        machine = CallStateMachine(configuration: machine.configuration)
+        timers = TimerQueue()
+        sleeper?.cancel()
+        sleeper = nil
+        sleeperDeadline = nil
+        suspended = false
+    }
+
+    /// The users who are in (or rung by) a call in progress.
+    var usersInCalls: Set<UserKey> { Set(machine.roster.callsByUser.keys) }
 
     /// The chat group of a call in progress in `app`.
     func chatGroup(of callId: CallID, app: SdkAppID) -> ChatGroupID? {
@@ -157,7 +195,7 @@ actor CallEngine {
                     lastEvent = event
                     lastFrame = nil
                 }
-                registry.send(
+                delivery.send(
                     {
                         let frame = lastFrame ?? Self.frame(event)
                         lastFrame = frame

@@ -32,7 +32,6 @@ extension SignalingSession {
     }
 
     func startCall(_ request: StartCallRequest, _ identity: Identity, id: RequestID) async {
-        guard withinLimit(limits.invitationsPerUser, "invitations", identity, id) else { return }
         // The database is behind: a new call would only add records it cannot take yet.
         guard !node.writer.isBacklogged else {
             fail(id, SwitchboardError(.storageUnavailable, "records cannot be written now; try again shortly"))
@@ -49,8 +48,7 @@ extension SignalingSession {
     }
 
     func invite(_ request: InviteToCallRequest, _ identity: Identity, id: RequestID) async {
-        guard withinLimit(limits.invitationsPerUser, "invitations", identity, id),
-            let found = await invitees(request.participantIds, inviter: identity, withInviterProfile: false, id: id)
+        guard let found = await invitees(request.participantIds, inviter: identity, withInviterProfile: false, id: id)
         else { return }
         await call(
             .invite(
@@ -76,19 +74,9 @@ extension SignalingSession {
     }
 
     func reportStatus(_ request: StatusReportRequest, _ identity: Identity, id: RequestID) async {
-        guard withinLimit(limits.statusReportsPerUser, "status", identity, id) else { return }
         let report = StatusReport(
             packetLoss: request.packetLoss, rtt: request.rtt, bitrate: request.bitrate, audioLevel: request.audioLevel)
         await call(.statusReport(command(identity, request.callId), report), id: id)
-    }
-
-    /// Takes a token from one of the user's limits, or answers `rateLimited`.
-    private func withinLimit(_ limit: RateLimit, _ name: String, _ identity: Identity, _ id: RequestID) -> Bool {
-        guard let limited = node.limiter.take(limit, name, identity.user.description, now: node.clock.now()) else {
-            return true
-        }
-        fail(id, limited)
-        return false
     }
 
     /// Hands an event to the call engine and answers with its reply.
@@ -98,7 +86,7 @@ extension SignalingSession {
         let tracked = self.tracked
         self.tracked = nil
         // The engine answers inside its critical section, before the events the request causes.
-        let reply = await node.engine.handle(event) { reply in
+        let reply = await node.calls.handle(event) { reply in
             let text = Self.encode(reply, id: id)
             if let tracked { ledger.finish(tracked.id, device: tracked.device, answer: text) }
             connection.enqueue(text)

@@ -67,14 +67,18 @@ extension SignalingSession {
         guard let profile = await storage(id, { try await self.node.profiles.profiles(app: key.app, users: [key.user]) })
         else { return }
         let device = request.deviceId ?? DeviceID.random()
-        // Registered and answered with no suspension in between: an event for the device queued from
-        // another thread runs on this connection's event loop after the answer, never before it.
+        // Frames for the device wait in the connection until the login answer is written: the
+        // engine learns of the device (its pending invitations, its resumed calls) before the
+        // answer, so that a call placed right after the login — from any node — rings here, and
+        // the client still hears the answer first.
+        connection.holdFrames()
         let replaced: (any EventSink)?
         switch node.registry.register(
             connection, user: key, device: device, platform: request.platform,
             maxDevices: node.configuration.connections.maxDevicesPerUser)
         {
         case .tooManyDevices:
+            connection.releaseFrames(after: nil)
             fail(
                 id,
                 SwitchboardError(
@@ -88,17 +92,20 @@ extension SignalingSession {
         node.deadlines.disarm(connection.id)
         node.gate.loggedIn(connection.id)
         runner?.setLoggedIn(true)
-        succeed(
-            id,
-            LoginResponse(
-                userID: key.user, deviceId: device, protocolVersion: switchboardProtocolVersion,
-                serverTime: node.clock.now(), heartbeatInterval: node.configuration.heartbeatInterval,
-                profile: profile[key.user] ?? UserProfile(userId: key.user)))
         replaced?.close(SwitchboardError(.sessionReplaced))
         node.metrics.login("ok")
         node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
         logger.info("login", metadata: ["user": "\(key)", "device": "\(device)", "connection": "\(connection.id)"])
-        await node.engine.handle(.deviceOnline(key, device))
+        await node.calls.deviceOnline(key, device, platform: request.platform)
+        let answer = try? SwitchboardJSON.encodeString(
+            ResponseEnvelope(
+                id: id,
+                outcome: .success(
+                    LoginResponse(
+                        userID: key.user, deviceId: device, protocolVersion: switchboardProtocolVersion,
+                        serverTime: node.clock.now(), heartbeatInterval: node.configuration.heartbeatInterval,
+                        profile: profile[key.user] ?? UserProfile(userId: key.user)))))
+        connection.releaseFrames(after: answer)
     }
 
     /// Answers a refused login and counts it against the address and, when the app exists, the user
@@ -115,7 +122,7 @@ extension SignalingSession {
     }
 
     func logout(_ identity: Identity, id: RequestID) async {
-        await node.engine.handle(.logout(identity.user, identity.device))
+        await node.calls.logout(identity.user, identity.device)
         _ = node.registry.remove(connection, user: identity.user, device: identity.device)
         self.identity = nil
         // Signed out: this device must not ring through pushes either.
@@ -131,7 +138,7 @@ extension SignalingSession {
         self.identity = nil
         if node.registry.remove(connection, user: identity.user, device: identity.device) {
             node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
-            await node.engine.handle(.deviceOffline(identity.user, identity.device))
+            await node.calls.deviceOffline(identity.user, identity.device)
         }
     }
 
@@ -160,6 +167,8 @@ extension SignalingSession {
                     return profile
                 })
         else { return }
+        // The other nodes of a cluster forget what they cached of this profile.
+        node.cluster?.broadcast(.profileChanged(user))
         succeed(id, saved)
     }
 }
