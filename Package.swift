@@ -187,7 +187,7 @@ let package = Package(
             name: "SwitchboardCLITests",
             dependencies: [
                 "SwitchboardProtocol", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools", "Switchboard",
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -82,6 +82,9 @@ public final class SwitchboardNode: Sendable {
         await group?.triggerGracefulShutdown()
     }
 
+    /// This node's id in its cluster (its name and a suffix for this run); nil on a single node.
+    public var clusterNodeId: String? { context.cluster?.id }
+
     /// Whether this node leads its cluster (always false on a single node, which has none).
     public var isClusterLeader: Bool { context.cluster?.isLeader ?? false }
 
@@ -220,7 +223,10 @@ public func buildApplication(
     // On PostgreSQL the node is one of a cluster: the engine's events go wherever their devices
     // are connected, through the leader's directory of the cluster's devices.
     let postgres = storage as? PostgresStorage
-    let nodeId = configuration.nodeId ?? randomHex(bytes: 6)
+    if let name = configuration.nodeId, !ServerConfiguration.isValidNodeName(name) {
+        throw SwitchboardError(.invalidParams, "a node name is 1-40 letters, digits and -")
+    }
+    let nodeId = ServerConfiguration.nodeName(configuration.nodeId) + "-" + randomHex(bytes: 3)
     let bus = postgres.map { ClusterBus(node: nodeId, client: $0.client, location: $0.location, logger: logger) }
     let directory = bus.map { ClusterDirectory(node: nodeId, local: registry, bus: $0) }
     let delivery: any CallDelivery = directory ?? registry

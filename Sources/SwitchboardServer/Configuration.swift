@@ -75,7 +75,9 @@ public struct ServerConfiguration: Sendable {
     public var rateLimits = RateLimits()
     /// Connections: how many, how long to log in, how much a peer that does not read may cost.
     public var connections = ConnectionLimits()
-    /// This node's name in its cluster (PostgreSQL): letters, digits and `-`; nil: a random one.
+    /// This node's name in its cluster (PostgreSQL), for logs and `/health`: letters, digits and
+    /// `-`, at most 40; nil: the host's name. Each start adds a random suffix: a node that restarts
+    /// joins as a new member, and the devices of the run before are dropped as a dead node's.
     public var nodeId: String?
     /// Heartbeats and timeouts of the cluster (PostgreSQL only).
     public var cluster = ClusterTiming()
@@ -85,4 +87,22 @@ public struct ServerConfiguration: Sendable {
     public var ice = IceConfiguration()
 
     public init() {}
+
+    /// Whether `name` can name a node: 1-40 ASCII letters, digits and `-`.
+    public static func isValidNodeName(_ name: String) -> Bool {
+        (1...40).contains(name.utf8.count) && name.unicodeScalars.allSatisfy(isNodeNameCharacter)
+    }
+
+    private static func isNodeNameCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        scalar == "-" || ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+    }
+
+    /// The name a node goes by: the one configured, else the host's first label, cut to what a
+    /// node name may hold.
+    static func nodeName(_ configured: String?) -> String {
+        if let configured, isValidNodeName(configured) { return configured }
+        let host = ProcessInfo.processInfo.hostName.unicodeScalars.prefix { $0 != "." }.filter(isNodeNameCharacter)
+        let name = String(String.UnicodeScalarView(host.prefix(40)))
+        return name.isEmpty ? "node" : name
+    }
 }

@@ -23,19 +23,25 @@ public final class ServerProcess: Sendable {
         self.outputBox = outputBox
     }
 
-    /// Starts `binary <command> --port 0 <arguments>` and returns once it prints that it listens
-    /// (`… is listening on http://host:port`).
+    /// Starts `binary <command> --port PORT <arguments>` and returns once it prints that it listens
+    /// (`… is listening on http://host:port`). Port 0: any free port.
     public static func launch(
-        binary: URL, command: String = "serve", arguments: [String], directory: URL
+        binary: URL, command: String = "serve", port requestedPort: Int = 0, arguments: [String], directory: URL,
+        errorLog: URL? = nil
     ) throws -> ServerProcess {
         let process = Process()
         process.executableURL = binary
-        process.arguments = [command, "--port", "0", "--log-level", "error"] + arguments
+        process.arguments = [command, "--port", "\(requestedPort)", "--log-level", "error"] + arguments
         process.currentDirectoryURL = directory
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SWITCHBOARD_") }
         let stdout = Pipe()
         process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
+        if let errorLog {
+            FileManager.default.createFile(atPath: errorLog.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: errorLog)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         let output = NIOLockedValueBox("")
         var port: Int?

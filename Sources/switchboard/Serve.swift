@@ -104,6 +104,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Connected devices per user [SWITCHBOARD_MAX_DEVICES_PER_USER, default 16].")
     var maxDevicesPerUser: Int?
 
+    @Option(help: "This node's name in a cluster (PostgreSQL), in logs and /health: letters, digits, - [SWITCHBOARD_NODE_ID, default: the host name].")
+    var nodeId: String?
+
     @Option(help: "Event-loop threads serving connections [SWITCHBOARD_THREADS, default: one per core].")
     var threads: Int?
 
@@ -171,6 +174,12 @@ struct Serve: AsyncParsableCommand {
         }
         if let value = try positive(maxDevicesPerUser, "SWITCHBOARD_MAX_DEVICES_PER_USER") {
             configuration.connections.maxDevicesPerUser = value
+        }
+        if let name = setting(nodeId, "SWITCHBOARD_NODE_ID") {
+            guard ServerConfiguration.isValidNodeName(name) else {
+                throw ValidationError("a node id is 1-40 letters, digits and -")
+            }
+            configuration.nodeId = name
         }
         configuration.rateLimits.disabled = noRateLimits || environment["SWITCHBOARD_NO_RATE_LIMITS"] == "1"
         configuration.adminSecret = setting(adminSecret, "SWITCHBOARD_ADMIN_SECRET")
@@ -240,6 +249,9 @@ struct Serve: AsyncParsableCommand {
         ]
         if configuration.webRoot != nil { lines.append("  web client \(base)/") }
         lines.append("  database   \(configuration.database.displayName)")
+        if let cluster = node.clusterNodeId {
+            lines.append("  cluster    node \(cluster); every node on this database serves the same apps and calls")
+        }
         if let app = node.developmentApp {
             lines += [
                 "",
@@ -265,7 +277,8 @@ struct Serve: AsyncParsableCommand {
         if configuration.adminSecret == nil {
             lines.append("  admin API  Authorization: Bearer \(node.adminSecret)  (set SWITCHBOARD_ADMIN_SECRET to choose it)")
         }
-        lines.append("Stop with Ctrl-C (graceful: calls end with endByServer, records are flushed).")
+        lines.append(
+            "Stop with Ctrl-C: calls are kept for the next start (or another node) and clients told to come back.")
         return lines.joined(separator: "\n")
     }
 }

@@ -25,8 +25,10 @@ import FoundationNetworking
         let cluster = try await TestCluster.start()
         let leader = try #require(cluster.leaderIndex)
         #expect(cluster.nodes.filter { $0.node.isClusterLeader }.count == 1)
+        let leaderId = try #require(cluster.nodes[leader].node.clusterNodeId)
+        #expect(leaderId.hasPrefix("node\(leader)-"))
         for node in cluster.nodes {
-            #expect(node.node.context.cluster?.leader == "node\(leader)")
+            #expect(node.node.context.cluster?.leader == leaderId)
         }
         await cluster.stop()
     }

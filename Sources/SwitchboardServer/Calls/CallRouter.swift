@@ -10,8 +10,9 @@ protocol CallRouter: Sendable {
     @discardableResult
     func handle(_ event: CallEvent, reply: (@Sendable (CallReply) -> Void)?) async -> CallReply?
 
-    /// A device logged in on this node (after its connection was registered here).
-    func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async
+    /// A device logged in on this node (after its connection was registered here). Returns why the
+    /// engine could not be told (a cluster without a leader for now): the login is refused then.
+    func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async -> SwitchboardError?
 
     /// A device's connection on this node closed without a logout.
     func deviceOffline(_ user: UserKey, _ device: DeviceID) async
@@ -32,8 +33,9 @@ struct LocalCallRouter: CallRouter {
         await engine.handle(event, reply: reply)
     }
 
-    func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async {
+    func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async -> SwitchboardError? {
         await engine.handle(.deviceOnline(user, device))
+        return nil
     }
 
     func deviceOffline(_ user: UserKey, _ device: DeviceID) async {

@@ -276,9 +276,21 @@ final class ClusterNode: CallRouter, Service {
 
     // MARK: - the router
 
+    /// The leader; when this node does not know one (it just started, or the last one left), it
+    /// looks for it (a heartbeat now) first. Callers waiting together look once.
+    private func findLeader() async -> String? {
+        if let leader = currentLeader { return leader }
+        await ticks.run {
+            if self.currentLeader == nil { await self.heartbeat() }
+        }
+        return currentLeader
+    }
+
+    private var currentLeader: String? { state.withLockedValue { $0.leading ? id : $0.leader } }
+
     @discardableResult
     func handle(_ event: CallEvent, reply: (@Sendable (CallReply) -> Void)?) async -> CallReply? {
-        let leader = state.withLockedValue { $0.leading ? id : $0.leader }
+        let leader = await findLeader()
         if leader == id { return await engine.handle(event, reply: reply) }
         guard let leader else {
             let refusal = CallReply.failure(SwitchboardError(.storageUnavailable, "the cluster has no leader now; try again"))
@@ -305,21 +317,31 @@ final class ClusterNode: CallRouter, Service {
         }
     }
 
-    func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async {
+    func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async -> SwitchboardError? {
         do {
             try await store.deviceConnected(ClusterStore.Device(user: user, device: device, node: id, platform: platform))
         } catch {
             logger.error("device not noted in the cluster", metadata: ["error": "\(error)"])
+            return SwitchboardError(.storageUnavailable, "the cluster's database did not answer; try again")
         }
-        let leader = state.withLockedValue { $0.leading ? id : $0.leader }
+        let leader = await findLeader()
         if leader == id {
             await connected(user, device, on: id)
-        } else if let leader {
-            // Waits for the leader, so that the login is answered once a call to the device rings here.
-            await remote(.deviceOnline(user, device), to: leader) { token in
-                .deviceOnline(token: token, user: user, device: device, node: self.id)
-            }
+            return nil
         }
+        guard let leader else {
+            try? await store.deviceDisconnected(user, device, node: id)
+            return SwitchboardError(.storageUnavailable, "the cluster has no leader now; try again")
+        }
+        // Waits for the leader, so that the login is answered once a call to the device rings here.
+        let answer = await remote(.deviceOnline(user, device), to: leader) { token in
+            .deviceOnline(token: token, user: user, device: device, node: self.id)
+        }
+        if case .failure(let error) = answer {
+            try? await store.deviceDisconnected(user, device, node: id)
+            return error
+        }
+        return nil
     }
 
     func deviceOffline(_ user: UserKey, _ device: DeviceID) async {

@@ -44,8 +44,9 @@ struct ClusterStore: Sendable {
         return nodes
     }
 
-    /// Forgets a node that left or died, and its devices.
+    /// Forgets a node that left or died, its devices and the messages nobody will read.
     func remove(node: String) async throws {
+        try await client.query("DELETE FROM switchboard_messages WHERE target = \(node)", logger: logger)
         try await client.query("DELETE FROM switchboard_devices WHERE node_id = \(node)", logger: logger)
         try await client.query("DELETE FROM switchboard_nodes WHERE node_id = \(node)", logger: logger)
     }

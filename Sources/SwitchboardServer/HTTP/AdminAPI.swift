@@ -37,6 +37,10 @@ enum AdminAPI {
             var body: [String: any Sendable] = ["status": "ok", "devices": node.registry.deviceCount]
             // On a cluster node that does not lead, the calls are the leader's to count.
             if let calls = await node.calls.activeCallCount() { body["activeCalls"] = calls }
+            if let cluster = node.cluster {
+                body["node"] = cluster.id
+                body["leader"] = cluster.leader ?? "none"
+            }
             return json(body)
         }
 

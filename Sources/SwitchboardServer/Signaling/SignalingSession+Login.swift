@@ -96,7 +96,18 @@ extension SignalingSession {
         node.metrics.login("ok")
         node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
         logger.info("login", metadata: ["user": "\(key)", "device": "\(device)", "connection": "\(connection.id)"])
-        await node.calls.deviceOnline(key, device, platform: request.platform)
+        if let refused = await node.calls.deviceOnline(key, device, platform: request.platform) {
+            logger.notice("login refused: the engine could not be told", metadata: ["user": "\(key)", "error": "\(refused)"])
+            // The engine does not know the device (a cluster between leaders): a login that went
+            // on would miss its calls. The client tries again, here or at another node.
+            self.identity = nil
+            _ = node.registry.remove(connection, user: key, device: device)
+            node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
+            connection.releaseFrames(after: nil)
+            fail(id, refused)
+            connection.close(nil)
+            return
+        }
         let answer = try? SwitchboardJSON.encodeString(
             ResponseEnvelope(
                 id: id,
