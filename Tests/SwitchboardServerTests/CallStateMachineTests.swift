@@ -319,7 +319,7 @@ struct CallStateMachineTests {
                 "bob@* ← callEnded(noResponse by bob)",
                 "alice@a1 ← callEnded(noResponse by bob)",
                 "alice@*-a1 ← callElsewhere(on a1 ended)",
-                "records alice:missed/noResponse/0s bob:missed/noResponse/0s",
+                "records alice:noAnswer/noResponse/0s bob:missed/noResponse/0s",
             ]),
         Row(
             name: "a ring timer that fires after the answer does nothing",
@@ -482,7 +482,7 @@ struct CallStateMachineTests {
                 "push bob callEnded(noResponse)",
                 "alice@a1 ← callEnded(noResponse by bob)",
                 "alice@*-a1 ← callElsewhere(on a1 ended)",
-                "records alice:missed/noResponse/0s bob:missed/noResponse/0s",
+                "records alice:noAnswer/noResponse/0s bob:missed/noResponse/0s",
             ]),
         Row(
             name: "a group call pushes the invitees without a device and rings the others",

@@ -12,7 +12,7 @@ const ENUMS = {
     "unknown", "hangup", "reject", "noResponse", "offline", "lineBusy", "canceled",
     "otherDeviceAccepted", "otherDeviceReject", "endByServer",
   ],
-  RecordResult: ["answered", "missed", "rejected", "canceled", "busy", "offline", "unknown"],
+  RecordResult: ["answered", "missed", "noAnswer", "rejected", "canceled", "busy", "offline", "unknown"],
   Direction: ["outgoing", "incoming"],
   Order: ["descending", "ascending"],
   Quality: ["unknown", "excellent", "good", "poor", "bad", "veryBad", "down"],

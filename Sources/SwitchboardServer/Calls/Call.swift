@@ -178,7 +178,7 @@ extension CallStateMachine {
         static func unconnectedCallerResult(_ reason: CallEndReason) -> CallRecordResult {
             switch reason {
             case .reject, .otherDeviceReject: .rejected
-            case .noResponse: .missed
+            case .noResponse: .noAnswer
             case .lineBusy: .busy
             case .offline: .offline
             case .canceled, .endByServer, .hangup: .canceled
