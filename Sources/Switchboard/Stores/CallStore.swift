@@ -33,6 +33,7 @@ public final class CallStore: Sendable {
         struct OwnStatus: Equatable, Sendable {
             var quality: NetworkQuality
             var volume: VolumeLevel
+            var statistics: MemberStatistics
         }
 
         struct Tracked: Equatable, Sendable {
@@ -40,6 +41,8 @@ public final class CallStore: Sendable {
             var direction: CallDirection
             var inviterId: UserID
             var announcedStart = false
+            /// The other members' last raw statistics (`memberStats`).
+            var statistics: [UserID: MemberStatistics] = [:]
         }
 
         /// A state as the store would publish it, for previews of call views and for tests of view
@@ -226,7 +229,8 @@ public final class CallStore: Sendable {
             apply { state in
                 state.ownStatus = State.OwnStatus(
                     quality: NetworkQuality.from(packetLoss: packetLoss, rtt: rtt),
-                    volume: VolumeLevel.from(audioLevel: audioLevel, microphoneOn: microphoneOn))
+                    volume: VolumeLevel.from(audioLevel: audioLevel, microphoneOn: microphoneOn),
+                    statistics: MemberStatistics(packetLoss: packetLoss, rtt: rtt, bitrate: bitrate, audioLevel: audioLevel))
                 return []
             }
         }
@@ -248,7 +252,7 @@ public final class CallStore: Sendable {
                 let info = CallInfo(
                     callId: invitation.callId, roomId: RoomID(rawValue: invitation.callId.rawValue),
                     callType: invitation.callType, mediaType: invitation.mediaType, callerId: invitation.callerId,
-                    timeout: CallLimits.defaultTimeoutSeconds, createdAt: 0,
+                    userData: invitation.userData, timeout: CallLimits.defaultTimeoutSeconds, createdAt: 0,
                     participants: [
                         CallParticipant(userId: invitation.callerId, status: .waiting, nickname: invitation.callerName),
                         CallParticipant(userId: callee, status: .waiting, inviterId: inviter),
@@ -257,7 +261,7 @@ public final class CallStore: Sendable {
                 return [
                     .onCallReceived(
                         callId: invitation.callId, callerId: invitation.callerId, inviterId: inviter,
-                        mediaType: invitation.mediaType, userData: nil)
+                        mediaType: invitation.mediaType, userData: invitation.userData)
                 ]
             }
         case .callEnded(let end):
@@ -403,6 +407,14 @@ public final class CallStore: Sendable {
                     .onMemberStatusChanged(
                         callId: e.callId, userId: e.userId, networkQuality: e.networkQuality, volumeLevel: e.volumeLevel)
                 ]
+            }
+        case .memberStats(let e):
+            apply { state in
+                // Only members in the call report; the table has one entry per member at most.
+                guard state.calls[e.callId]?.info.participant(e.userId) != nil else { return [] }
+                state.calls[e.callId]?.statistics[e.userId] = MemberStatistics(
+                    packetLoss: e.packetLoss, rtt: e.rtt, bitrate: e.bitrate, audioLevel: e.audioLevel)
+                return []
             }
         case .mediaTypeChangeRequested(let e):
             apply { state in
@@ -590,10 +602,15 @@ extension CallStore.State {
         activeCall = ActiveCall(
             info: current.info, direction: current.direction, inviterId: current.inviterId,
             duration: current.info.startTime == nil ? 0 : duration)
-        allParticipants = current.info.participants.map(CallParticipantInfo.init)
+        allParticipants = current.info.participants.map { participant in
+            var info = CallParticipantInfo(participant)
+            info.statistics = current.statistics[participant.userId]
+            return info
+        }
         if let ownStatus, let index = allParticipants.firstIndex(where: { $0.userId == selfId }) {
             allParticipants[index].networkQuality = ownStatus.quality
             allParticipants[index].volumeLevel = ownStatus.volume
+            allParticipants[index].statistics = ownStatus.statistics
         }
         selfInfo = allParticipants.first { $0.userId == selfId } ?? CallParticipantInfo(userId: selfId)
         waitingCalls = ordered.filter { $0.info.callId != current.info.callId }.map(\.info)

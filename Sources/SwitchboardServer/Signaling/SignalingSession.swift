@@ -202,10 +202,11 @@ final class SignalingSession: @unchecked Sendable {
                 await registerPushToken(request, identity, id: id)
             }
         case .unregisterPushToken:
-            if decode(UnregisterPushTokenRequest.self, id: id, data: data) != nil {
-                if await storage(id, { try await self.node.storage.unregisterPushToken(user: identity.user, device: identity.device) })
-                    != nil
-                {
+            if let request = decode(UnregisterPushTokenRequest.self, id: id, data: data) {
+                if await storage(id, {
+                    try await self.node.storage.unregisterPushToken(
+                        user: identity.user, device: identity.device, kind: request.kind)
+                }) != nil {
                     succeed(id, Empty())
                 }
             }
@@ -379,7 +380,7 @@ final class SignalingSession: @unchecked Sendable {
         _ = node.registry.remove(connection, user: identity.user, device: identity.device)
         self.identity = nil
         // Signed out: this device must not ring through pushes either.
-        try? await node.storage.unregisterPushToken(user: identity.user, device: identity.device)
+        try? await node.storage.unregisterPushToken(user: identity.user, device: identity.device, kind: nil)
         succeed(id, Empty())
         node.ledger.forget(RequestLedger.DeviceKey(user: identity.user, device: identity.device))
         connection.close(nil)
@@ -561,18 +562,18 @@ final class SignalingSession: @unchecked Sendable {
             return
         }
         let token = PushToken(
-            token: request.token.lowercased(), user: identity.user, device: identity.device,
+            token: request.token.lowercased(), user: identity.user, device: identity.device, kind: request.kind ?? .voip,
             environment: request.environment, bundleId: request.bundleId, updatedAt: node.clock.now())
         if await storage(id, { try await self.node.storage.registerPushToken(token, move: request.move ?? false) }) != nil {
             succeed(id, Empty())
         }
     }
 
-    /// Which of the `offline` invitees have a push token: they ring through VoIP pushes.
+    /// Which of the `offline` invitees have a VoIP push token: they ring through VoIP pushes.
     private func pushable(_ offline: [UserID], app: SdkAppID, id: RequestID) async -> Set<UserID>? {
         guard !offline.isEmpty else { return [] }
         return await storage(id) { try await self.node.storage.pushTokens(app: app, users: offline) }
-            .map { Set($0.filter { !$0.value.isEmpty }.keys) }
+            .map { Set($0.filter { $0.value.contains { $0.kind == .voip } }.keys) }
     }
 
     // MARK: - blocking
