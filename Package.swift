@@ -3,6 +3,9 @@ import PackageDescription
 
 // MARK: - shared
 
+/// Where Apple's Combine does not exist: the SDK uses OpenCombine there.
+let nonApple: [Platform] = [.linux, .windows, .android, .wasi, .openbsd]
+
 let package = Package(
     name: "Switchboard",
     platforms: [.macOS(.v14), .iOS(.v17)],
@@ -36,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        // Combine where Apple does not ship it, so the SDK's publishers are the same code, tested here.
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     ],
     targets: [
         // MARK: shared
@@ -82,6 +87,7 @@ let package = Package(
             name: "Switchboard",
             dependencies: [
                 "SwitchboardProtocol",
+                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: nonApple)),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -196,6 +202,7 @@ let package = Package(
             dependencies: [
                 "Switchboard", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools", "SwitchboardProtocol",
                 "SwitchboardServer", .product(name: "Logging", package: "swift-log"),
+                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: nonApple)),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),

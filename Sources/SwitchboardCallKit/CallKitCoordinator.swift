@@ -55,7 +55,6 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
     private let audioSession: any AudioSessionPort
     /// Kept so the registry lives as long as the coordinator.
     private let pushRegistry: any PushRegistryPort
-    private let clock: any SwitchboardClock
     private let logger: Logger
     private let machine = NIOLockedValueBox(CallKitStateMachine())
     private let holdings = NIOLockedValueBox(Holdings())
@@ -74,7 +73,6 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
         self.controller = controller
         self.audioSession = audioSession
         self.pushRegistry = pushRegistry
-        self.clock = client.configuration.clock
         self.logger = logger
         client.audioSessionControl = .external
         // Subscribe before anything can happen, so no event is missed.
@@ -414,6 +412,9 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             start.continuation.resume(throwing: error)
         }
     }
+
+    /// The client's clock, as configured now (the app may configure the client after making this).
+    private var clock: any SwitchboardClock { client.configuration.clock }
 
     private func context() -> Machine.Context {
         Machine.Context(

@@ -33,7 +33,7 @@ public final class DeviceStore: Sendable {
     /// The store of the shared client.
     public static var shared: DeviceStore { SwitchboardClient.shared.deviceStore }
 
-    private let cell = StateCell(State())
+    let cell = StateCell(State())
 
     init() {}
 

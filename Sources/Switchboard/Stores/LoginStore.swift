@@ -35,10 +35,16 @@ public final class LoginStore: Sendable {
     /// The store of the shared client.
     public static var shared: LoginStore { SwitchboardClient.shared.loginStore }
 
-    private let cell = StateCell(State())
+    let cell = StateCell(State())
     private let signaling: SignalingClient
     private let callStore: CallStore
     private let configuration: NIOLockedValueBox<SwitchboardConfiguration>
+    /// Runs before each login: the client applies a configuration given since the last one.
+    var beforeLogin: @Sendable () -> Void {
+        get { hooks.withLockedValue { $0 } }
+        set { hooks.withLockedValue { $0 = newValue } }
+    }
+    private let hooks = NIOLockedValueBox<@Sendable () -> Void>({})
 
     init(signaling: SignalingClient, callStore: CallStore, configuration: NIOLockedValueBox<SwitchboardConfiguration>) {
         self.signaling = signaling
@@ -54,6 +60,7 @@ public final class LoginStore: Sendable {
 
     /// Connects to the configured server and logs in with a UserSig (SPEC §2).
     public func login(sdkAppID: SdkAppID, userID: String, userSig: String) async throws {
+        beforeLogin()
         let configuration = self.configuration.withLockedValue { $0 }
         cell.update { state in
             state.loginStatus = .loggingIn
@@ -64,7 +71,8 @@ public final class LoginStore: Sendable {
                 to: configuration.serverURL,
                 LoginRequest(
                     sdkAppID: sdkAppID, userID: UserID(rawValue: userID), userSig: userSig,
-                    deviceId: configuration.deviceId, platform: configuration.platform))
+                    deviceId: configuration.deviceId, platform: configuration.platform),
+                settings: SignalingClient.Settings(configuration))
             callStore.loggedIn(as: response.userID)
             cell.update { state in
                 state.loginStatus = .loggedIn
