@@ -71,6 +71,7 @@ public final class SwitchboardClient: Sendable {
     public let callStore: CallStore
     public let deviceStore: DeviceStore
     let signaling: SignalingClient
+    private let audioRoutes: AudioRouteController
     private let settings: NIOLockedValueBox<SwitchboardConfiguration>
     private let mediaBox: NIOLockedValueBox<Media>
     /// The media coordinator now (a new configuration brings a new one).
@@ -100,6 +101,7 @@ public final class SwitchboardClient: Sendable {
         self.signaling = signaling
         self.deviceStore = deviceStore
         self.callStore = callStore
+        self.audioRoutes = AudioRouteController(callStore: callStore, deviceStore: deviceStore)
         self.mediaBox = NIOLockedValueBox(
             Media(
                 coordinator: Self.mediaCoordinator(configuration, signaling, callStore, deviceStore), generation: 0))
@@ -159,6 +161,13 @@ public final class SwitchboardClient: Sendable {
             media.sessionActive = active
             media.coordinator.audioSession(active: active)
         }
+    }
+
+    /// The headsets connected now (`.bluetooth`, `.headset`), as the platform reports them (the
+    /// CallKit bridge does, from the audio session): call audio moves to the newest one (see
+    /// ``AudioRoutePolicy``).
+    public func audioHeadsetsChanged(_ headsets: Set<AudioRoute>) {
+        audioRoutes.headsetsChanged(headsets)
     }
 
     /// The configuration in use (or to be used from the next login).

@@ -46,6 +46,10 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
         var starts: [UUID: PendingStart] = [:]
         var pushToken: String?
         var login: Task<Void, any Error>?
+        /// CallKit activated the audio session: routes take effect.
+        var audioActive = false
+        /// The route last given to the audio session while it was active.
+        var routed: AudioRoute?
     }
 
     private let client: SwitchboardClient
@@ -85,8 +89,12 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             for await event in events { self?.sdkEvent(event) }
         }
         let deviceWatcher = Task { [weak self] in
-            for await _ in devices { self?.handle(.microphoneChanged) }
+            for await device in devices {
+                self?.handle(.microphoneChanged)
+                self?.routeAudio(device.audioRoute)
+            }
         }
+        audioSession.observeHeadsets { [weak client] headsets in client?.audioHeadsetsChanged(headsets) }
         let loginWatcher = Task { [weak self] in
             var wasLoggedIn = false
             for await login in logins {
@@ -222,11 +230,28 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
     }
 
     public func audioSessionActivated() {
+        holdings.withLockedValue { $0.audioActive = true }
+        // CallKit's activation undoes a route set before it: set it again now.
+        routeAudio(client.deviceStore.state.audioRoute, again: true)
         client.audioSessionActivated()
     }
 
     public func audioSessionDeactivated() {
+        holdings.withLockedValue { holdings in
+            holdings.audioActive = false
+            holdings.routed = nil
+        }
         client.audioSessionDeactivated()
+    }
+
+    /// Gives the audio session the SDK's route (``AudioRoutePolicy``) while it is active.
+    private func routeAudio(_ route: AudioRoute, again: Bool = false) {
+        let apply = holdings.withLockedValue { holdings -> Bool in
+            guard holdings.audioActive, again || holdings.routed != route else { return false }
+            holdings.routed = route
+            return true
+        }
+        if apply { audioSession.route(to: route) }
     }
 
     public func providerDidReset() {
@@ -328,6 +353,8 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
                 takeAction(id)?.fail()
             case .configureAudio(let video):
                 audioSession.configureForCall(video: video)
+                // A new category drops the route override: route again if the session is active.
+                routeAudio(client.deviceStore.state.audioRoute, again: true)
             case .deliverPush(let push):
                 client.callStore.receivedPush(push)
             case .setMicrophone(let on):

@@ -78,10 +78,11 @@ struct SharedClientTests {
         let phoneEngine = FakeMediaEngine(name: "alice-phone")
         SwitchboardClient.shared.configure(SwitchboardConfiguration(serverURL: serverURL, mediaEngine: phoneEngine))
         try await calls.login(CallKitAccount(sdkAppID: Self.sdkAppID, userID: "alice", userSig: userSigFromYourBackend))
-        let second = try await bob.callStore.calls(participantIds: ["alice"], mediaType: .video)
-        let uuid = UUID(callId: second.callId)
-        try await system.records.first { $0.ringing?.0 == uuid }
-        system.userAnswers(uuid)
+        // Alice calls from the app's button, through CallKit (the README's event loop, still
+        // running, answers incoming calls in the SDK itself).
+        let second = try await calls.startCall(userIds: ["bob"], mediaType: .video)
+        try await bobEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        try await bob.callStore.accept(callId: second.callId)
         try await phoneEngine.calls.first { $0 == .callConnected(second.callId, .video) }
         system.activateAudioSession()
         try await phoneEngine.calls.first { $0 == .startAudio }

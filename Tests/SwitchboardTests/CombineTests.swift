@@ -94,7 +94,7 @@ struct CombineTests {
         // call's invitation.
         let afterwards = Sink(bob.callStore.callEventPublisher)
         let next = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        let first = try await afterwards.recorder.first { _ in true }
+        let first = try await afterwards.recorder.first(where: isReceived)
         #expect(first == .onCallReceived(callId: next.callId, callerId: "alice", inviterId: "alice", mediaType: .audio, userData: nil))
         await server.stop()
     }
