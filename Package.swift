@@ -211,6 +211,7 @@ let package = Package(
             dependencies: [
                 "SwitchboardCallKit", "Switchboard", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools",
                 "SwitchboardProtocol", "SwitchboardServer", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
     ]

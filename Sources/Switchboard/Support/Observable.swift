@@ -4,15 +4,17 @@ import NIOConcurrencyHelpers
 /// them (or the one already delivering). Observers may call back into the SDK from a delivery: what
 /// that changes is queued and delivered after the current one, never inside it, so nothing
 /// deadlocks and nobody sees changes out of order.
-final class Outbox: Sendable {
+package final class Outbox: Sendable {
     /// Most deliveries waiting at once (they wait only while an observer's callback runs); beyond
     /// that the oldest go, so an observer that never returns cannot grow the SDK's memory.
-    static let limit = 65_536
+    package static let limit = 65_536
 
     private let box = NIOLockedValueBox<(queue: [@Sendable () -> Void], draining: Bool)>(([], false))
 
+    package init() {}
+
     /// Queues a delivery; may be called under the owner's lock (it takes only its own).
-    func enqueue(_ delivery: @escaping @Sendable () -> Void) {
+    package func enqueue(_ delivery: @escaping @Sendable () -> Void) {
         box.withLockedValue { box in
             box.queue.append(delivery)
             if box.queue.count > Self.limit { box.queue.removeFirst(box.queue.count - Self.limit) }
@@ -20,7 +22,7 @@ final class Outbox: Sendable {
     }
 
     /// Runs what is queued, unless this or another thread is already doing it.
-    func drain() {
+    package func drain() {
         let start = box.withLockedValue { box -> Bool in
             guard !box.draining else { return false }
             box.draining = true
@@ -43,17 +45,17 @@ final class Outbox: Sendable {
 /// Callbacks that get each published value in order, through an ``Outbox``. The owner publishes
 /// and adds observers under its own lock, so that what an observer gets first (a replay of the
 /// current state) and what it gets next (the changes) never overlap or leave a gap.
-final class Observers<Value: Sendable>: Sendable {
+package final class Observers<Value: Sendable>: Sendable {
     private let box = NIOLockedValueBox<(observers: [UInt64: @Sendable (Value) -> Void], next: UInt64)>(([:], 0))
-    let outbox: Outbox
+    package let outbox: Outbox
 
-    init(outbox: Outbox) {
+    package init(outbox: Outbox = Outbox()) {
         self.outbox = outbox
     }
 
     /// Adds an observer that gets `replay` first, then every value published from now on. The
     /// caller drains the outbox once its lock is released.
-    func add(replay: [Value], _ observer: @escaping @Sendable (Value) -> Void) -> UInt64 {
+    package func add(replay: [Value], _ observer: @escaping @Sendable (Value) -> Void) -> UInt64 {
         let id = box.withLockedValue { box in
             box.next += 1
             box.observers[box.next] = observer
@@ -63,12 +65,12 @@ final class Observers<Value: Sendable>: Sendable {
         return id
     }
 
-    func remove(_ id: UInt64) {
+    package func remove(_ id: UInt64) {
         _ = box.withLockedValue { $0.observers.removeValue(forKey: id) }
     }
 
     /// Queues `value` for every observer; the caller drains the outbox once its lock is released.
-    func publish(_ value: Value) {
+    package func publish(_ value: Value) {
         for observer in box.withLockedValue({ $0.observers.sorted { $0.key < $1.key }.map(\.value) }) {
             outbox.enqueue { observer(value) }
         }
@@ -125,7 +127,7 @@ final class StateCell<State: Equatable & Sendable>: Sendable {
 
 extension AsyncStream where Element: Sendable {
     /// A stream of what `observe` delivers, which stops when the subscriber stops iterating.
-    static func observing(
+    package static func observing(
         _ observe: (@escaping @Sendable (Element) -> Void) -> @Sendable () -> Void
     ) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .unbounded)
