@@ -106,6 +106,12 @@ let package = Package(
             ]
         ),
 
+        // MARK: the browser client, shipped with the CLI as package resources
+        .target(
+            name: "SwitchboardWebClient",
+            resources: [.copy("Web")]
+        ),
+
         // MARK: tools (shipped in the CLI: the demo player, child processes, waiting for events)
         .target(
             name: "SwitchboardTools",
@@ -159,6 +165,7 @@ let package = Package(
             dependencies: [
                 "SwitchboardProtocol",
                 "SwitchboardServer",
+                "SwitchboardWebClient",
                 "Switchboard",
                 "SwitchboardTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -194,6 +201,7 @@ let package = Package(
             name: "SwitchboardCLITests",
             dependencies: [
                 "SwitchboardProtocol", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools", "Switchboard",
+                "SwitchboardWebClient",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
