@@ -1194,6 +1194,11 @@ struct CallStateMachineTests {
             step: signal("bob", "b1", to: "alice"),
             expected: ["reply error invalidCallState"]),
         Row(
+            name: "a sender who has not answered hears that first, even to someone outside the call",
+            setup: [start()],
+            step: signal("bob", "b1", to: "mallory"),
+            expected: ["reply error invalidCallState"]),
+        Row(
             name: "not from another device of a member",
             setup: [start(), accept("bob", "b2")],
             step: signal("bob", "b1", to: "alice"),
