@@ -7,6 +7,9 @@ import SwitchboardProtocol
 public struct SwitchboardConfiguration: Sendable {
     /// The server's WebSocket endpoint, e.g. `ws://127.0.0.1:8080/v1/ws`.
     public var serverURL: URL
+    /// Other nodes of the same cluster, tried in turn when ``serverURL`` does not answer or goes
+    /// away (a deploy, a node lost). One address behind a load balancer needs none.
+    public var fallbackServerURLs: [URL] = []
     /// This device's stable id; logging in again with it resumes its calls. Keep it across launches
     /// (the SDK makes a random one per client when nil).
     public var deviceId: DeviceID?
@@ -25,7 +28,8 @@ public struct SwitchboardConfiguration: Sendable {
     public var logger: Logger
 
     public init(
-        serverURL: URL = URL(string: "ws://127.0.0.1:8080/v1/ws")!, deviceId: DeviceID? = nil,
+        serverURL: URL = URL(string: "ws://127.0.0.1:8080/v1/ws")!, fallbackServerURLs: [URL] = [],
+        deviceId: DeviceID? = nil,
         platform: String = SwitchboardConfiguration.defaultPlatform, requestTimeout: Duration = .seconds(10),
         reconnectPolicy: ReconnectPolicy = ReconnectPolicy(),
         clock: any SwitchboardClock = SystemClock(), transport: any SignalingTransport = WebSocketTransport(),
@@ -33,6 +37,7 @@ public struct SwitchboardConfiguration: Sendable {
         logger: Logger = Logger(label: "switchboard")
     ) {
         self.serverURL = serverURL
+        self.fallbackServerURLs = fallbackServerURLs
         self.deviceId = deviceId
         self.platform = platform
         self.requestTimeout = requestTimeout
@@ -117,7 +122,10 @@ public final class SwitchboardClient: Sendable {
                 loginStore.connectionChanged(event)
                 switch event {
                 case .sessionLost: callStore.reset()
-                case .reconnected: media.withLockedValue { $0.coordinator }.reconnected()
+                // After a network drop the peer connections restart ICE (the path may have
+                // changed); after a server restart the media path never went away.
+                case .reconnected(_, let afterRestart):
+                    if !afterRestart { media.withLockedValue { $0.coordinator }.reconnected() }
                 default: break
                 }
             }

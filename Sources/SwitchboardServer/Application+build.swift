@@ -47,15 +47,14 @@ public final class SwitchboardNode: Sendable {
     /// refused, every call is journaled as it is (the next start restores it), records are
     /// flushed, and connections get `sessionEnded` (`shuttingDown`: come back) and close with 1012.
     public func run(gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint]) async throws {
+        // Shutdown runs in reverse order: the calls are journaled and the connections told to come
+        // back first (lifecycle), then the cluster hears of it and lets go of the leadership, then
+        // the HTTP server stops.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: application)]
+        if let cluster = context.cluster { services.append(.init(service: cluster)) }
+        services += [.init(service: lifecycle), .init(service: AliveMarker(context: context))]
         var configuration = ServiceGroupConfiguration(
-            services: [
-                // Shutdown runs in reverse order: calls end while connections are still open.
-                .init(service: application),
-                .init(service: lifecycle),
-                .init(service: AliveMarker(context: context)),
-            ],
-            gracefulShutdownSignals: gracefulShutdownSignals,
-            logger: context.logger)
+            services: services, gracefulShutdownSignals: gracefulShutdownSignals, logger: context.logger)
         configuration.maximumGracefulShutdownDuration = .seconds(10)
         let group = ServiceGroup(configuration: configuration)
         let stopAtOnce = state.withLockedValue { state in
@@ -64,7 +63,14 @@ public final class SwitchboardNode: Sendable {
         }
         if stopAtOnce { await group.triggerGracefulShutdown() }
         defer { ownEventLoops?.shutdownGracefully { _ in } }
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            await context.storage.shutdown()
+            throw error
+        }
+        // Last: everything above may still have written to the database.
+        await context.storage.shutdown()
     }
 
     /// Starts a graceful shutdown of a running node.
@@ -74,6 +80,14 @@ public final class SwitchboardNode: Sendable {
             return state.group
         }
         await group?.triggerGracefulShutdown()
+    }
+
+    /// Whether this node leads its cluster (always false on a single node, which has none).
+    public var isClusterLeader: Bool { context.cluster?.isLeader ?? false }
+
+    /// Runs one cluster heartbeat now (tests drive time; a node runs one every second by itself).
+    public func clusterHeartbeat() async {
+        await context.cluster?.tick()
     }
 
     /// Ends a call for everyone with `endByServer`, as `POST /v1/calls/{callId}/end` does.
@@ -130,7 +144,6 @@ struct SignalingLifecycle: Service {
         }
         context.deadlines.stop()
         await context.push.shutdown()
-        await context.storage.shutdown()
     }
 }
 
@@ -201,23 +214,50 @@ public func buildApplication(
         apns = try await APNsClient(configuration: apnsConfiguration, clock: clock, logger: logger)
     }
     let push = PushService(store: storage, apns: apns, clock: clock, metrics: metrics, logger: logger)
+    let apps = AppDirectory(served)
+    let profiles = ProfileDirectory(store: storage)
+
+    // On PostgreSQL the node is one of a cluster: the engine's events go wherever their devices
+    // are connected, through the leader's directory of the cluster's devices.
+    let postgres = storage as? PostgresStorage
+    let nodeId = configuration.nodeId ?? randomHex(bytes: 6)
+    let bus = postgres.map { ClusterBus(node: nodeId, client: $0.client, location: $0.location, logger: logger) }
+    let directory = bus.map { ClusterDirectory(node: nodeId, local: registry, bus: $0) }
+    let delivery: any CallDelivery = directory ?? registry
     let writer = PersistenceWriter(store: storage, clock: clock, logger: logger) { stored in
         for item in stored {
-            registry.send({ CallEngine.frame(.callRecord(CallRecordEvent(record: item.record))) }, to: .user(item.owner))
+            delivery.send({ CallEngine.frame(.callRecord(CallRecordEvent(record: item.record))) }, to: .user(item.owner))
         }
     }
+    let limiter = RateLimiter(disabled: configuration.rateLimits.disabled)
+    let engine = CallEngine(
+        configuration: CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds),
+        delivery: delivery, storage: storage, limiter: limiter, limits: configuration.rateLimits, writer: writer,
+        push: push, metrics: metrics, clock: clock, logger: logger)
+    var cluster: ClusterNode?
+    if let postgres, let bus, let directory {
+        cluster = ClusterNode(
+            id: nodeId, configuration: configuration.cluster, store: ClusterStore(client: postgres.client, logger: logger),
+            bus: bus, directory: directory, location: postgres.location, engine: engine, registry: registry,
+            writer: writer, storage: storage, apps: apps, profiles: profiles,
+            grace: configuration.reconnectGrace.milliseconds, clock: clock, logger: logger)
+    }
     let context = NodeContext(
-        configuration: configuration, storage: storage, apps: AppDirectory(served), registry: registry,
-        writer: writer, metrics: metrics, push: push, clock: clock, logger: logger)
+        configuration: configuration, storage: storage, apps: apps, profiles: profiles, registry: registry,
+        engine: engine, cluster: cluster, limiter: limiter, writer: writer, metrics: metrics, push: push, clock: clock,
+        logger: logger)
     let adminSecret = configuration.adminSecret ?? randomHex(bytes: 24)
 
     // Calls the last run left in the journal (a deploy, a crash) are restored before anyone
-    // connects, or ended with records when the node was down longer than the reconnect grace.
-    let journal = try await storage.loadJournal()
-    if !journal.isEmpty {
-        await context.engine.recover(
-            journal, lastAlive: try await storage.lastAlive(), grace: configuration.reconnectGrace.milliseconds)
-        await writer.drain()
+    // connects, or ended with records when the node was down longer than the reconnect grace. (In
+    // a cluster the node that comes to lead does it.)
+    if cluster == nil {
+        let journal = try await storage.loadJournal()
+        if !journal.isEmpty {
+            await engine.recover(
+                journal, lastAlive: try await storage.lastAlive(), grace: configuration.reconnectGrace.milliseconds)
+            await writer.drain()
+        }
     }
 
     let router = Router(context: SwitchboardRequestContext.self)

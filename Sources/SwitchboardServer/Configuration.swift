@@ -75,6 +75,10 @@ public struct ServerConfiguration: Sendable {
     public var rateLimits = RateLimits()
     /// Connections: how many, how long to log in, how much a peer that does not read may cost.
     public var connections = ConnectionLimits()
+    /// This node's name in its cluster (PostgreSQL): letters, digits and `-`; nil: a random one.
+    public var nodeId: String?
+    /// Heartbeats and timeouts of the cluster (PostgreSQL only).
+    public var cluster = ClusterTiming()
     /// Apple's push service; without it invitees with no connected device are `offline`.
     public var apns: APNsConfiguration?
     /// STUN and TURN servers for clients' media.

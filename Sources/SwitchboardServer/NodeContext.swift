@@ -13,7 +13,12 @@ final class NodeContext: Sendable {
     let apps: AppDirectory
     let profiles: ProfileDirectory
     let registry: ConnectionRegistry
+    /// This node's call engine: it runs the calls on a single node, or on the cluster's leader.
     let engine: CallEngine
+    /// Where the sessions send call requests: the engine, or the cluster's leader.
+    let calls: any CallRouter
+    /// The node's place in its cluster (PostgreSQL); nil for a single node (SQLite).
+    let cluster: ClusterNode?
     let writer: PersistenceWriter
     let ledger = RequestLedger()
     let limiter: RateLimiter
@@ -29,30 +34,31 @@ final class NodeContext: Sendable {
 
     init(
         configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
-        registry: ConnectionRegistry, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService,
-        clock: any SwitchboardClock, logger: Logger
+        profiles: ProfileDirectory, registry: ConnectionRegistry, engine: CallEngine, cluster: ClusterNode?,
+        limiter: RateLimiter, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService, clock: any SwitchboardClock,
+        logger: Logger
     ) {
         self.configuration = configuration
         self.storage = storage
         self.apps = apps
-        self.profiles = ProfileDirectory(store: storage)
+        self.profiles = profiles
         self.registry = registry
+        self.engine = engine
+        self.cluster = cluster
+        self.calls = cluster ?? LocalCallRouter(engine: engine) as any CallRouter
         self.writer = writer
         self.metrics = metrics
         self.push = push
-        self.limiter = RateLimiter(disabled: configuration.rateLimits.disabled)
+        self.limiter = limiter
         self.gate = ConnectionGate(limits: configuration.connections)
         self.deadlines = ConnectionDeadlines(clock: clock)
         self.clock = clock
         self.logger = logger
-        self.engine = CallEngine(
-            configuration: CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds),
-            registry: registry, writer: writer, push: push, metrics: metrics, clock: clock, logger: logger)
     }
 
     /// Ends a call with `endByServer` (admin API, operators).
     func endCall(_ callId: CallID) async -> Result<Void, SwitchboardError> {
-        switch await engine.handle(.endByServer(callId)) {
+        switch await calls.handle(.endByServer(callId), reply: nil) {
         case .failure(let error): .failure(error)
         default: .success(())
         }

@@ -20,6 +20,7 @@ public final class TCPProxy: Sendable {
         /// Downstream pumps waiting for ``holdDownstream`` to be released.
         var heldPumps: [CheckedContinuation<Void, Never>] = []
         var refusing = false
+        var stopped = false
 
         mutating func takeHeldPumps() -> [CheckedContinuation<Void, Never>] {
             defer { heldPumps = [] }
@@ -33,7 +34,6 @@ public final class TCPProxy: Sendable {
     private let droppedSink: AsyncStream<Int>.Continuation
     private let server: any Channel
     private let state: NIOLockedValueBox<State>
-    private let acceptTask: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
 
     private init(port: Int, server: any Channel, targetPort: Int, sourceAddress: String?) {
         self.port = port
@@ -48,17 +48,20 @@ public final class TCPProxy: Sendable {
     /// as 127.0.0.2) the server sees its connections come from there.
     public static func start(targetPort: Int, sourceAddress: String? = nil) async throws -> TCPProxy {
         let group = MultiThreadedEventLoopGroup.singleton
+        // Accepted connections are handed over as they are, not reading yet, and wrapped by the task
+        // that serves them: a wrapper made at accept and dropped unserved (the listener closing
+        // meanwhile) is a fatal error in NIO.
         let listener = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.autoRead, value: false)
             .bind(host: "127.0.0.1", port: 0) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                }
+                channel.eventLoop.makeSucceededFuture(channel)
             }
         let proxy = TCPProxy(
             port: listener.channel.localAddress?.port ?? 0, server: listener.channel, targetPort: targetPort,
             sourceAddress: sourceAddress)
-        let task = Task<Void, Never> {
+        // Ends when the listener is closed (stop), after every accepted connection was taken.
+        Task<Void, Never> {
             do {
                 try await listener.executeThenClose { inbound in
                     for try await connection in inbound {
@@ -67,7 +70,6 @@ public final class TCPProxy: Sendable {
                 }
             } catch {}
         }
-        proxy.acceptTask.withLockedValue { $0 = task }
         return proxy
     }
 
@@ -116,11 +118,13 @@ public final class TCPProxy: Sendable {
     /// Number of connections open through the proxy.
     public var connectionCount: Int { state.withLockedValue { $0.channels.count / 2 } }
 
-    /// Stops listening and closes every connection.
+    /// Stops listening and closes every connection. The accept loop is not cancelled: connections
+    /// accepted in the meantime are taken from it and closed (an accepted NIOAsyncChannel must be
+    /// closed through it; dropping it unclosed is a fatal error in NIO).
     public func stop() {
+        state.withLockedValue { $0.stopped = true }
         cut()
         server.close(promise: nil)
-        acceptTask.withLockedValue { $0?.cancel() }
     }
 
     /// Sends new connections to another port (a restarted server); open ones are left alone.
@@ -128,8 +132,17 @@ public final class TCPProxy: Sendable {
         state.withLockedValue { $0.targetPort = port }
     }
 
-    private func serve(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
-        let (targetPort, sourceAddress) = state.withLockedValue { ($0.targetPort, $0.sourceAddress) }
+    private func serve(_ accepted: any Channel) async {
+        let (targetPort, sourceAddress, stopped) = state.withLockedValue { ($0.targetPort, $0.sourceAddress, $0.stopped) }
+        guard !stopped,
+            let client = try? await accepted.eventLoop.submit({
+                try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: accepted)
+            }).get()
+        else {
+            try? await accepted.close()
+            return
+        }
+        try? await accepted.setOption(ChannelOptions.autoRead, value: true).get()
         if refuseNew {
             // As a load balancer in an outage: 503 and close. (A bare close before the HTTP upgrade
             // answer can leave NIO's client upgrade hanging; the SDK bounds that with a timeout.)

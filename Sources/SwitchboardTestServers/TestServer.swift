@@ -66,7 +66,7 @@ public final class TestServer: Sendable {
     ///   - reconnectPolicy: by default without jitter: the first retry 1 s after a drop, at most 8 s apart.
     ///   - mediaEngine: the client's media engine (a ``FakeMediaEngine`` to see what the SDK asks).
     public func client(
-        _ user: String, deviceId: String? = nil, login: Bool = true, url: URL? = nil,
+        _ user: String, deviceId: String? = nil, login: Bool = true, url: URL? = nil, fallbackURLs: [URL] = [],
         userSigExpire: Int64 = 86_400,
         reconnectPolicy: ReconnectPolicy = ReconnectPolicy(initialDelay: .seconds(1), maxDelay: .seconds(8), jitter: 0),
         mediaEngine: (any MediaEngine)? = nil
@@ -75,7 +75,8 @@ public final class TestServer: Sendable {
         logger.logLevel = ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
         let client = SwitchboardClient(
             configuration: SwitchboardConfiguration(
-                serverURL: url ?? self.url, deviceId: deviceId.map(DeviceID.init(rawValue:)), platform: "test",
+                serverURL: url ?? self.url, fallbackServerURLs: fallbackURLs, deviceId: deviceId.map(DeviceID.init(rawValue:)),
+                platform: "test",
                 reconnectPolicy: reconnectPolicy, clock: clock, mediaEngine: mediaEngine, logger: logger))
         if login {
             try await client.loginStore.login(

@@ -439,6 +439,11 @@ struct GoldenTests {
             "event.sessionEnded",
             ServerEvent.sessionEnded(
                 SessionEndedEvent(error: SwitchboardError(.sessionReplaced, "this device logged in on another connection"))))
+        try check(
+            "event.sessionEnded.shuttingDown",
+            ServerEvent.sessionEnded(
+                SessionEndedEvent(
+                    error: SwitchboardError(.shuttingDown, "the server is restarting: reconnect, your calls go on"))))
     }
 
     @Test func unknownEndReasonDecodesAsUnknown() throws {
@@ -457,6 +462,7 @@ struct GoldenTests {
             "response.records.query", "response.records.delete", "response.error", "response.error.noid",
             "event.callReceived", "event.callStarted", "event.callUpdated", "event.callEnded",
             "event.callEnded.server", "event.callRecord", "event.deviceChanged", "event.sessionEnded",
+            "event.sessionEnded.shuttingDown",
             "request.call.invite", "request.call.join", "request.call.changeMediaType", "request.call.replyMediaType",
             "request.call.cancelMediaType", "request.call.statusReport", "response.call.invite",
             "response.call.changeMediaType", "event.mediaTypeChangeRequested", "event.mediaTypeChangeResult",

@@ -184,6 +184,45 @@ struct ReconnectTests {
         await stop(s)
     }
 
+    /// With several addresses (the nodes of a cluster), a client whose node stops answering tries it
+    /// once more, then goes round the others, and its call resumes there.
+    @Test func aClientMovesToTheNextAddressWhenOneStopsAnswering() async throws {
+        let server = try await TestServer.start()
+        let first = try await TCPProxy.start(targetPort: server.port)
+        let second = try await TCPProxy.start(targetPort: server.port)
+        let alice = try await server.client(
+            "alice", deviceId: "alice-phone", url: server.url(via: first), fallbackURLs: [server.url(via: second)])
+        let bob = try await server.client("bob")
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+        let aliceLogin = Recorder(alice.loginStore.stateUpdates)
+        let call = try await bob.callStore.calls(participantIds: ["alice"], mediaType: .audio).callId
+        try await aliceEvents.first(where: isReceived)
+        try await alice.callStore.accept()
+        try await bobEvents.first(where: isStarted)
+
+        first.refuseNew = true
+        first.cut()
+        try await aliceLogin.first { $0.loginStatus == .reconnecting }
+        // The first attempt, 1 s on, goes to the same address and is refused; the next, 2 s later,
+        // to the other one.
+        await server.clock.waitForSleepers(atLeast: 1)
+        server.clock.advance(by: .seconds(1))
+        try await aliceLogin.first { if case .reconnecting = $0.loginStatus { $0.reconnectAttempts == 1 } else { false } }
+        server.clock.advance(by: .seconds(2))
+        try await aliceLogin.first(from: aliceLogin.values.count - 1) { $0.loginStatus == .loggedIn }
+        #expect(second.connectionCount == 1)
+        #expect(first.connectionCount == 0)
+        try await bobEvents.first {
+            if case .onMemberStatusChanged(call, "alice", let quality, _) = $0 { quality != .down } else { false }
+        }
+        try await alice.callStore.hangup()
+        try await bobEvents.first(where: isEnded)
+        first.stop()
+        second.stop()
+        await server.stop()
+    }
+
     @Test func aReplacedSessionDoesNotComeBack() async throws {
         let s = try await setUp()
         let other = try await s.server.client("alice", deviceId: "alice-phone")

@@ -53,8 +53,9 @@ actor SignalingClient {
         case heartbeatMissed
         /// The server answered again after a missed heartbeat.
         case heartbeatAnswered
-        /// Logged in again after a drop.
-        case reconnected(LoginResponse)
+        /// Logged in again after a drop. `afterRestart`: the server had said it was restarting (or
+        /// handing its calls to another node) before the drop, so the network did not change.
+        case reconnected(LoginResponse, afterRestart: Bool)
         /// The session is over and will not come back by itself (refused login, replaced device).
         case sessionLost(SwitchboardError)
     }
@@ -114,7 +115,11 @@ actor SignalingClient {
     /// prefix and a counter.
     private let sessionPrefix = String(UInt32.random(in: .min ... .max), radix: 36)
     private var nextRequest: UInt64 = 0
-    private var url: URL?
+    /// The server's addresses (several nodes, or one behind a load balancer) and the one in use.
+    private var urls: [URL] = []
+    private var urlIndex = 0
+    /// The server said it was going away (`sessionEnded` with `shuttingDown`) before this drop.
+    private var serverRestarting = false
     private var loginRequest: LoginRequest?
     private var heartbeat: Task<Void, Never>?
     private var heartbeatInterval: Duration = .seconds(10)
@@ -132,21 +137,32 @@ actor SignalingClient {
 
     var isConnected: Bool { status == .connected }
 
-    /// Opens a connection and logs in with `settings`; from then on the client keeps the session up
-    /// by itself.
-    func login(to url: URL, _ request: LoginRequest, settings: Settings) async throws -> LoginResponse {
+    /// Opens a connection to the first of `urls` that answers and logs in with `settings`; from then
+    /// on the client keeps the session up by itself, moving to the next address when one stops
+    /// answering.
+    func login(to urls: [URL], _ request: LoginRequest, settings: Settings) async throws -> LoginResponse {
         stop(error: SwitchboardError(.notConnected))
         self.settings = settings
-        try await open(url)
-        do {
-            let response = try await loginOnOpenConnection(request)
-            self.url = url
-            self.loginRequest = request
-            return response
-        } catch {
-            stop(error: SwitchboardError(.notConnected))
-            throw error
+        var lastError: any Error = SwitchboardError(.connectionFailed, "no server address")
+        for (index, url) in urls.enumerated() {
+            do {
+                try await open(url)
+            } catch {
+                lastError = error
+                continue
+            }
+            do {
+                let response = try await loginOnOpenConnection(request)
+                self.urls = urls
+                self.urlIndex = index
+                self.loginRequest = request
+                return response
+            } catch {
+                stop(error: SwitchboardError(.notConnected))
+                throw error
+            }
         }
+        throw lastError
     }
 
     /// Ends the session: no reconnect, pending requests fail, the connection closes.
@@ -310,6 +326,10 @@ actor SignalingClient {
                 logger.debug("skipped event", metadata: ["event": "\(header.event ?? "")", "error": "\(error)"])
                 return
             }
+            if case .sessionEnded(let ended) = event, ended.error.code == .shuttingDown {
+                // "Come back": the node restarts or hands its calls over; the calls go on.
+                serverRestarting = true
+            }
             if case .sessionEnded(let ended) = event, ended.error.code == .sessionReplaced {
                 // Another connection of this device took over: coming back would fight it.
                 handlers.withLockedValue { $0 }.event(event)
@@ -338,10 +358,12 @@ actor SignalingClient {
         connection?.close()
         connection = nil
         connectionGeneration += 1
-        guard let url, let loginRequest else {
+        guard !urls.isEmpty, let loginRequest else {
             stop(error: error)
             return
         }
+        // A node that is going away is not tried first: the next address is.
+        if serverRestarting { urlIndex = (urlIndex + 1) % urls.count }
         status = .reconnecting
         // Pings and logins answer a connection that is gone; state-changing requests are sent again.
         for id in order where pending[id]?.resendable == false {
@@ -362,7 +384,7 @@ actor SignalingClient {
             var attempt = 0
             while !Task.isCancelled {
                 guard (try? await clock.sleep(until: deadline)) != nil, let self else { return }
-                if await self.reconnect(url: url, login: loginRequest) { return }
+                if await self.reconnect(attempt: attempt, login: loginRequest) { return }
                 attempt += 1
                 deadline = clock.now() + policy.delay(attempt: attempt, random: Double.random(in: 0..<1)).milliseconds
                 await self.attemptFailed(attempt)
@@ -376,9 +398,12 @@ actor SignalingClient {
             .reconnectAttemptFailed(attempt: attempt, SwitchboardError(.connectionFailed)))
     }
 
-    /// One reconnect attempt; true when it is over (logged in again, or given up for good).
-    private func reconnect(url: URL, login: LoginRequest) async -> Bool {
+    /// One reconnect attempt; true when it is over (logged in again, or given up for good). The
+    /// first attempt goes to the address in use, later ones go round the others.
+    private func reconnect(attempt: Int, login: LoginRequest) async -> Bool {
         guard status == .reconnecting else { return true }
+        if attempt > 0 { urlIndex = (urlIndex + 1) % urls.count }
+        let url = urls[urlIndex]
         let opened: any SignalingConnection
         do {
             opened = try await connectBounded(url)
@@ -424,8 +449,10 @@ actor SignalingClient {
             if let text = pending[id]?.text { opened.send(text) }
         }
         reconnectTask = nil
-        logger.info("reconnected")
-        handlers.withLockedValue { $0 }.connection(.reconnected(response))
+        let afterRestart = serverRestarting
+        serverRestarting = false
+        logger.info("reconnected", metadata: ["url": "\(url.absoluteString)"])
+        handlers.withLockedValue { $0 }.connection(.reconnected(response, afterRestart: afterRestart))
         return true
     }
 

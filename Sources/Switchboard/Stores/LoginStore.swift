@@ -70,7 +70,7 @@ public final class LoginStore: Sendable {
         }
         do {
             let response = try await signaling.login(
-                to: configuration.serverURL,
+                to: [configuration.serverURL] + configuration.fallbackServerURLs,
                 LoginRequest(
                     sdkAppID: sdkAppID, userID: UserID(rawValue: userID), userSig: userSig,
                     deviceId: configuration.deviceId, platform: configuration.platform),
@@ -168,7 +168,7 @@ public final class LoginStore: Sendable {
                 state.isConnectionStalled = true
             case .heartbeatAnswered:
                 state.isConnectionStalled = false
-            case .reconnected(let response):
+            case .reconnected(let response, _):
                 state.loginStatus = .loggedIn
                 state.selfInfo = response.profile
                 state.lastError = nil

@@ -21,6 +21,11 @@ struct BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return value
     }
 
+    mutating func remove(_ key: Key) {
+        recent[key] = nil
+        older[key] = nil
+    }
+
     mutating func insert(_ value: Value, for key: Key) {
         older[key] = nil
         recent[key] = value

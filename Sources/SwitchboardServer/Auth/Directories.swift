@@ -14,6 +14,11 @@ final class AppDirectory: Sendable {
 
     func update(_ app: AppRecord) { apps.withLockedValue { $0[app.sdkAppID] = app } }
 
+    /// Everything as the database has it now (another node of the cluster changed it).
+    func replace(_ loaded: [AppRecord]) {
+        apps.withLockedValue { $0 = Dictionary(loaded.map { ($0.sdkAppID, $0) }, uniquingKeysWith: { _, new in new }) }
+    }
+
     var all: [AppRecord] { apps.withLockedValue { $0.values.sorted { $0.sdkAppID < $1.sdkAppID } } }
 }
 
@@ -49,6 +54,11 @@ final class ProfileDirectory: Sendable {
             for (user, profile) in fresh { cache.insert(profile, for: UserKey(app: app, user: user)) }
         }
         return found.merging(fresh) { a, _ in a }
+    }
+
+    /// Forgets a cached profile (another node of the cluster changed it).
+    func forget(_ user: UserKey) {
+        cache.withLockedValue { $0.remove(user) }
     }
 
     func save(app: SdkAppID, _ profile: UserProfile, now: Int64) async throws {

@@ -16,7 +16,10 @@ actor CallEngine {
     private var sleeperGeneration = 0
     /// Set by ``suspend()``: the node is shutting down and its calls are journaled.
     private var suspended = false
-    private let registry: ConnectionRegistry
+    private let delivery: any CallDelivery
+    private let storage: any SwitchboardStorage
+    private let limiter: RateLimiter
+    private let limits: RateLimits
     private let writer: PersistenceWriter
     private let push: PushService
     private let metrics: ServerMetrics
@@ -24,11 +27,15 @@ actor CallEngine {
     private let logger: Logger
 
     init(
-        configuration: CallStateMachine.Configuration, registry: ConnectionRegistry, writer: PersistenceWriter,
+        configuration: CallStateMachine.Configuration, delivery: any CallDelivery, storage: any SwitchboardStorage,
+        limiter: RateLimiter, limits: RateLimits, writer: PersistenceWriter,
         push: PushService, metrics: ServerMetrics, clock: any SwitchboardClock, logger: Logger
     ) {
         self.machine = CallStateMachine(configuration: configuration)
-        self.registry = registry
+        self.delivery = delivery
+        self.storage = storage
+        self.limiter = limiter
+        self.limits = limits
         self.writer = writer
         self.push = push
         self.metrics = metrics
@@ -42,7 +49,15 @@ actor CallEngine {
     ///   the request that caused the event.
     /// - Returns: the reply, when the event produced one.
     @discardableResult
-    func handle(_ event: CallEvent, reply: (@Sendable (CallReply) -> Void)? = nil) -> CallReply? {
+    func handle(_ event: CallEvent, reply: (@Sendable (CallReply) -> Void)? = nil) async -> CallReply? {
+        let resolved: Resolved
+        switch await resolve(event) {
+        case .success(let found): resolved = found
+        case .failure(let error):
+            let refusal = CallReply.failure(error)
+            reply?(refusal)
+            return refusal
+        }
         guard !suspended else {
             // The calls are in the journal as they were: nothing may change them any more.
             guard event.isRequest else { return nil }
@@ -50,11 +65,99 @@ actor CallEngine {
             reply?(refusal)
             return refusal
         }
-        return perform(machine.handle(event, now: clock.now()), reply: reply)
+        return perform(machine.handle(resolved.event, now: clock.now()), reply: reply, tokens: resolved.tokens)
+    }
+
+    /// An event with what the engine looked up for it.
+    private struct Resolved {
+        var event: CallEvent
+        /// The push tokens read to decide who can be rung by push, handed to the pushes that follow.
+        var tokens: [UserID: [PushToken]] = [:]
+    }
+
+    /// Looks up what only the engine can know at the moment of the decision: which invitees have a
+    /// connected device (read last, after any wait), which of the others can be rung through a push
+    /// token, and whether a user joining a call is in its chat group.
+    private func resolve(_ event: CallEvent) async -> Result<Resolved, SwitchboardError> {
+        // Per-user limits are kept here, where every call request of the cluster passes.
+        let now = clock.now()
+        switch event {
+        case .start(let command):
+            if let limited = limiter.take(limits.invitationsPerUser, "invitations", command.caller.description, now: now) {
+                return .failure(limited)
+            }
+        case .invite(let command):
+            if let limited = limiter.take(
+                limits.invitationsPerUser, "invitations", command.command.user.description, now: now)
+            {
+                return .failure(limited)
+            }
+        case .statusReport(let command, _):
+            if let limited = limiter.take(limits.statusReportsPerUser, "status", command.user.description, now: now) {
+                return .failure(limited)
+            }
+        default:
+            break
+        }
+        do {
+            switch event {
+            case .start(var command):
+                let app = command.caller.app
+                let invitees = Set(command.request.participantIds.filter(\.isValid))
+                let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
+                command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
+                command.pushable = Self.ringable(tokens).subtracting(command.online)
+                return .success(Resolved(event: .start(command), tokens: tokens))
+            case .invite(var command):
+                let app = command.command.user.app
+                let invitees = Set(command.invitees.filter(\.isValid))
+                let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
+                command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
+                command.pushable = Self.ringable(tokens).subtracting(command.online)
+                return .success(Resolved(event: .invite(command), tokens: tokens))
+            case .join(var join):
+                let user = join.command.user
+                if let group = machine.chatGroup(of: join.command.callId, app: user.app) {
+                    join.isChatGroupMember = try await storage.isChatGroupMember(app: user.app, group: group, user: user.user)
+                }
+                return .success(Resolved(event: .join(join)))
+            default:
+                return .success(Resolved(event: event))
+            }
+        } catch let error as SwitchboardError {
+            return .failure(error)
+        } catch {
+            logger.error("storage failed", metadata: ["error": "\(error)"])
+            return .failure(SwitchboardError(.storageUnavailable))
+        }
+    }
+
+    /// The users a VoIP push can ring: those with a VoIP token (an alert token only announces).
+    static func ringable(_ tokens: [UserID: [PushToken]]) -> Set<UserID> {
+        Set(tokens.filter { $0.value.contains { $0.kind == .voip } }.keys)
+    }
+
+    private func pushTokens(app: SdkAppID, of users: Set<UserID>) async throws -> [UserID: [PushToken]] {
+        guard !users.isEmpty else { return [:] }
+        return try await storage.pushTokens(app: app, users: users.sorted())
     }
 
     /// Number of calls in progress.
     var activeCallCount: Int { machine.calls.count }
+
+    /// Drops every call and timer and takes requests again: this node no longer leads its cluster
+    /// (the calls are in the journal, for the node that leads next).
+    func reset() {
+        machine = CallStateMachine(configuration: machine.configuration)
+        timers = TimerQueue()
+        sleeper?.cancel()
+        sleeper = nil
+        sleeperDeadline = nil
+        suspended = false
+    }
+
+    /// The users who are in (or rung by) a call in progress.
+    var usersInCalls: Set<UserKey> { Set(machine.roster.callsByUser.keys) }
 
     /// The chat group of a call in progress in `app`.
     func chatGroup(of callId: CallID, app: SdkAppID) -> ChatGroupID? {
@@ -78,7 +181,9 @@ actor CallEngine {
     }
 
     @discardableResult
-    private func perform(_ output: CallOutput, reply: (@Sendable (CallReply) -> Void)?) -> CallReply? {
+    private func perform(
+        _ output: CallOutput, reply: (@Sendable (CallReply) -> Void)?, tokens: [UserID: [PushToken]] = [:]
+    ) -> CallReply? {
         if let answer = output.reply {
             reply?(answer)
             if case .started = answer { metrics.callsStarted.increment() }
@@ -95,7 +200,7 @@ actor CallEngine {
                     lastEvent = event
                     lastFrame = nil
                 }
-                registry.send(
+                delivery.send(
                     {
                         let frame = lastFrame ?? Self.frame(event)
                         lastFrame = frame
@@ -110,7 +215,8 @@ actor CallEngine {
             case .writeRecords(let callId, let drafts):
                 writer.submit(ended: callId, records: drafts)
                 metrics.callsEnded.increment()
-            case .push(let message):
+            case .push(var message):
+                message.tokens = message.tokens ?? tokens[message.user.user]
                 push.send(message)
             }
         }

@@ -1,7 +1,7 @@
 import SwitchboardProtocol
 
 /// A user of one app. UserIDs are unique within an app only.
-public struct UserKey: Hashable, Sendable, CustomStringConvertible {
+public struct UserKey: Hashable, Sendable, Codable, CustomStringConvertible {
     public let app: SdkAppID
     public let user: UserID
 
@@ -14,7 +14,7 @@ public struct UserKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Settings that differ per app.
-public struct AppSettings: Equatable, Sendable {
+public struct AppSettings: Equatable, Sendable, Codable {
     public var busyPolicy: BusyPolicy
     /// Largest call, the caller included.
     public var maxParticipants: Int
@@ -32,7 +32,7 @@ public struct AppSettings: Equatable, Sendable {
 }
 
 /// Who a server event goes to.
-enum Recipient: Hashable, Sendable {
+enum Recipient: Hashable, Sendable, Codable {
     /// Every connected device of the user.
     case user(UserKey)
     /// One device.
@@ -42,7 +42,7 @@ enum Recipient: Hashable, Sendable {
 }
 
 /// A timer the state machine asks for; it comes back as ``CallEvent/timerFired(_:)``.
-enum TimerKey: Hashable, Sendable {
+enum TimerKey: Hashable, Sendable, Codable {
     /// An invitee's ring timeout.
     case ring(CallID, UserID)
     /// How long a member's dropped device may take to come back.
@@ -73,10 +73,13 @@ struct PushMessage: Equatable, Sendable {
     var content: Content
     /// When APNs may give up delivering it (Unix ms): for an invitation, the end of the ringing.
     var expiration: Int64
+    /// The user's tokens when the engine already read them to decide the push (an invitation);
+    /// nil: the push service reads them.
+    var tokens: [PushToken]?
 }
 
 /// The answer to the request that caused an event.
-enum CallReply: Equatable, Sendable {
+enum CallReply: Equatable, Sendable, Codable {
     case started(StartCallResponse)
     case invited(InviteToCallResponse)
     case call(CallInfo)
@@ -128,7 +131,7 @@ struct CallOutput: Equatable, Sendable {
 }
 
 /// A member's request about one call, from one device.
-struct CallCommand: Equatable, Sendable {
+struct CallCommand: Equatable, Sendable, Codable {
     var user: UserKey
     var device: DeviceID
     var callId: CallID
@@ -136,7 +139,7 @@ struct CallCommand: Equatable, Sendable {
 
 /// Everything needed to place a call; IDs and reachability are gathered by the engine so that
 /// the state machine stays pure.
-struct StartCallCommand: Equatable, Sendable {
+struct StartCallCommand: Equatable, Sendable, Codable {
     var caller: UserKey
     var device: DeviceID
     var callId: CallID
@@ -155,7 +158,7 @@ struct StartCallCommand: Equatable, Sendable {
 }
 
 /// Invitations into a call in progress, with what the engine gathered about the invitees.
-struct InviteCommand: Equatable, Sendable {
+struct InviteCommand: Equatable, Sendable, Codable {
     var command: CallCommand
     var invitees: [UserID]
     var settings: AppSettings
@@ -169,7 +172,7 @@ struct InviteCommand: Equatable, Sendable {
 }
 
 /// A user joining a group call by themselves.
-struct JoinCommand: Equatable, Sendable {
+struct JoinCommand: Equatable, Sendable, Codable {
     var command: CallCommand
     /// Whether the user is in the call's chat group (looked up by the engine).
     var isChatGroupMember: Bool
@@ -178,7 +181,7 @@ struct JoinCommand: Equatable, Sendable {
 }
 
 /// One status report of a member's media.
-struct StatusReport: Equatable, Sendable {
+struct StatusReport: Equatable, Sendable, Codable {
     var packetLoss: Double
     var rtt: Int
     var bitrate: Int
@@ -186,7 +189,7 @@ struct StatusReport: Equatable, Sendable {
 }
 
 /// The inputs of the call state machine.
-enum CallEvent: Equatable, Sendable {
+enum CallEvent: Equatable, Sendable, Codable {
     case start(StartCallCommand)
     case invite(InviteCommand)
     case join(JoinCommand)

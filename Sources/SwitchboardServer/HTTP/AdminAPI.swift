@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
 import SwitchboardProtocol
 
 /// Checks `Authorization: Bearer <admin secret>` in constant time.
@@ -35,8 +34,10 @@ struct AdminAuthMiddleware<Context: RequestContext>: RouterMiddleware {
 enum AdminAPI {
     static func register(on router: Router<SwitchboardRequestContext>, node: NodeContext, adminSecret: String) {
         router.get("/health") { _, _ in
-            let calls = await node.engine.activeCallCount
-            return json(["status": "ok", "activeCalls": calls, "devices": node.registry.deviceCount] as [String: any Sendable])
+            var body: [String: any Sendable] = ["status": "ok", "devices": node.registry.deviceCount]
+            // On a cluster node that does not lead, the calls are the leader's to count.
+            if let calls = await node.calls.activeCallCount() { body["activeCalls"] = calls }
+            return json(body)
         }
 
         router.get("/metrics") { _, _ in
@@ -114,7 +115,17 @@ enum AdminAPI {
             guard let app = knownApp(try context.parameters.require("app"), node) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
-            let users = node.registry.onlineUsers(app: app).map { user, devices in
+            let online: [(UserID, [(DeviceID, String?)])]
+            if let cluster = node.cluster {
+                // Every node's devices, as the cluster's table has them.
+                guard let devices = try? await cluster.onlineUsers(app: app) else {
+                    return Self.error(SwitchboardError(.storageUnavailable))
+                }
+                online = devices
+            } else {
+                online = node.registry.onlineUsers(app: app)
+            }
+            let users = online.map { user, devices in
                 OnlineUser(
                     userId: user, devices: devices.map { OnlineUser.Device(deviceId: $0.0, platform: $0.1) })
             }
@@ -181,6 +192,7 @@ enum AdminAPI {
                     return Self.error(SwitchboardError(.storageUnavailable))
                 }
                 node.apps.update(app)
+                node.cluster?.broadcast(.appsChanged)
                 return encoded(SettingsBody(app.settings))
             }
         }

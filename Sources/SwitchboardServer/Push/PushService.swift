@@ -144,7 +144,11 @@ final class PushService: Sendable {
     private func deliver(_ message: PushMessage, _ notification: APNsNotification, _ apns: APNsClient) async {
         let tokens: [PushToken]
         do {
-            tokens = try await store.pushTokens(app: message.user.app, users: [message.user.user])[message.user.user] ?? []
+            if let known = message.tokens {
+                tokens = known
+            } else {
+                tokens = try await store.pushTokens(app: message.user.app, users: [message.user.user])[message.user.user] ?? []
+            }
         } catch {
             metrics.push("storage_failed")
             logger.error("push tokens unreadable", metadata: ["error": "\(error)"])

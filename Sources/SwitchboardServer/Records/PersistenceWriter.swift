@@ -36,6 +36,7 @@ final class PersistenceWriter: Sendable {
         var queue: [Write] = []
         /// Writes in the batch being committed (or retried).
         var writing = 0
+        var fence: Int64?
         var flushing = false
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -60,6 +61,17 @@ final class PersistenceWriter: Sendable {
         self.logger = logger
         self.onCommitted = onCommitted
     }
+
+    /// In a cluster, the term of this node's leadership, set while it leads; every batch carries
+    /// it (``PersistenceBatch/fence``).
+    var fence: Int64? {
+        get { state.withLockedValue { $0.fence } }
+        set { state.withLockedValue { $0.fence = newValue } }
+    }
+
+    /// Called when a batch was refused because another node leads now: the writes are dropped
+    /// (the calls are the new leader's), and the node steps down.
+    let onFenced = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
 
     /// Writes queued and being written.
     var backlog: Int { state.withLockedValue { $0.queue.count + $0.writing } }
@@ -128,7 +140,8 @@ final class PersistenceWriter: Sendable {
                 waiters.forEach { $0.resume() }
                 return
             }
-            let batch = Self.batch(writes)
+            var batch = Self.batch(writes)
+            batch.fence = fence
             if batch.unencodable > 0 {
                 logger.error("could not encode calls for the journal", metadata: ["calls": "\(batch.unencodable)"])
             }
@@ -168,6 +181,11 @@ final class PersistenceWriter: Sendable {
                 let stored = try await store.commit(batch)
                 state.withLockedValue { $0.writing = 0 }
                 onCommitted(stored)
+                return
+            } catch ClusterError.fenced {
+                state.withLockedValue { $0.writing = 0 }
+                logger.warning("writes refused: another node leads now", metadata: ["ended": "\(batch.ended.count)"])
+                onFenced.withLockedValue { $0 }?()
                 return
             } catch {
                 logger.error(

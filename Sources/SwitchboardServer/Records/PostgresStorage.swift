@@ -161,8 +161,41 @@ final class PostgresStorage: SwitchboardStorage {
             """
         ),
         (
+            // The cluster: its nodes and their heartbeats, which device is on which node, the
+            // leader's term (the fence of the journal and records), and the messages between nodes
+            // (unlogged: they only matter while the nodes that sent them run).
+            "v2-cluster",
+            """
+            CREATE TABLE switchboard_nodes (
+                node_id TEXT PRIMARY KEY,
+                started_at BIGINT NOT NULL,
+                heartbeat_at BIGINT NOT NULL
+            );
+            CREATE TABLE switchboard_devices (
+                sdk_app_id BIGINT NOT NULL,
+                user_id TEXT NOT NULL,
+                device_id TEXT NOT NULL,
+                node_id TEXT NOT NULL,
+                platform TEXT,
+                PRIMARY KEY (sdk_app_id, user_id, device_id)
+            );
+            CREATE INDEX switchboard_devices_by_node ON switchboard_devices (node_id);
+            CREATE TABLE switchboard_leader (
+                key TEXT PRIMARY KEY,
+                node_id TEXT NOT NULL,
+                term BIGINT NOT NULL
+            );
+            CREATE UNLOGGED TABLE switchboard_messages (
+                id BIGSERIAL PRIMARY KEY,
+                target TEXT NOT NULL,
+                body TEXT NOT NULL
+            );
+            CREATE INDEX switchboard_messages_by_target ON switchboard_messages (target, id);
+            """
+        ),
+        (
             // A device may hold a VoIP token and an alert token: one per kind.
-            "v2-push-token-kinds",
+            "v3-push-token-kinds",
             """
             ALTER TABLE push_tokens ADD COLUMN kind TEXT NOT NULL DEFAULT 'voip';
             ALTER TABLE push_tokens DROP CONSTRAINT push_tokens_sdk_app_id_user_id_device_id_key;
@@ -407,6 +440,12 @@ final class PostgresStorage: SwitchboardStorage {
         guard !batch.journal.isEmpty || !batch.ended.isEmpty else { return [] }
         let logger = self.logger
         return try await transaction { connection in
+            if let fence = batch.fence {
+                let term = try await connection.query(
+                    "SELECT term FROM switchboard_leader WHERE key = 'leader' FOR SHARE", logger: logger
+                ).decode(Int64.self).first { _ in true }
+                guard term == fence else { throw ClusterError.fenced }
+            }
             for entry in batch.journal {
                 try await connection.query(
                     """

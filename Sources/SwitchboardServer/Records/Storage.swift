@@ -47,6 +47,10 @@ struct EndedCallWrite: Equatable, Sendable {
 
 /// Writes that go into one transaction.
 struct PersistenceBatch: Equatable, Sendable {
+    /// In a cluster, the leader's term: the transaction is refused (``ClusterError/fenced``) when
+    /// another node has led since, so a leader that lost its place cannot overwrite the calls a
+    /// newer one took over.
+    var fence: Int64?
     /// Calls in progress to save (replacing what the journal has for them).
     var journal: [JournalEntry] = []
     /// Saves dropped because their state could not be encoded (logged by the writer).

@@ -77,6 +77,11 @@ final class ConnectionRegistry: Sendable {
         return sinks.count
     }
 
+    /// The connection of one device, if it is on this node.
+    func sink(_ user: UserKey, _ device: DeviceID) -> (any EventSink)? {
+        table.withLockedValue { $0.users[user]?[device]?.sink }
+    }
+
     /// Whether the user has at least one connected device.
     func isOnline(_ user: UserKey) -> Bool {
         table.withLockedValue { $0.users[user] != nil }

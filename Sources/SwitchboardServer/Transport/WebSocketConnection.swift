@@ -32,6 +32,26 @@ final class Connection: EventSink {
         }
     }
 
+    /// From now on frames wait in the connection instead of going out (see ``releaseFrames(after:)``).
+    func holdFrames() {
+        run { $0.hold() }
+    }
+
+    /// Writes `first` (a login answer), then the frames held since ``holdFrames()``, in order.
+    func releaseFrames(after first: String?) {
+        run { $0.release(after: first) }
+    }
+
+    /// Runs on the connection's event loop: at once when already there, else queued in order.
+    private func run(_ body: @escaping @Sendable (WebSocketConnectionHandler) -> Void) {
+        if channel.eventLoop.inEventLoop {
+            body(handler.value)
+        } else {
+            let handler = self.handler
+            channel.eventLoop.execute { body(handler.value) }
+        }
+    }
+
     func close(_ error: SwitchboardError?) {
         let first = closing.withLockedValue { closing in
             defer { closing = true }
@@ -75,6 +95,8 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     private var framesWhileUnwritable = 0
     /// A close frame was sent (or the channel is closing): nothing more is written or read.
     private var closed = false
+    /// Frames waiting for a login answer to go first (``hold()``); bounded by the outgoing budget.
+    private var held: [String]?
 
     init(limits: ConnectionLimits, maxMessageBytes: Int, metrics: ServerMetrics, logger: Logger) {
         self.limits = limits
@@ -200,10 +222,31 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
 
     // MARK: - writing
 
+    func hold() {
+        if held == nil { held = [] }
+    }
+
+    func release(after first: String?) {
+        let waiting = held ?? []
+        held = nil
+        if let first { send(first) }
+        for text in waiting { send(text) }
+    }
+
     /// Writes a text frame, and closes the connection if its peer is not reading: the bytes waiting
     /// for its socket, or the frames sent since the socket stopped taking more, are over budget.
     func send(_ text: String) {
         guard !closed, let context else { return }
+        if held != nil {
+            held?.append(text)
+            if (held?.count ?? 0) > limits.outgoingBudgetFrames {
+                // Nobody answers the login in time and frames pile up: as for a peer that does not read.
+                held = nil
+                closed = true
+                context.close(promise: nil)
+            }
+            return
+        }
         var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
         buffer.writeString(text)
         if !context.channel.isWritable { framesWhileUnwritable += 1 }

@@ -7,7 +7,10 @@ import { MediaSession, networkQuality, volumeLevel } from "./media.js";
 import { clampFloating, durationText, tiles } from "./layout.js";
 
 const params = new URLSearchParams(location.search);
-const serverURL = params.get("server") ?? `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/v1/ws`;
+// `?server=URL` (repeatable): the nodes of a cluster, tried in turn; by default the page's own server.
+const serverURLs = params.getAll("server").length
+  ? params.getAll("server")
+  : [`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/v1/ws`];
 const options = { relayOnly: params.get("relay") === "1", loopbackOnly: params.get("loopback") === "1" };
 
 const $ = (id) => document.getElementById(id);
@@ -78,13 +81,17 @@ function updateParticipant(callId, userId, change) {
 
 async function login(userID, sdkAppID, userSig) {
   signaling?.close();
-  signaling = new Signaling(serverURL);
+  signaling = new Signaling(serverURLs);
   signaling.addEventListener("frame", (event) => onEvent(event.detail));
   signaling.addEventListener("status", (event) => {
     state.status = event.detail === "connected" ? "loggedIn" : event.detail;
     render();
   });
-  signaling.addEventListener("reconnected", () => media?.reconnected());
+  // After a network drop ICE restarts (the path may have changed); after a server restart the
+  // media path never went away.
+  signaling.addEventListener("reconnected", (event) => {
+    if (!event.detail?.afterRestart) media?.reconnected();
+  });
   signaling.addEventListener("problem", (event) => {
     state.problems.push(event.detail);
     console.warn("protocol mismatch", event.detail);

@@ -26,9 +26,16 @@ export function tabDeviceId() {
  * "closed"}), `problem` (a frame that does not match the protocol, for the console).
  */
 export class Signaling extends EventTarget {
-  constructor(url, { requestTimeout = 10000 } = {}) {
+  /**
+   * @param urls the server's WebSocket address, or several (the nodes of a cluster): a dropped
+   *   connection is tried again at the same address once, then at the others in turn.
+   */
+  constructor(urls, { requestTimeout = 10000 } = {}) {
     super();
-    this.url = url;
+    this.urls = Array.isArray(urls) ? urls : [urls];
+    this.urlIndex = 0;
+    // The server said it was restarting ("come back"): the calls go on, the media path too.
+    this.serverRestarting = false;
     this.requestTimeout = requestTimeout;
     this.socket = null;
     this.pending = new Map(); // id → {type, text, resolve, reject, timer}
@@ -62,6 +69,10 @@ export class Signaling extends EventTarget {
     this.startHeartbeat(result.heartbeatInterval);
     this.setStatus("connected");
     return result;
+  }
+
+  get url() {
+    return this.urls[this.urlIndex];
   }
 
   open() {
@@ -105,6 +116,12 @@ export class Signaling extends EventTarget {
     }
     this.heard = true;
     if (frame.kind === "event") {
+      if (frame.event === "sessionEnded" && frame.data?.error?.code === 5002) {
+        // shuttingDown: the node restarts or hands its calls over. Not the end of the session:
+        // reconnect (to the next address first) and carry on.
+        this.serverRestarting = true;
+        return;
+      }
       this.dispatchEvent(new CustomEvent("frame", { detail: { event: frame.event, data: frame.data } }));
     } else if (frame.kind === "response") {
       const pending = this.pending.get(frame.id);
@@ -139,6 +156,9 @@ export class Signaling extends EventTarget {
     clearInterval(this.heartbeat);
     if (!this.loginRequest) return this.setStatus("closed");
     this.setStatus("reconnecting");
+    // The first attempt goes back to the same address, unless that node is going away; later
+    // attempts go round the others.
+    if (this.attempt > 0 || this.serverRestarting) this.urlIndex = (this.urlIndex + 1) % this.urls.length;
     const delay = Math.min(8000, 1000 * 2 ** this.attempt) * (0.8 + Math.random() * 0.4);
     this.attempt += 1;
     this.reconnectTimer = setTimeout(() => this.reconnect(), delay);
@@ -154,7 +174,9 @@ export class Signaling extends EventTarget {
       for (const pending of this.pending.values()) {
         if (pending.type !== "login" && pending.type !== "ping") this.socket.send(pending.text);
       }
-      this.dispatchEvent(new CustomEvent("reconnected"));
+      const afterRestart = this.serverRestarting;
+      this.serverRestarting = false;
+      this.dispatchEvent(new CustomEvent("reconnected", { detail: { afterRestart } }));
     } catch (error) {
       if (error.code >= 2000 && error.code < 3000) {
         // The UserSig is no good any more: the session is over.

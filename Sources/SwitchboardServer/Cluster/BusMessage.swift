@@ -1,0 +1,36 @@
+import SwitchboardProtocol
+
+/// What the nodes of a cluster tell each other through the ``ClusterBus``.
+enum BusMessage: Codable, Equatable, Sendable {
+    // MARK: to the leader
+
+    /// A session's request for the call engine; the answer goes back to `from` as ``reply``.
+    case command(token: UInt64, from: String, event: CallEvent)
+    /// A device logged in on node `node`; the leader answers ``reply`` (`ok`) once it handled it,
+    /// and the node answers the login then.
+    case deviceOnline(token: UInt64, user: UserKey, device: DeviceID, node: String)
+    /// A device's connection on node `node` closed (not a logout).
+    case deviceOffline(user: UserKey, device: DeviceID, node: String)
+    /// A device logged out on node `node`: its calls are left.
+    case logout(user: UserKey, device: DeviceID, node: String)
+    /// Node `node` is shutting down: its devices count as dropped.
+    case nodeLeaving(node: String)
+
+    // MARK: from the leader
+
+    /// The engine's answer to ``command``.
+    case reply(token: UInt64, reply: CallReply)
+    /// An event (already encoded) for the devices of this node that `recipient` names.
+    case deliver(frame: String, recipient: Recipient)
+    /// This device logged in on another node: close its connection here (`sessionReplaced`).
+    case replaceDevice(user: UserKey, device: DeviceID)
+    /// A new leader, in a new term.
+    case leaderChanged(node: String, term: Int64)
+
+    // MARK: to every node
+
+    /// A user's profile changed: forget the cached one.
+    case profileChanged(UserKey)
+    /// The apps or their settings changed: read them again.
+    case appsChanged
+}

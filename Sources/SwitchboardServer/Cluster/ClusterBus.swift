@@ -1,0 +1,226 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOSSL
+import PostgresNIO
+import SwitchboardProtocol
+
+/// Messages between the nodes of a cluster, through PostgreSQL: a message is a row of the unlogged
+/// table `switchboard_messages` for its target node, and a `NOTIFY` on the target's channel
+/// (`sb_<node>`) wakes the target, which takes (deletes) every row for it, oldest first. So the
+/// payload has no size limit (PostgreSQL's notifications hold 8,000 bytes), and nothing relies on a
+/// notification arriving: a node also looks every second, and again each time its `LISTEN`
+/// connection comes back, for rows it was not woken for.
+///
+/// Order: one node's messages to one target are inserted in the order they were sent, by one task,
+/// and taken in id order, one batch at a time; so they are handled in the order they were sent.
+///
+/// Bounded: at most ``maxOutbox`` messages wait to be written (while the database does not answer);
+/// beyond that the oldest are dropped and logged (clients resynchronise on their next login).
+final class ClusterBus: Sendable {
+    let node: String
+    let channel: String
+    private let client: PostgresClient
+    private let location: PostgresStorage.Location
+    private let logger: Logger
+    static let maxOutbox = 100_000
+
+    private struct Outbox {
+        var messages: [(target: String, body: String)] = []
+        var flushing = false
+        var dropped = 0
+    }
+
+    private struct Inbox {
+        var draining = false
+        var again = false
+        var handler: (@Sendable ([BusMessage]) async -> Void)?
+        var listener: Task<Void, Never>?
+        var stopped = false
+    }
+
+    private let outbox = NIOLockedValueBox(Outbox())
+    private let inbox = NIOLockedValueBox(Inbox())
+
+    init(node: String, client: PostgresClient, location: PostgresStorage.Location, logger: Logger) {
+        self.node = node
+        self.channel = Self.channel(of: node)
+        self.client = client
+        self.location = location
+        self.logger = logger
+    }
+
+    /// The notification channel of a node (node ids are letters, digits and `-`).
+    static func channel(of node: String) -> String { "sb_" + node.replacingOccurrences(of: "-", with: "_") }
+
+    // MARK: - sending
+
+    /// Whether messages wait to be written.
+    var hasOutgoing: Bool { outbox.withLockedValue { !$0.messages.isEmpty } }
+
+    /// Queues a message for `target`; never waits.
+    func send(_ message: BusMessage, to target: String) {
+        guard let body = try? SwitchboardJSON.encodeString(message) else {
+            logger.error("a cluster message could not be encoded")
+            return
+        }
+        let start = outbox.withLockedValue { outbox -> Bool in
+            outbox.messages.append((target, body))
+            if outbox.messages.count > Self.maxOutbox {
+                outbox.messages.removeFirst(outbox.messages.count - Self.maxOutbox)
+                outbox.dropped += 1
+            }
+            guard !outbox.flushing else { return false }
+            outbox.flushing = true
+            return true
+        }
+        if start { Task { await self.flushLoop() } }
+    }
+
+    private func flushLoop() async {
+        var delay: Duration = .milliseconds(50)
+        while true {
+            let (batch, dropped) = outbox.withLockedValue { outbox -> ([(target: String, body: String)], Int) in
+                defer { outbox.dropped = 0 }
+                return (Array(outbox.messages.prefix(2_000)), outbox.dropped)
+            }
+            if dropped > 0 { logger.error("cluster messages dropped: the database did not take them", metadata: ["count": "\(dropped)"]) }
+            guard !batch.isEmpty else {
+                let done = outbox.withLockedValue { outbox -> Bool in
+                    guard outbox.messages.isEmpty else { return false }
+                    outbox.flushing = false
+                    return true
+                }
+                if done { return }
+                continue
+            }
+            do {
+                try await write(batch)
+                outbox.withLockedValue { $0.messages.removeFirst(min(batch.count, $0.messages.count)) }
+                delay = .milliseconds(50)
+            } catch {
+                logger.warning("cluster messages not written yet", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(2))
+            }
+        }
+    }
+
+    /// One transaction: the rows, then a notification per target. Losing them in a crash of the
+    /// database loses nothing durable, so the commit does not wait for the disk.
+    private func write(_ batch: [(target: String, body: String)]) async throws {
+        let targets = batch.map(\.target)
+        let bodies = batch.map(\.body)
+        let channels = Array(Set(targets)).map(Self.channel(of:))
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SET LOCAL synchronous_commit = off", logger: logger)
+            try await connection.query(
+                "INSERT INTO switchboard_messages (target, body) SELECT * FROM unnest(\(targets)::text[], \(bodies)::text[])",
+                logger: logger)
+            try await connection.query("SELECT pg_notify(c, '') FROM unnest(\(channels)::text[]) AS c", logger: logger)
+        }
+    }
+
+    // MARK: - receiving
+
+    /// Starts listening; `handler` gets this node's messages in order, one batch at a time.
+    func start(_ handler: @escaping @Sendable ([BusMessage]) async -> Void) {
+        inbox.withLockedValue { $0.handler = handler }
+        let listener = Task { await self.listen() }
+        inbox.withLockedValue { $0.listener = listener }
+    }
+
+    func stop() async {
+        let listener = inbox.withLockedValue { inbox -> Task<Void, Never>? in
+            inbox.stopped = true
+            return inbox.listener
+        }
+        listener?.cancel()
+        await listener?.value
+    }
+
+    /// Keeps a `LISTEN` connection open (reconnecting after a failure), taking this node's
+    /// messages whenever it is woken, and once after every (re)connection.
+    private func listen() async {
+        var delay: Duration = .milliseconds(100)
+        while !Task.isCancelled {
+            do {
+                let connection = try await PostgresConnection.connect(
+                    configuration: try location.connectionConfiguration(), id: 1, logger: logger)
+                delay = .milliseconds(100)
+                defer { Task { try? await connection.close() } }
+                try await connection.listen(on: channel) { notifications in
+                    // Whatever arrived while nobody listened.
+                    self.drainSoon()
+                    for try await _ in notifications { self.drainSoon() }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("cluster listener reconnecting", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(2))
+            }
+        }
+    }
+
+    /// Takes this node's messages now, or right after the batch being taken.
+    func drainSoon() {
+        let start = inbox.withLockedValue { inbox -> Bool in
+            guard !inbox.stopped else { return false }
+            if inbox.draining {
+                inbox.again = true
+                return false
+            }
+            inbox.draining = true
+            return true
+        }
+        guard start else { return }
+        Task {
+            repeat {
+                inbox.withLockedValue { $0.again = false }
+                await self.drainOnce()
+            } while inbox.withLockedValue({ inbox in
+                if inbox.again && !inbox.stopped { return true }
+                inbox.draining = false
+                return false
+            })
+        }
+    }
+
+    private func drainOnce() async {
+        guard let handler = inbox.withLockedValue({ $0.handler }) else { return }
+        var rows: [(Int64, String)] = []
+        do {
+            for try await row in try await client.query(
+                "DELETE FROM switchboard_messages WHERE target = \(node) RETURNING id, body", logger: logger
+            ).decode((Int64, String).self) {
+                rows.append(row)
+            }
+        } catch {
+            logger.warning("cluster messages not read", metadata: ["error": "\(error)"])
+            return
+        }
+        guard !rows.isEmpty else { return }
+        rows.sort { $0.0 < $1.0 }
+        var messages: [BusMessage] = []
+        messages.reserveCapacity(rows.count)
+        for (_, body) in rows {
+            do {
+                messages.append(try SwitchboardJSON.decode(BusMessage.self, from: Data(body.utf8)))
+            } catch {
+                logger.error("unreadable cluster message dropped", metadata: ["error": "\(error)"])
+            }
+        }
+        await handler(messages)
+    }
+}
+
+extension PostgresStorage.Location {
+    /// The same database, for one connection of its own (not from the pool).
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        PostgresConnection.Configuration(
+            host: host, port: port, username: user, password: password, database: database,
+            tls: requireTLS ? .require(try NIOSSLContext(configuration: .makeClientConfiguration())) : .disable)
+    }
+}

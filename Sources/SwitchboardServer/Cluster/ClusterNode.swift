@@ -1,0 +1,453 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+import ServiceLifecycle
+import SwitchboardProtocol
+
+/// The heartbeats and timeouts of a cluster's nodes (docs/OPERATIONS.md, "Running a cluster").
+public struct ClusterTiming: Sendable, Equatable {
+    /// How often a node notes that it is alive, looks for messages it missed and, when it does not
+    /// lead, tries to take the leader's lock.
+    public var heartbeat: Duration = .seconds(1)
+    /// A node whose heartbeat is older than this is taken for dead.
+    public var nodeTimeout: Duration = .seconds(5)
+    /// How long a request waits for the leader's answer before it is answered `storageUnavailable`.
+    public var commandTimeout: Duration = .seconds(10)
+
+    public init() {}
+}
+
+/// One node of a cluster of nodes that share a PostgreSQL database (docs/ARCHITECTURE.md,
+/// "Cluster").
+///
+/// Every node serves connections. One node, the **leader**, runs the call engine for the whole
+/// cluster: it holds PostgreSQL's advisory lock ``leaderLock`` on a connection of its own, and
+/// every term it leads is numbered in `switchboard_leader`; its journal and record writes carry the
+/// term and are refused once a newer one began (``ClusterError/fenced``). Sessions on the other
+/// nodes send their call requests and device changes to the leader through the ``ClusterBus``;
+/// the leader answers there and sends events to the nodes that hold their recipients.
+///
+/// Liveness: each node notes a heartbeat in `switchboard_nodes` every ``Configuration/heartbeat``;
+/// the leader takes a node whose heartbeat is older than ``Configuration/nodeTimeout`` for dead: its
+/// devices count as dropped (the reconnect grace starts) and it is removed. A node that finds
+/// itself removed closes its connections (they come back, here or elsewhere). When the leader's
+/// lock connection dies, PostgreSQL releases the lock; another node takes it within a heartbeat,
+/// restores the journaled calls and resumes them for the devices still connected.
+final class ClusterNode: CallRouter, Service {
+    typealias Configuration = ClusterTiming
+
+    /// The advisory-lock key of leadership.
+    static let leaderLock: Int64 = 7_419_002
+
+    let id: String
+    let configuration: Configuration
+    private let store: ClusterStore
+    private let bus: ClusterBus
+    private let directory: ClusterDirectory
+    private let location: PostgresStorage.Location
+    private let engine: CallEngine
+    private let registry: ConnectionRegistry
+    private let writer: PersistenceWriter
+    private let storage: any SwitchboardStorage
+    private let apps: AppDirectory
+    private let profiles: ProfileDirectory
+    private let grace: Int64
+    private let clock: any SwitchboardClock
+    private let logger: Logger
+    private let startedAt: Int64
+
+    private struct Pending {
+        var event: CallEvent
+        var reply: (@Sendable (CallReply) -> Void)?
+        var continuation: CheckedContinuation<CallReply?, Never>
+        var leader: String
+        var sentAt: Int64
+    }
+
+    private struct State {
+        /// Who leads, as far as this node knows.
+        var leader: String?
+        var term: Int64 = 0
+        /// This node's lock connection while it leads (or tries to).
+        var lockConnection: PostgresConnection?
+        var leading = false
+        var pending: [UInt64: Pending] = [:]
+        var nextToken: UInt64 = 0
+        /// The live nodes, from the last heartbeat.
+        var nodes: [String] = []
+        var stopping = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let ticks = AsyncGate()
+
+    init(
+        id: String, configuration: Configuration = Configuration(), store: ClusterStore, bus: ClusterBus,
+        directory: ClusterDirectory, location: PostgresStorage.Location, engine: CallEngine,
+        registry: ConnectionRegistry, writer: PersistenceWriter, storage: any SwitchboardStorage, apps: AppDirectory,
+        profiles: ProfileDirectory, grace: Int64, clock: any SwitchboardClock, logger: Logger
+    ) {
+        self.id = id
+        self.configuration = configuration
+        self.store = store
+        self.bus = bus
+        self.directory = directory
+        self.location = location
+        self.engine = engine
+        self.registry = registry
+        self.writer = writer
+        self.storage = storage
+        self.apps = apps
+        self.profiles = profiles
+        self.grace = grace
+        self.clock = clock
+        self.logger = logger
+        self.startedAt = clock.now()
+    }
+
+    /// Whether this node leads now.
+    var isLeader: Bool { state.withLockedValue { $0.leading } }
+
+    /// The leader as far as this node knows.
+    var leader: String? { state.withLockedValue { $0.leader } }
+
+    // MARK: - the service
+
+    func run() async throws {
+        writer.onFenced.withLockedValue { onFenced in
+            onFenced = { [weak self] in Task { await self?.stepDown(reason: "fenced") } }
+        }
+        bus.start { [weak self] messages in await self?.received(messages) }
+        while !Task.isCancelled {
+            await tick()
+            do {
+                try await cancelWhenGracefulShutdown {
+                    try await self.clock.sleep(for: self.configuration.heartbeat)
+                }
+            } catch {
+                break
+            }
+        }
+        await leave()
+    }
+
+    /// One heartbeat: note that this node is alive, look for messages it was not woken for, and
+    /// either keep leading (check the lock, the other nodes) or try to lead. One at a time.
+    func tick() async {
+        await ticks.run { await self.heartbeat() }
+    }
+
+    private func heartbeat() async {
+        let now = clock.now()
+        do {
+            if try await !store.isRegistered(id), state.withLockedValue({ $0.nodes.contains(id) }) {
+                // The leader took this node for dead: its devices were dropped. Start clean.
+                logger.warning("this node was taken for dead; closing its connections")
+                for sink in registry.allSinks() { sink.close(SwitchboardError(.shuttingDown, "reconnect")) }
+            }
+            try await store.heartbeat(id, startedAt: startedAt, now: now)
+            let nodes = try await store.nodes()
+            let cutoff = now - configuration.nodeTimeout.milliseconds
+            state.withLockedValue { $0.nodes = nodes.filter { $0.heartbeatAt >= cutoff }.map(\.node) }
+            if isLeader {
+                try await checkLock()
+                for (node, at) in nodes where node != id && at < cutoff {
+                    logger.warning("a node stopped answering: its devices count as dropped", metadata: ["node": "\(node)"])
+                    await dropDevices(on: node)
+                    try await store.remove(node: node)
+                }
+            } else {
+                try await tryToLead()
+                if !isLeader, let found = try await store.leader() {
+                    learnLeader(found.node, term: found.term)
+                }
+            }
+        } catch {
+            logger.warning("cluster heartbeat failed", metadata: ["error": "\(error)"])
+            if isLeader, (try? await checkLock()) == nil { await stepDown(reason: "lock connection failed") }
+        }
+        bus.drainSoon()
+        failStalePending(now: now)
+    }
+
+    /// The graceful end of this node: its devices were closed (by the lifecycle); tell the leader,
+    /// let go of the lock, and leave the table.
+    private func leave() async {
+        let leading = state.withLockedValue { state -> Bool in
+            state.stopping = true
+            return state.leading
+        }
+        if leading {
+            await stepDown(reason: "shutting down")
+        } else if let leader = leader {
+            bus.send(.nodeLeaving(node: id), to: leader)
+        }
+        try? await store.remove(node: id)
+        // Give the bus a moment to send what the closing sessions left.
+        for _ in 0..<50 where bus.hasOutgoing { try? await Task.sleep(for: .milliseconds(20)) }
+        await bus.stop()
+    }
+
+    // MARK: - leadership
+
+    private func tryToLead() async throws {
+        let connection: PostgresConnection
+        if let open = state.withLockedValue({ $0.lockConnection }) {
+            connection = open
+        } else {
+            connection = try await PostgresConnection.connect(
+                configuration: try location.connectionConfiguration(), id: 2, logger: logger)
+            // A leader cut off from the database loses its lock within seconds, not the system's
+            // default of hours: the server side of this connection gives up on a silent peer.
+            for setting in ["tcp_keepalives_idle = 5", "tcp_keepalives_interval = 1", "tcp_keepalives_count = 3"] {
+                try await connection.query(PostgresQuery(unsafeSQL: "SET \(setting)"), logger: logger)
+            }
+            state.withLockedValue { $0.lockConnection = connection }
+        }
+        let acquired = try await connection.query(
+            "SELECT pg_try_advisory_lock(\(Self.leaderLock))", logger: logger
+        ).decode(Bool.self).first { _ in true }
+        if acquired == true, !state.withLockedValue({ $0.stopping }) { try await becomeLeader() }
+    }
+
+    private func checkLock() async throws {
+        guard let connection = state.withLockedValue({ $0.lockConnection }) else { throw ClusterError.noTerm }
+        try await connection.query("SELECT 1", logger: logger)
+    }
+
+    /// Takes over: a new term, the devices the cluster has, the journaled calls restored and
+    /// resumed for the devices still connected, and every node told.
+    private func becomeLeader() async throws {
+        let term = try await store.beginTerm(id)
+        let now = clock.now()
+        let cutoff = now - configuration.nodeTimeout.milliseconds
+        let live = Set(try await store.nodes().filter { $0.heartbeatAt >= cutoff }.map(\.node))
+        directory.reset(try await store.devices().filter { live.contains($0.node) })
+        await engine.reset()
+        writer.fence = term
+        state.withLockedValue { state in
+            state.leading = true
+            state.leader = id
+            state.term = term
+        }
+        logger.notice("this node leads the cluster", metadata: ["term": "\(term)"])
+        let journal = try await storage.loadJournal()
+        await engine.recover(journal, lastAlive: try await storage.lastAlive(), grace: grace)
+        for user in await engine.usersInCalls {
+            for (owner, device) in directory.devices(for: user) {
+                await engine.handle(.deviceOnline(owner, device))
+            }
+        }
+        for node in live where node != id { bus.send(.leaderChanged(node: id, term: term), to: node) }
+        // Requests that waited for the previous leader: it will not answer any more.
+        failPending { $0.leader != self.id }
+    }
+
+    /// Stops leading: the calls are the journal's, for the next leader.
+    func stepDown(reason: String) async {
+        let connection = state.withLockedValue { state -> PostgresConnection? in
+            guard state.leading else { return nil }
+            state.leading = false
+            state.leader = nil
+            defer { state.lockConnection = nil }
+            return state.lockConnection
+        }
+        guard let connection else { return }
+        logger.notice("this node no longer leads", metadata: ["reason": "\(reason)"])
+        writer.fence = nil
+        await engine.reset()
+        directory.reset([])
+        try? await connection.close()
+    }
+
+    private func learnLeader(_ node: String, term: Int64) {
+        let changed = state.withLockedValue { state -> Bool in
+            guard term > state.term || state.leader == nil else { return false }
+            state.term = term
+            state.leader = node
+            return true
+        }
+        if changed {
+            logger.info("the cluster has a new leader", metadata: ["leader": "\(node)", "term": "\(term)"])
+            failPending { $0.leader != node }
+        }
+    }
+
+    // MARK: - the router
+
+    @discardableResult
+    func handle(_ event: CallEvent, reply: (@Sendable (CallReply) -> Void)?) async -> CallReply? {
+        let leader = state.withLockedValue { $0.leading ? id : $0.leader }
+        if leader == id { return await engine.handle(event, reply: reply) }
+        guard let leader else {
+            let refusal = CallReply.failure(SwitchboardError(.storageUnavailable, "the cluster has no leader now; try again"))
+            reply?(refusal)
+            return refusal
+        }
+        return await remote(event, reply: reply, to: leader) { token in .command(token: token, from: self.id, event: event) }
+    }
+
+    /// Sends a message the leader answers with ``BusMessage/reply(token:reply:)`` and waits for it.
+    @discardableResult
+    private func remote(
+        _ event: CallEvent, reply: (@Sendable (CallReply) -> Void)? = nil, to leader: String,
+        _ message: @escaping (UInt64) -> BusMessage
+    ) async -> CallReply? {
+        await withCheckedContinuation { continuation in
+            let token = state.withLockedValue { state -> UInt64 in
+                state.nextToken += 1
+                state.pending[state.nextToken] = Pending(
+                    event: event, reply: reply, continuation: continuation, leader: leader, sentAt: clock.now())
+                return state.nextToken
+            }
+            bus.send(message(token), to: leader)
+        }
+    }
+
+    func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async {
+        do {
+            try await store.deviceConnected(ClusterStore.Device(user: user, device: device, node: id, platform: platform))
+        } catch {
+            logger.error("device not noted in the cluster", metadata: ["error": "\(error)"])
+        }
+        let leader = state.withLockedValue { $0.leading ? id : $0.leader }
+        if leader == id {
+            await connected(user, device, on: id)
+        } else if let leader {
+            // Waits for the leader, so that the login is answered once a call to the device rings here.
+            await remote(.deviceOnline(user, device), to: leader) { token in
+                .deviceOnline(token: token, user: user, device: device, node: self.id)
+            }
+        }
+    }
+
+    func deviceOffline(_ user: UserKey, _ device: DeviceID) async {
+        try? await store.deviceDisconnected(user, device, node: id)
+        if isLeader {
+            if directory.disconnected(user, device, on: id) { await engine.handle(.deviceOffline(user, device)) }
+        } else if let leader {
+            bus.send(.deviceOffline(user: user, device: device, node: id), to: leader)
+        }
+    }
+
+    func logout(_ user: UserKey, _ device: DeviceID) async {
+        try? await store.deviceDisconnected(user, device, node: id)
+        if isLeader {
+            await engine.handle(.logout(user, device))
+            _ = directory.disconnected(user, device, on: id)
+        } else if let leader {
+            bus.send(.logout(user: user, device: device, node: id), to: leader)
+        }
+    }
+
+    func activeCallCount() async -> Int? {
+        isLeader ? await engine.activeCallCount : nil
+    }
+
+    /// The users of `app` with their connected devices on any node, sorted as the single node's
+    /// registry sorts them.
+    func onlineUsers(app: SdkAppID) async throws -> [(UserID, [(DeviceID, String?)])] {
+        let live = Set(state.withLockedValue { $0.nodes } + [id])
+        var users: [UserID: [(DeviceID, String?)]] = [:]
+        for device in try await store.devices() where device.user.app == app && live.contains(device.node) {
+            users[device.user.user, default: []].append((device.device, device.platform))
+        }
+        return users.map { ($0.key, $0.value.sorted { $0.0 < $1.0 }) }.sorted { $0.0 < $1.0 }
+    }
+
+    /// Tells every other live node (profiles, apps).
+    func broadcast(_ message: BusMessage) {
+        for node in state.withLockedValue({ $0.nodes }) where node != id { bus.send(message, to: node) }
+    }
+
+    // MARK: - messages
+
+    private func received(_ messages: [BusMessage]) async {
+        for message in messages {
+            switch message {
+            case .command(let token, let from, let event):
+                guard isLeader else {
+                    bus.send(
+                        .reply(token: token, reply: .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
+                        to: from)
+                    continue
+                }
+                // The answer is queued for the bus inside the engine's critical section, before the
+                // events the request causes: the requester's node gets them in that order.
+                await engine.handle(event) { reply in self.bus.send(.reply(token: token, reply: reply), to: from) }
+            case .deviceOnline(let token, let user, let device, let node):
+                if isLeader { await connected(user, device, on: node) }
+                bus.send(
+                    .reply(token: token, reply: isLeader ? .ok : .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
+                    to: node)
+            case .deviceOffline(let user, let device, let node):
+                if isLeader, directory.disconnected(user, device, on: node) {
+                    await engine.handle(.deviceOffline(user, device))
+                }
+            case .logout(let user, let device, let node):
+                if isLeader {
+                    await engine.handle(.logout(user, device))
+                    _ = directory.disconnected(user, device, on: node)
+                }
+            case .nodeLeaving(let node):
+                if isLeader { await dropDevices(on: node) }
+            case .reply(let token, let reply):
+                answered(token, reply)
+            case .deliver(let frame, let recipient):
+                registry.send({ frame }, to: recipient)
+            case .replaceDevice(let user, let device):
+                registry.sink(user, device)?.close(SwitchboardError(.sessionReplaced))
+            case .leaderChanged(let node, let term):
+                learnLeader(node, term: term)
+            case .profileChanged(let user):
+                profiles.forget(user)
+            case .appsChanged:
+                if let loaded = try? await storage.loadApps() { apps.replace(loaded) }
+            }
+        }
+    }
+
+    /// A device logged in on `node`: the leader notes it, closes its older connection on another
+    /// node, and hands the login to the engine (pending invitations, resumed calls).
+    private func connected(_ user: UserKey, _ device: DeviceID, on node: String) async {
+        if let previous = directory.connected(user, device, on: node) {
+            if previous == id {
+                registry.sink(user, device)?.close(SwitchboardError(.sessionReplaced))
+            } else {
+                bus.send(.replaceDevice(user: user, device: device), to: previous)
+            }
+        }
+        await engine.handle(.deviceOnline(user, device))
+    }
+
+    /// A node died or left: each of its devices counts as dropped.
+    private func dropDevices(on node: String) async {
+        for (user, device) in directory.devices(on: node) where directory.disconnected(user, device, on: node) {
+            await engine.handle(.deviceOffline(user, device))
+        }
+    }
+
+    private func answered(_ token: UInt64, _ reply: CallReply) {
+        guard let pending = state.withLockedValue({ $0.pending.removeValue(forKey: token) }) else { return }
+        pending.reply?(reply)
+        pending.continuation.resume(returning: reply)
+    }
+
+    private func failPending(where condition: (Pending) -> Bool) {
+        let failed = state.withLockedValue { state -> [Pending] in
+            let tokens = state.pending.filter { condition($0.value) }.map(\.key)
+            return tokens.compactMap { state.pending.removeValue(forKey: $0) }
+        }
+        let refusal = CallReply.failure(SwitchboardError(.storageUnavailable, "the cluster's leader changed; try again"))
+        for pending in failed {
+            pending.reply?(refusal)
+            pending.continuation.resume(returning: refusal)
+        }
+    }
+
+    private func failStalePending(now: Int64) {
+        let timeout = configuration.commandTimeout.milliseconds
+        failPending { now - $0.sentAt > timeout }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import SwitchboardProtocol
+
+/// How one request type is served.
+struct RequestRoute: Sendable {
+    /// Only a logged-in connection may send it (`notLoggedIn` otherwise).
+    let needsSession: Bool
+    /// It changes state: a copy resent after a reconnect (same id) gets the first answer again from
+    /// the ``RequestLedger`` instead of running twice. Reads, pings and status reports need no such care.
+    let idempotent: Bool
+    let run: @Sendable (SignalingSession, RequestID, Data) async -> Void
+
+    /// A request of a logged-in session, decoded, with its sender.
+    static func session<R: SignalingRequest>(
+        _ type: R.Type, idempotent: Bool,
+        _ handle: @escaping @Sendable (SignalingSession, R, SignalingSession.Identity, RequestID) async -> Void
+    ) -> (RequestType, RequestRoute) {
+        (
+            R.type,
+            RequestRoute(needsSession: true, idempotent: idempotent) { session, id, data in
+                guard let identity = session.identity, let request = session.decode(R.self, id: id, data: data) else {
+                    return
+                }
+                await handle(session, request, identity, id)
+            }
+        )
+    }
+
+    /// A request served before login too (`login`, `ping`).
+    static func open<R: SignalingRequest>(
+        _ type: R.Type, _ handle: @escaping @Sendable (SignalingSession, R, RequestID) async -> Void
+    ) -> (RequestType, RequestRoute) {
+        (
+            R.type,
+            RequestRoute(needsSession: false, idempotent: false) { session, id, data in
+                guard let request = session.decode(R.self, id: id, data: data) else { return }
+                await handle(session, request, id)
+            }
+        )
+    }
+}
+
+extension SignalingSession {
+    /// Every request type the server serves, with what it needs: the one place that says so.
+    static let routes: [RequestType: RequestRoute] = Dictionary(
+        uniqueKeysWithValues: [
+            // The session (SignalingSession+Login.swift).
+            RequestRoute.open(LoginRequest.self) { session, request, id in await session.login(request, id: id) },
+            RequestRoute.open(PingRequest.self) { session, _, id in
+                session.succeed(id, PingResponse(serverTime: session.node.clock.now()))
+            },
+            RequestRoute.session(LogoutRequest.self, idempotent: true) { session, _, identity, id in
+                await session.logout(identity, id: id)
+            },
+            RequestRoute.session(SetProfileRequest.self, idempotent: true) { session, request, identity, id in
+                await session.setProfile(request, identity, id: id)
+            },
+
+            // Calls (SignalingSession+Calls.swift).
+            RequestRoute.session(StartCallRequest.self, idempotent: true) { session, request, identity, id in
+                await session.startCall(request, identity, id: id)
+            },
+            RequestRoute.session(InviteToCallRequest.self, idempotent: true) { session, request, identity, id in
+                await session.invite(request, identity, id: id)
+            },
+            RequestRoute.session(JoinCallRequest.self, idempotent: true) { session, request, identity, id in
+                await session.join(request, identity, id: id)
+            },
+            RequestRoute.session(AcceptCallRequest.self, idempotent: true) { session, request, identity, id in
+                await session.call(.accept(session.command(identity, request.callId)), id: id)
+            },
+            RequestRoute.session(RejectCallRequest.self, idempotent: true) { session, request, identity, id in
+                await session.call(.reject(session.command(identity, request.callId)), id: id)
+            },
+            RequestRoute.session(HangupCallRequest.self, idempotent: true) { session, request, identity, id in
+                await session.call(.hangup(session.command(identity, request.callId)), id: id)
+            },
+            RequestRoute.session(UpdateDeviceStateRequest.self, idempotent: true) { session, request, identity, id in
+                await session.call(
+                    .updateDevice(
+                        session.command(identity, request.callId), microphoneOn: request.microphoneOn,
+                        cameraOn: request.cameraOn), id: id)
+            },
+            RequestRoute.session(ChangeMediaTypeRequest.self, idempotent: true) { session, request, identity, id in
+                let transaction = TransactionID(rawValue: UUID().uuidString.lowercased())
+                await session.call(
+                    .changeMediaType(session.command(identity, request.callId), request.mediaType, transaction), id: id)
+            },
+            RequestRoute.session(ReplyMediaTypeChangeRequest.self, idempotent: true) { session, request, identity, id in
+                await session.call(
+                    .replyMediaType(session.command(identity, request.callId), request.transactionId, agree: request.agree),
+                    id: id)
+            },
+            RequestRoute.session(CancelMediaTypeChangeRequest.self, idempotent: true) { session, request, identity, id in
+                await session.call(
+                    .cancelMediaType(session.command(identity, request.callId), request.transactionId), id: id)
+            },
+            RequestRoute.session(StatusReportRequest.self, idempotent: false) { session, request, identity, id in
+                await session.reportStatus(request, identity, id: id)
+            },
+            RequestRoute.session(SendMediaSignalRequest.self, idempotent: false) { session, request, identity, id in
+                if let error = request.validationError() {
+                    session.fail(id, error)
+                } else {
+                    await session.call(.mediaSignal(session.command(identity, request.callId), request), id: id)
+                }
+            },
+            RequestRoute.session(IceServersRequest.self, idempotent: false) { session, _, identity, id in
+                session.succeed(id, session.node.iceServers(for: identity.user))
+            },
+
+            // Records (SignalingSession+Records.swift).
+            RequestRoute.session(QueryRecordsRequest.self, idempotent: false) { session, request, identity, id in
+                await session.queryRecords(request, identity, id: id)
+            },
+            RequestRoute.session(DeleteRecordsRequest.self, idempotent: true) { session, request, identity, id in
+                await session.deleteRecords(request, identity, id: id)
+            },
+            RequestRoute.session(DeleteAllRecordsRequest.self, idempotent: true) { session, _, identity, id in
+                await session.deleteAllRecords(identity, id: id)
+            },
+
+            // Blocking (SignalingSession+Blocks.swift).
+            RequestRoute.session(BlockUsersRequest.self, idempotent: true) { session, request, identity, id in
+                await session.changeBlocks(request.userIds, block: true, identity, id: id)
+            },
+            RequestRoute.session(UnblockUsersRequest.self, idempotent: true) { session, request, identity, id in
+                await session.changeBlocks(request.userIds, block: false, identity, id: id)
+            },
+            RequestRoute.session(BlockedUsersRequest.self, idempotent: false) { session, _, identity, id in
+                await session.blockedUsers(identity, id: id)
+            },
+
+            // Push tokens (SignalingSession+PushTokens.swift).
+            RequestRoute.session(RegisterPushTokenRequest.self, idempotent: true) { session, request, identity, id in
+                await session.registerPushToken(request, identity, id: id)
+            },
+            RequestRoute.session(UnregisterPushTokenRequest.self, idempotent: true) { session, request, identity, id in
+                await session.unregisterPushToken(request, identity, id: id)
+            },
+        ])
+}

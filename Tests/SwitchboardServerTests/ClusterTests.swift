@@ -1,0 +1,259 @@
+import Foundation
+import Switchboard
+import SwitchboardProtocol
+import SwitchboardTestServers
+import SwitchboardTesting
+import SwitchboardTools
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@testable import SwitchboardServer
+
+/// Three nodes on one PostgreSQL database (scripts/test starts the server): clients on different
+/// nodes call each other as if on one.
+@Suite(.enabled(if: PostgresTestDatabase.isAvailable)) struct ClusterTests {
+    static func client(_ cluster: TestCluster, _ node: Int, _ user: String, device: String? = nil) async throws
+        -> SwitchboardClient
+    {
+        try await cluster.nodes[node].client(user, deviceId: device)
+    }
+
+    @Test func oneNodeLeadsAndEveryNodeKnowsIt() async throws {
+        let cluster = try await TestCluster.start()
+        let leader = try #require(cluster.leaderIndex)
+        #expect(cluster.nodes.filter { $0.node.isClusterLeader }.count == 1)
+        for node in cluster.nodes {
+            #expect(node.node.context.cluster?.leader == "node\(leader)")
+        }
+        await cluster.stop()
+    }
+
+    /// A call between users on two nodes that are not the leader: ring, accept, the same start
+    /// time on both, a media signal relayed, hang-up, a record for each.
+    @Test func aCallAcrossNodes() async throws {
+        let cluster = try await TestCluster.start()
+        let leader = try #require(cluster.leaderIndex)
+        let others = (0..<3).filter { $0 != leader }
+        let alice = try await Self.client(cluster, others[0], "alice")
+        let bob = try await Self.client(cluster, others[1], "bob")
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
+        let received = try await bobEvents.first(where: isReceived)
+        #expect(received == .onCallReceived(callId: call.callId, callerId: "alice", inviterId: "alice", mediaType: .video, userData: nil))
+        try await bob.callStore.accept()
+        try await aliceEvents.first(where: isStarted)
+        try await bobEvents.first(where: isStarted)
+        let startTime = try #require(alice.callStore.state.activeCall?.startTime)
+        #expect(bob.callStore.state.activeCall?.startTime == startTime)
+
+        alice.deviceStore.closeLocalCamera()
+        try await bobEvents.first {
+            if case .onRemoteDeviceChanged(call.callId, "alice", _, false) = $0 { true } else { false }
+        }
+
+        cluster.clock.advance(by: .seconds(4))
+        try await bob.callStore.hangup()
+        #expect(
+            try await aliceEvents.first(where: isEnded)
+                == .onCallEnded(callId: call.callId, mediaType: .video, reason: .hangup, userId: "bob"))
+        for events in [aliceEvents, bobEvents] {
+            let record = try #require(await events.first(where: isRecord).record)
+            #expect(record.callId == call.callId && record.result == .answered && record.duration == 4)
+        }
+        await cluster.stop()
+    }
+
+    /// bob's devices on three nodes all ring; the one that answers wins, the others hear
+    /// `otherDeviceAccepted` and see the call elsewhere.
+    @Test func everyDeviceRingsOnEveryNode() async throws {
+        let cluster = try await TestCluster.start()
+        let alice = try await Self.client(cluster, 0, "alice")
+        let bobs = try await (0..<3).asyncMap { try await Self.client(cluster, $0, "bob", device: "b\($0)") }
+        let bobEvents = bobs.map { Recorder($0.callStore.events) }
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        for events in bobEvents { try await events.first(where: isReceived) }
+        try await bobs[1].callStore.accept()
+        for index in [0, 2] {
+            #expect(
+                try await bobEvents[index].first(where: isEnded)
+                    == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .otherDeviceAccepted, userId: "bob"))
+        }
+        try await bobEvents[1].first(where: isStarted)
+        try await alice.callStore.hangup()
+        try await bobEvents[1].first(where: isEnded)
+        await cluster.stop()
+    }
+
+    /// A group call whose members sit on three nodes; one is invited mid-call, one joins.
+    @Test func aGroupCallOverThreeNodes() async throws {
+        let cluster = try await TestCluster.start()
+        let alice = try await Self.client(cluster, 0, "alice")
+        let bob = try await Self.client(cluster, 1, "bob")
+        let carol = try await Self.client(cluster, 2, "carol")
+        let dave = try await Self.client(cluster, 2, "dave")
+        let events = [alice, bob, carol, dave].map { Recorder($0.callStore.events) }
+        let call = try await alice.callStore.calls(participantIds: ["bob", "carol"], mediaType: .audio)
+        try await events[1].first(where: isReceived)
+        try await events[2].first(where: isReceived)
+        try await bob.callStore.accept()
+        try await carol.callStore.accept()
+        try await events[0].first(where: isStarted)
+        _ = try await alice.callStore.invite(participantIds: ["dave"])
+        try await events[3].first(where: isReceived)
+        try await dave.callStore.accept()
+        try await Recorder(bob.callStore.stateUpdates).first { state in
+            state.allParticipants.first { $0.userId == "dave" }?.status == .accept
+        }
+        // carol leaves and joins again by herself.
+        try await carol.callStore.hangup()
+        try await carol.callStore.join(callId: call.callId)
+        #expect(carol.callStore.state.activeCall?.callId == call.callId)
+        // Three leave; the last one is left alone and the call ends for them.
+        for client in [alice, bob, carol] { try await client.callStore.hangup() }
+        for recorder in events { try await recorder.first(where: isRecord) }
+        await cluster.stop()
+    }
+
+    /// Two callers on two nodes call the same callee at the same instant under busy policy
+    /// `reject`: exactly one call rings, the other caller hears `lineBusy`. Every time.
+    @Test func noDoubleBookingAcrossNodes() async throws {
+        let cluster = try await TestCluster.start { $0.rateLimits.disabled = true }
+        let callee = try await Self.client(cluster, 0, "callee")
+        let calleeEvents = Recorder(callee.callStore.events)
+        let callers = try await [1, 2].asyncMap { try await Self.client(cluster, $0, "caller\($0)") }
+        let seed = UInt64.random(in: 0...UInt64.max)
+        print("noDoubleBookingAcrossNodes seed \(seed)")
+        for round in 0..<20 {
+            let results = await withTaskGroup(of: Result<CallStartResult, any Error>.self) { group in
+                for caller in callers {
+                    group.addTask {
+                        do { return .success(try await caller.callStore.calls(participantIds: ["callee"], mediaType: .audio)) }
+                        catch { return .failure(error) }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            let started = try results.map { try $0.get() }
+            #expect(started.filter { $0.busyUserIds.isEmpty }.count == 1, "round \(round)")
+            #expect(started.filter { $0.busyUserIds == ["callee"] }.count == 1, "round \(round)")
+            // The one that rings is rejected; both callers are free again.
+            let ringing = try #require(started.first { $0.busyUserIds.isEmpty }?.callId)
+            try await calleeEvents.first { if case .onCallReceived(ringing, _, _, _, _) = $0 { true } else { false } }
+            try await callee.callStore.reject(callId: ringing)
+            for caller in callers {
+                try await Recorder(caller.callStore.stateUpdates).first { $0.activeCall == nil }
+            }
+        }
+        await cluster.stop()
+    }
+
+    /// Blocks, profiles and app settings changed on one node hold on the others.
+    @Test func blocksProfilesAndSettingsHoldOnEveryNode() async throws {
+        let cluster = try await TestCluster.start()
+        let alice = try await Self.client(cluster, 0, "alice")
+        let bob = try await Self.client(cluster, 1, "bob")
+        let carol = try await Self.client(cluster, 2, "carol")
+        let aliceEvents = Recorder(alice.callStore.events)
+        let carolEvents = Recorder(carol.callStore.events)
+        // A profile cached on node 2 before the change...
+        _ = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
+        try await aliceEvents.first(where: isReceived)
+        try await carol.callStore.hangup()
+        try await alice.loginStore.setSelfInfo(nickname: "Alice on node 0")
+        // ...is the new one there after it.
+        let second = try await alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
+        try await carolEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        #expect(carol.callStore.state.allParticipants.first { $0.userId == "alice" }?.nickname == "Alice on node 0")
+        try await alice.callStore.hangup()
+
+        // bob blocks alice on node 1; her call from node 0 never rings there.
+        _ = try await bob.callStore.blockUsers(["alice"])
+        let blocked = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        #expect(
+            try await aliceEvents.first { if case .onCallEnded(blocked.callId, _, _, _) = $0 { true } else { false } }
+                == .onCallEnded(callId: blocked.callId, mediaType: .audio, reason: .reject, userId: "bob"))
+
+        // The busy policy changed through node 2's admin API holds for calls placed on node 0.
+        var request = URLRequest(url: URL(string: "/v1/apps/\(cluster.nodes[2].app.sdkAppID)/settings", relativeTo: cluster.nodes[2].httpURL)!)
+        request.httpMethod = "PUT"
+        request.setValue("Bearer test-admin-secret", forHTTPHeaderField: "Authorization")
+        request.httpBody = Data(#"{"busyPolicy":"callWaiting"}"#.utf8)
+        _ = try await URLSession.shared.data(for: request)
+        await cluster.tick()
+        #expect(cluster.nodes[0].node.context.apps.app(cluster.nodes[0].app.sdkAppID)?.settings.busyPolicy == .callWaiting)
+        await cluster.stop()
+    }
+
+    /// The admin API of any node ends a call the leader runs, and lists every node's devices.
+    @Test func theAdminAPIOfAnyNodeSeesTheWholeCluster() async throws {
+        let cluster = try await TestCluster.start()
+        let leader = try #require(cluster.leaderIndex)
+        let other = (leader + 1) % 3
+        let alice = try await Self.client(cluster, 0, "alice")
+        let bob = try await Self.client(cluster, 1, "bob")
+        let bobEvents = Recorder(bob.callStore.events)
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await bobEvents.first(where: isReceived)
+        func http(_ node: Int, _ method: String, _ path: String) async throws -> (Int, [String: Any]) {
+            var request = URLRequest(url: URL(string: path, relativeTo: cluster.nodes[node].httpURL)!)
+            request.httpMethod = method
+            request.setValue("Bearer test-admin-secret", forHTTPHeaderField: "Authorization")
+            let (data, response) = try await URLSession.shared.data(for: request)
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+        }
+        let (status, online) = try await http(other, "GET", "/v1/apps/\(cluster.nodes[0].app.sdkAppID)/online")
+        #expect(status == 200)
+        #expect(((online["users"] as? [[String: Any]]) ?? []).compactMap { $0["userId"] as? String } == ["alice", "bob"])
+        let (ended, _) = try await http(other, "POST", "/v1/calls/\(call.callId)/end")
+        #expect(ended == 200)
+        #expect(
+            try await bobEvents.first(where: isEnded)
+                == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .endByServer, userId: nil))
+        let (_, health) = try await http(leader, "GET", "/health")
+        #expect(health["activeCalls"] as? Int == 0)
+        let (_, otherHealth) = try await http(other, "GET", "/health")
+        #expect(otherHealth["activeCalls"] == nil)
+        await cluster.stop()
+    }
+
+    /// The leader shuts down (a deploy): another node takes the lead on its next heartbeat,
+    /// restores the call from the journal and resumes it for the devices still connected elsewhere.
+    @Test func aLeaderThatLeavesHandsItsCallsOver() async throws {
+        let cluster = try await TestCluster.start()
+        let leader = try #require(cluster.leaderIndex)
+        let others = (0..<3).filter { $0 != leader }
+        let alice = try await Self.client(cluster, others[0], "alice")
+        let bob = try await Self.client(cluster, others[1], "bob")
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await bobEvents.first(where: isReceived)
+        try await bob.callStore.accept()
+        try await aliceEvents.first(where: isStarted)
+        let startTime = try #require(alice.callStore.state.activeCall?.startTime)
+
+        await cluster.nodes[leader].stopKeepingFiles()
+        for index in others { await cluster.nodes[index].node.clusterHeartbeat() }
+        let next = try #require(others.first { cluster.nodes[$0].node.isClusterLeader })
+        #expect(cluster.nodes.filter { $0.node.isClusterLeader }.count == 1)
+        for index in others where index != next { await cluster.nodes[index].node.clusterHeartbeat() }
+
+        // The call goes on: a request that only a member in the call may make is answered...
+        try await alice.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 100, audioLevel: 10)
+        cluster.clock.advance(by: .seconds(3))
+        // ...and it ends normally, its record counting from the original start.
+        try await bob.callStore.hangup()
+        #expect(
+            try await aliceEvents.first(where: isEnded)
+                == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .hangup, userId: "bob"))
+        let record = try #require(await aliceEvents.first(where: isRecord).record)
+        #expect(record.startTime == startTime && record.result == .answered && record.endReason == .hangup)
+        for index in others { await cluster.nodes[index].stop() }
+    }
+}
+
