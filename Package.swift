@@ -3,6 +3,9 @@ import PackageDescription
 
 // MARK: - shared
 
+/// Where Apple's Combine does not exist: the SDK uses OpenCombine there.
+let nonApple: [Platform] = [.linux, .windows, .android, .wasi, .openbsd]
+
 let package = Package(
     name: "Switchboard",
     platforms: [.macOS(.v14), .iOS(.v17)],
@@ -36,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        // Combine where Apple does not ship it, so the SDK's publishers are the same code, tested here.
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     ],
     targets: [
         // MARK: shared
@@ -81,6 +86,7 @@ let package = Package(
             name: "Switchboard",
             dependencies: [
                 "SwitchboardProtocol",
+                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: nonApple)),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -97,6 +103,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
+        ),
+
+        // MARK: the browser client, shipped with the CLI as package resources
+        .target(
+            name: "SwitchboardWebClient",
+            resources: [.copy("Web")]
         ),
 
         // MARK: tools (shipped in the CLI: the demo player, child processes, waiting for events)
@@ -152,6 +164,7 @@ let package = Package(
             dependencies: [
                 "SwitchboardProtocol",
                 "SwitchboardServer",
+                "SwitchboardWebClient",
                 "Switchboard",
                 "SwitchboardTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -187,7 +200,8 @@ let package = Package(
             name: "SwitchboardCLITests",
             dependencies: [
                 "SwitchboardProtocol", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools", "Switchboard",
-                .product(name: "Logging", package: "swift-log"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "SwitchboardWebClient", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .testTarget(
@@ -195,6 +209,7 @@ let package = Package(
             dependencies: [
                 "Switchboard", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools", "SwitchboardProtocol",
                 "SwitchboardServer", .product(name: "Logging", package: "swift-log"),
+                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: nonApple)),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -203,6 +218,7 @@ let package = Package(
             dependencies: [
                 "SwitchboardCallKit", "Switchboard", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools",
                 "SwitchboardProtocol", "SwitchboardServer", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
     ]

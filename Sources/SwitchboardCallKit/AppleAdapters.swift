@@ -201,9 +201,16 @@ public final class PushKitRegistry: NSObject, PKPushRegistryDelegate, PushRegist
     }
 }
 
-/// `AVAudioSession` configured for calls. CallKit activates and deactivates it.
-public struct CallAudioSession: AudioSessionPort {
+/// `AVAudioSession` configured and routed for calls. CallKit activates and deactivates it.
+public final class CallAudioSession: AudioSessionPort, @unchecked Sendable {
+    // Set once, by the coordinator's init.
+    private var observation: (any NSObjectProtocol)?
+
     public init() {}
+
+    deinit {
+        if let observation { NotificationCenter.default.removeObserver(observation) }
+    }
 
     public func configureForCall(video: Bool) {
         let session = AVAudioSession.sharedInstance()
@@ -213,6 +220,51 @@ public struct CallAudioSession: AudioSessionPort {
         } catch {
             // The call goes on with the previous category; CallKit still activates the session.
         }
+    }
+
+    public func route(to route: AudioRoute) {
+        let session = AVAudioSession.sharedInstance()
+        do {
+            switch route {
+            case .speaker:
+                try session.overrideOutputAudioPort(.speaker)
+            case .earpiece:
+                // Video-chat mode defaults to the speaker; voice-chat mode and the built-in
+                // microphone keep the audio at the ear.
+                try session.setCategory(.playAndRecord, mode: .voiceChat, options: [.allowBluetooth, .allowBluetoothA2DP])
+                try session.overrideOutputAudioPort(.none)
+                try session.setPreferredInput(session.availableInputs?.first { $0.portType == .builtInMic })
+            case .bluetooth, .headset:
+                try session.overrideOutputAudioPort(.none)
+                let ports: [AVAudioSession.Port] =
+                    route == .bluetooth ? [.bluetoothHFP, .bluetoothLE, .carAudio] : [.headsetMic, .usbAudio]
+                try session.setPreferredInput(session.availableInputs?.first { ports.contains($0.portType) })
+            }
+        } catch {
+            // The system keeps its own route; the next change routes again.
+        }
+    }
+
+    public func observeHeadsets(_ observer: @escaping @Sendable (Set<AudioRoute>) -> Void) {
+        observation = NotificationCenter.default.addObserver(
+            forName: AVAudioSession.routeChangeNotification, object: nil, queue: nil
+        ) { _ in observer(Self.headsets()) }
+        observer(Self.headsets())
+    }
+
+    /// The headsets among the session's inputs and current outputs.
+    static func headsets() -> Set<AudioRoute> {
+        let session = AVAudioSession.sharedInstance()
+        let ports = (session.availableInputs ?? []).map(\.portType) + session.currentRoute.outputs.map(\.portType)
+        var headsets = Set<AudioRoute>()
+        for port in ports {
+            switch port {
+            case .bluetoothHFP, .bluetoothA2DP, .bluetoothLE, .carAudio: headsets.insert(.bluetooth)
+            case .headphones, .headsetMic, .usbAudio: headsets.insert(.headset)
+            default: break
+            }
+        }
+        return headsets
     }
 }
 

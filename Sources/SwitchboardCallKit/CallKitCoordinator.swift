@@ -45,7 +45,15 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
         var nextAction = 0
         var starts: [UUID: PendingStart] = [:]
         var pushToken: String?
+        /// The remote-notification token (missed-call alerts), when the app gave it.
+        var alertToken: String?
         var login: Task<Void, any Error>?
+        /// CallKit activated the audio session: routes take effect.
+        var audioActive = false
+        /// The route last given to the audio session while it was active.
+        var routed: AudioRoute?
+        /// PushKit invalidated the token while logged out: tell the server at the next login.
+        var unregisterAtLogin = false
     }
 
     private let client: SwitchboardClient
@@ -55,26 +63,29 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
     private let audioSession: any AudioSessionPort
     /// Kept so the registry lives as long as the coordinator.
     private let pushRegistry: any PushRegistryPort
-    private let clock: any SwitchboardClock
     private let logger: Logger
     private let machine = NIOLockedValueBox(CallKitStateMachine())
     private let holdings = NIOLockedValueBox(Holdings())
     private let watchers = NIOLockedValueBox<[Task<Void, Never>]>([])
+    private let failureObservers = Observers<CallKitFailure>()
+    /// How requests that must not be lost to a passing failure (ending a call, push tokens) are
+    /// tried again.
+    private let retry: RetryPolicy
 
     /// Makes the coordinator and hands it the ports' callbacks. Make it once, at launch, before
     /// PushKit can deliver a push (in `application(_:didFinishLaunchingWithOptions:)`).
     public init(
         client: SwitchboardClient = .shared, settings: CallKitSettings, provider: any CallProviderPort,
         controller: any CallControllerPort, pushRegistry: any PushRegistryPort, audioSession: any AudioSessionPort,
-        logger: Logger = Logger(label: "switchboard.callkit")
+        retry: RetryPolicy = RetryPolicy(), logger: Logger = Logger(label: "switchboard.callkit")
     ) {
+        self.retry = retry
         self.client = client
         self.settings = settings
         self.provider = provider
         self.controller = controller
         self.audioSession = audioSession
         self.pushRegistry = pushRegistry
-        self.clock = client.configuration.clock
         self.logger = logger
         client.audioSessionControl = .external
         // Subscribe before anything can happen, so no event is missed.
@@ -87,8 +98,12 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             for await event in events { self?.sdkEvent(event) }
         }
         let deviceWatcher = Task { [weak self] in
-            for await _ in devices { self?.handle(.microphoneChanged) }
+            for await device in devices {
+                self?.handle(.microphoneChanged)
+                self?.routeAudio(device.audioRoute)
+            }
         }
+        audioSession.observeHeadsets { [weak client] headsets in client?.audioHeadsetsChanged(headsets) }
         let loginWatcher = Task { [weak self] in
             var wasLoggedIn = false
             for await login in logins {
@@ -119,10 +134,31 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
         try await client.loginStore.login(sdkAppID: account.sdkAppID, userID: account.userID, userSig: account.userSig)
     }
 
-    /// Logs out (which also stops VoIP pushes to this device) and forgets the account.
+    /// What the bridge could not do for the app (after retrying what may pass), from now on.
+    public var failures: AsyncStream<CallKitFailure> {
+        AsyncStream.observing { [failureObservers] observer in
+            let id = failureObservers.add(replay: [], observer)
+            return { failureObservers.remove(id) }
+        }
+    }
+
+    private func report(_ failure: CallKitFailure) {
+        logger.error("callkit bridge failure", metadata: ["failure": "\(failure)"])
+        failureObservers.publish(failure)
+        failureObservers.outbox.drain()
+    }
+
+    /// Logs out (which also stops VoIP pushes to this device) and forgets the account. Throws, and
+    /// reports ``CallKitFailure/pushTokenUnregistrationFailed(_:)``, when the server could not be
+    /// told: pushes for the user may still come (they are reported and ended at once).
     public func logout() async throws {
         account = nil
-        try await client.loginStore.logout()
+        do {
+            try await client.loginStore.logout()
+        } catch {
+            report(.pushTokenUnregistrationFailed(error as? SwitchboardError ?? SwitchboardError(.notConnected)))
+            throw error
+        }
     }
 
     /// Places a call through the system (a start transaction), as the app's call button and
@@ -179,29 +215,64 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
     // MARK: - PushKit
 
     public func pushTokenUpdated(_ token: Data) {
-        let hex = token.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
-        holdings.withLockedValue { $0.pushToken = hex }
+        holdings.withLockedValue { $0.pushToken = Self.hex(token) }
         Task { await registerPushToken() }
     }
 
-    public func pushTokenInvalidated() {
-        holdings.withLockedValue { $0.pushToken = nil }
-        Task { [client] in
-            guard client.loginStore.state.loginStatus == .loggedIn else { return }
-            try? await client.loginStore.unregisterPushToken()
-        }
+    /// The app's remote-notification token (`application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`):
+    /// registered with the server after every login, so missed calls can be announced with an alert.
+    public func alertTokenUpdated(_ token: Data) {
+        holdings.withLockedValue { $0.alertToken = Self.hex(token) }
+        Task { await registerPushToken() }
     }
 
+    private static func hex(_ token: Data) -> String {
+        token.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+    }
+
+    public func pushTokenInvalidated() {
+        holdings.withLockedValue { holdings in
+            holdings.pushToken = nil
+            holdings.unregisterAtLogin = true
+        }
+        Task { await registerPushToken() }
+    }
+
+    /// Brings the server's view of this device's VoIP token in line with PushKit's, when logged in:
+    /// the current token registered, or an invalidated one removed. Passing failures are retried.
     private func registerPushToken() async {
-        guard let token = holdings.withLockedValue({ $0.pushToken }),
-            client.loginStore.state.loginStatus == .loggedIn
-        else { return }
-        do {
-            // PushKit gave this token to this app on this phone: it is the logged-in user's now.
-            try await client.loginStore.registerPushToken(
-                token, environment: settings.pushEnvironment, bundleId: settings.bundleId, move: true)
-        } catch {
-            logger.error("push token registration failed", metadata: ["error": "\(error)"])
+        guard client.loginStore.state.loginStatus == .loggedIn else { return }
+        let (token, unregister, alert) = holdings.withLockedValue { ($0.pushToken, $0.unregisterAtLogin, $0.alertToken) }
+        let loginStore = client.loginStore
+        let settings = self.settings
+        if let alert {
+            do {
+                try await retry.run(clock: clock) {
+                    try await loginStore.registerPushToken(
+                        alert, environment: settings.pushEnvironment, bundleId: settings.bundleId, move: true, kind: .alert)
+                }
+            } catch {
+                report(.pushTokenRegistrationFailed(error as? SwitchboardError ?? SwitchboardError(.notConnected)))
+            }
+        }
+        if let token {
+            do {
+                // PushKit gave this token to this app on this phone: it is the logged-in user's now.
+                try await retry.run(clock: clock) {
+                    try await loginStore.registerPushToken(
+                        token, environment: settings.pushEnvironment, bundleId: settings.bundleId, move: true)
+                }
+                holdings.withLockedValue { $0.unregisterAtLogin = false }
+            } catch {
+                report(.pushTokenRegistrationFailed(error as? SwitchboardError ?? SwitchboardError(.notConnected)))
+            }
+        } else if unregister {
+            do {
+                try await retry.run(clock: clock) { try await loginStore.unregisterPushToken(kind: .voip) }
+                holdings.withLockedValue { $0.unregisterAtLogin = false }
+            } catch {
+                report(.pushTokenUnregistrationFailed(error as? SwitchboardError ?? SwitchboardError(.notConnected)))
+            }
         }
     }
 
@@ -224,11 +295,28 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
     }
 
     public func audioSessionActivated() {
+        holdings.withLockedValue { $0.audioActive = true }
+        // CallKit's activation undoes a route set before it: set it again now.
+        routeAudio(client.deviceStore.state.audioRoute, again: true)
         client.audioSessionActivated()
     }
 
     public func audioSessionDeactivated() {
+        holdings.withLockedValue { holdings in
+            holdings.audioActive = false
+            holdings.routed = nil
+        }
         client.audioSessionDeactivated()
+    }
+
+    /// Gives the audio session the SDK's route (``AudioRoutePolicy``) while it is active.
+    private func routeAudio(_ route: AudioRoute, again: Bool = false) {
+        let apply = holdings.withLockedValue { holdings -> Bool in
+            guard holdings.audioActive, again || holdings.routed != route else { return false }
+            holdings.routed = route
+            return true
+        }
+        if apply { audioSession.route(to: route) }
     }
 
     public func providerDidReset() {
@@ -330,6 +418,8 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
                 takeAction(id)?.fail()
             case .configureAudio(let video):
                 audioSession.configureForCall(video: video)
+                // A new category drops the route override: route again if the session is active.
+                routeAudio(client.deviceStore.state.audioRoute, again: true)
             case .deliverPush(let push):
                 client.callStore.receivedPush(push)
             case .setMicrophone(let on):
@@ -356,7 +446,7 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             do {
                 try await ensureLoggedIn()
             } catch {
-                logger.error("login after a push failed", metadata: ["error": "\(error)"])
+                report(.loginAfterPushFailed(error as? SwitchboardError ?? SwitchboardError(.notConnected)))
                 handle(.pushLoginFailed)
             }
         case .accept(let callId, let uuid, let id):
@@ -365,26 +455,33 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
                 try await client.callStore.accept(callId: callId)
                 handle(.answerFinished(uuid, id, succeeded: true))
             } catch {
-                logger.error("answering failed", metadata: ["callId": "\(callId)", "error": "\(error)"])
+                report(.answerFailed(callId, error as? SwitchboardError ?? SwitchboardError(.notConnected)))
                 handle(.answerFinished(uuid, id, succeeded: false))
             }
         case .reject(let callId, let then):
-            do {
+            // The call screen ends the call at once; the server hears it as soon as it can.
+            if let then { takeAction(then)?.fulfill() }
+            await end(callId) { [self] in
                 try await ensureLoggedIn()
                 try await client.callStore.reject(callId: callId)
-            } catch {
-                logger.info("reject failed", metadata: ["callId": "\(callId)", "error": "\(error)"])
             }
-            if let then { takeAction(then)?.fulfill() }
         case .hangup(let callId, let then):
-            do {
-                try await client.callStore.hangup(callId: callId)
-            } catch {
-                logger.info("hang-up failed", metadata: ["callId": "\(callId)", "error": "\(error)"])
-            }
             if let then { takeAction(then)?.fulfill() }
+            await end(callId) { [client] in try await client.callStore.hangup(callId: callId) }
         case .place(let uuid, let id):
             await place(uuid, id)
+        }
+    }
+
+    /// Ends a call in the SDK, trying again while the failure may pass; a call the server already
+    /// ended (or this device already left) is ended. Anything else is reported.
+    private func end(_ callId: CallID, _ request: @escaping @Sendable () async throws -> Void) async {
+        do {
+            try await retry.run(clock: clock, request)
+        } catch let error as SwitchboardError where [.callNotFound, .callAlreadyEnded, .invalidCallState].contains(error.code) {
+            logger.debug("the call was over already", metadata: ["callId": "\(callId)", "error": "\(error)"])
+        } catch {
+            report(.endFailed(callId, error as? SwitchboardError ?? SwitchboardError(.notConnected)))
         }
     }
 
@@ -414,6 +511,9 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             start.continuation.resume(throwing: error)
         }
     }
+
+    /// The client's clock, as configured now (the app may configure the client after making this).
+    private var clock: any SwitchboardClock { client.configuration.clock }
 
     private func context() -> Machine.Context {
         Machine.Context(

@@ -1,4 +1,5 @@
 import Foundation
+import Switchboard
 import SwitchboardProtocol
 
 // The few things the bridge needs from the system, as small protocols: CallKit's provider and
@@ -116,8 +117,17 @@ public protocol PushRegistryReceiver: AnyObject, Sendable {
     func incomingPush(payload: [AnyHashable: Any], completion: @escaping @Sendable () -> Void)
 }
 
-/// The audio session's category and mode for calls (`AVAudioSession`). CallKit activates the
-/// session itself; the app only configures it before answering or placing a call.
+/// The audio session for calls (`AVAudioSession`). CallKit activates the session itself; the app
+/// configures its category and mode before answering or placing a call, and routes the audio once
+/// the session is active (a route set before that does not survive the activation).
 public protocol AudioSessionPort: Sendable {
+    /// `.playAndRecord`, mode `.voiceChat` or `.videoChat`, Bluetooth allowed; resets any route override.
     func configureForCall(video: Bool)
+    /// Sends call audio to `route` (speaker: `overrideOutputAudioPort(.speaker)`; earpiece: no
+    /// override, the built-in microphone and voice-chat mode; a headset: no override, its input
+    /// preferred). Only takes effect while the session is active.
+    func route(to route: AudioRoute)
+    /// Starts telling `observer` the headsets connected (`.bluetooth`, `.headset`) whenever they
+    /// change, beginning with the ones connected now.
+    func observeHeadsets(_ observer: @escaping @Sendable (Set<AudioRoute>) -> Void)
 }

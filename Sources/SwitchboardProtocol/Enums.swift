@@ -45,12 +45,16 @@ public enum CallEndReason: String, Codable, Sendable, CaseIterable {
 /// What a call was for one user, kept in their call record.
 ///
 /// For the caller: `answered`, `canceled` (hung up before an answer), `rejected` (the callee
-/// rejected), `missed` (nobody answered in time), `busy`, `offline`.
+/// rejected), `noAnswer` (nobody answered in time), `busy`, `offline`.
 /// For a callee: `answered` (on any of their devices), `rejected`, `missed` (timed out, or the
 /// caller canceled before an answer), `busy` (auto-rejected because they were in another call).
 public enum CallRecordResult: String, Codable, Sendable, CaseIterable {
     case answered
     case missed
+    /// The caller's side of a call nobody answered in time: a phone shows it as "no answer",
+    /// not as a missed call. (Before it existed the caller's record said `missed`; older clients
+    /// decode it as `unknown`.)
+    case noAnswer
     case rejected
     case canceled
     case busy

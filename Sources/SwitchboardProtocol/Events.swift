@@ -116,6 +116,30 @@ public struct MemberStatusEvent: Codable, Equatable, Sendable {
     }
 }
 
+/// Another member's raw media statistics, from their last status report (CallPlus's per-member
+/// packet loss, bitrate and delay); at most about once a second per member.
+public struct MemberStatsEvent: Codable, Equatable, Sendable {
+    public var callId: CallID
+    public var userId: UserID
+    /// Packet loss, percent (0–100).
+    public var packetLoss: Double
+    /// Round-trip time, ms.
+    public var rtt: Int
+    /// Send bitrate, kbps.
+    public var bitrate: Int
+    /// Microphone level, 0–100.
+    public var audioLevel: Int
+
+    public init(callId: CallID, userId: UserID, packetLoss: Double, rtt: Int, bitrate: Int, audioLevel: Int) {
+        self.callId = callId
+        self.userId = userId
+        self.packetLoss = packetLoss
+        self.rtt = rtt
+        self.bitrate = bitrate
+        self.audioLevel = audioLevel
+    }
+}
+
 /// This user is in a call on another of their devices (`active`), or no longer is.
 public struct CallElsewhereEvent: Codable, Equatable, Sendable {
     public var call: CallInfo
@@ -160,6 +184,7 @@ public enum ServerEvent: Equatable, Sendable {
     case mediaTypeChangeRequested(MediaTypeChangeRequestedEvent)
     case mediaTypeChangeResult(MediaTypeChangeResultEvent)
     case memberStatus(MemberStatusEvent)
+    case memberStats(MemberStatsEvent)
     case callElsewhere(CallElsewhereEvent)
     case callsSynced(CallsSyncedEvent)
     case sessionEnded(SessionEndedEvent)
@@ -177,6 +202,7 @@ public enum ServerEvent: Equatable, Sendable {
         case .mediaTypeChangeRequested: "mediaTypeChangeRequested"
         case .mediaTypeChangeResult: "mediaTypeChangeResult"
         case .memberStatus: "memberStatus"
+        case .memberStats: "memberStats"
         case .callElsewhere: "callElsewhere"
         case .callsSynced: "callsSynced"
         case .sessionEnded: "sessionEnded"
@@ -196,6 +222,7 @@ public enum ServerEvent: Equatable, Sendable {
         case .mediaTypeChangeRequested(let e): e.callId
         case .mediaTypeChangeResult(let e): e.callId
         case .memberStatus(let e): e.callId
+        case .memberStats(let e): e.callId
         case .callElsewhere(let e): e.call.callId
         case .mediaSignal(let e): e.callId
         case .callsSynced, .sessionEnded: nil
@@ -221,6 +248,7 @@ extension ServerEvent: Codable {
         case "mediaTypeChangeResult":
             self = .mediaTypeChangeResult(try container.decode(MediaTypeChangeResultEvent.self, forKey: .data))
         case "memberStatus": self = .memberStatus(try container.decode(MemberStatusEvent.self, forKey: .data))
+        case "memberStats": self = .memberStats(try container.decode(MemberStatsEvent.self, forKey: .data))
         case "callElsewhere": self = .callElsewhere(try container.decode(CallElsewhereEvent.self, forKey: .data))
         case "callsSynced": self = .callsSynced(try container.decode(CallsSyncedEvent.self, forKey: .data))
         case "sessionEnded": self = .sessionEnded(try container.decode(SessionEndedEvent.self, forKey: .data))
@@ -244,6 +272,7 @@ extension ServerEvent: Codable {
         case .mediaTypeChangeRequested(let e): try container.encode(e, forKey: .data)
         case .mediaTypeChangeResult(let e): try container.encode(e, forKey: .data)
         case .memberStatus(let e): try container.encode(e, forKey: .data)
+        case .memberStats(let e): try container.encode(e, forKey: .data)
         case .callElsewhere(let e): try container.encode(e, forKey: .data)
         case .callsSynced(let e): try container.encode(e, forKey: .data)
         case .sessionEnded(let e): try container.encode(e, forKey: .data)

@@ -12,16 +12,20 @@ public struct CallParams: Codable, Equatable, Sendable {
     public var chatGroupId: ChatGroupID?
     /// No records are written for an ephemeral call.
     public var isEphemeralCall: Bool?
+    /// What the call's pushes carry (CallPlus's push config), and whether a missed call is
+    /// announced with an alert push.
+    public var pushConfig: PushConfig?
 
     public init(
         roomId: RoomID? = nil, timeout: Int? = nil, userData: String? = nil, chatGroupId: ChatGroupID? = nil,
-        isEphemeralCall: Bool? = nil
+        isEphemeralCall: Bool? = nil, pushConfig: PushConfig? = nil
     ) {
         self.roomId = roomId
         self.timeout = timeout
         self.userData = userData
         self.chatGroupId = chatGroupId
         self.isEphemeralCall = isEphemeralCall
+        self.pushConfig = pushConfig
     }
 }
 

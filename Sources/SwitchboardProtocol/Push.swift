@@ -6,8 +6,18 @@ public enum PushEnvironment: String, Codable, Sendable, CaseIterable {
     case production
 }
 
-/// Register this device's VoIP push token (from PushKit) so that calls reach it while the app is
-/// not running. One token per device. A token held by another device or user is refused
+/// What a push token receives. iOS gives an app two different tokens: PushKit's, for VoIP pushes
+/// (a ringing call), and the remote-notification token of `registerForRemoteNotifications`, for
+/// alerts the user sees (a missed call). APNs refuses a push sent to the other kind of token.
+public enum PushTokenKind: String, Codable, Sendable, CaseIterable {
+    /// PushKit's VoIP token: invitations (`apns-push-type: voip`, topic `<bundleId>.voip`).
+    case voip
+    /// The remote-notification token: missed-call alerts (`apns-push-type: alert`, topic `<bundleId>`).
+    case alert
+}
+
+/// Register one of this device's push tokens so that calls reach it while the app is not running.
+/// One token of each kind per device. A token held by another device or user is refused
 /// (`pushTokenInUse`) unless ``move`` is set, which takes it over within the same app.
 public struct RegisterPushTokenRequest: SignalingRequest {
     public typealias Response = Empty
@@ -16,16 +26,21 @@ public struct RegisterPushTokenRequest: SignalingRequest {
     /// The token as hex (64 digits for today's tokens; 32–200 accepted).
     public var token: String
     public var environment: PushEnvironment
-    /// The app's bundle id; pushes go to topic `<bundleId>.voip`.
+    /// The app's bundle id; VoIP pushes go to topic `<bundleId>.voip`, alerts to `<bundleId>`.
     public var bundleId: String
     /// Take the token over from another device or user of the same app that holds it.
     public var move: Bool?
+    /// What the token is; absent means ``PushTokenKind/voip``.
+    public var kind: PushTokenKind?
 
-    public init(token: String, environment: PushEnvironment, bundleId: String, move: Bool? = nil) {
+    public init(
+        token: String, environment: PushEnvironment, bundleId: String, move: Bool? = nil, kind: PushTokenKind? = nil
+    ) {
         self.token = token
         self.environment = environment
         self.bundleId = bundleId
         self.move = move
+        self.kind = kind
     }
 
     /// Whether `token` is 32–200 hex digits.
@@ -56,16 +71,88 @@ public struct RegisterPushTokenRequest: SignalingRequest {
     }
 }
 
-/// Stop VoIP pushes to this device.
+/// Stop pushes to this device: of one kind, or (``kind`` absent) of every kind.
 public struct UnregisterPushTokenRequest: SignalingRequest {
     public typealias Response = Empty
     public static let type = RequestType.unregisterPushToken
-    public init() {}
+    public var kind: PushTokenKind?
+    public init(kind: PushTokenKind? = nil) { self.kind = kind }
 }
 
 extension RequestType {
     public static let registerPushToken = RequestType(rawValue: "push.register")
     public static let unregisterPushToken = RequestType(rawValue: "push.unregister")
+}
+
+/// CallPlus's push config (TRTC's offline push info): what a call's pushes carry, chosen by the
+/// caller in ``CallParams/pushConfig``. The VoIP push of the invitation carries all of it for the
+/// callee's app (it shows nothing by itself: the app reports the call to CallKit); a missed-call
+/// alert shows ``title`` and ``body`` with ``sound``.
+public struct PushConfig: Codable, Equatable, Sendable {
+    /// The alert's title (at most ``maxTitleBytes`` UTF-8 bytes, no control characters).
+    public var title: String?
+    /// The alert's text (at most ``maxBodyBytes`` UTF-8 bytes, no control characters).
+    public var body: String?
+    /// A sound file in the callee's app bundle, or `default` (at most ``maxSoundBytes`` letters,
+    /// digits, `.`, `-`, `_`).
+    public var sound: String?
+    /// Opaque data for the callee's app, delivered in every push (at most ``maxExtraBytes`` UTF-8 bytes).
+    public var extra: String?
+    /// Callees who had no connected device when the call rang (it rang through a VoIP push) and
+    /// did not answer get a regular alert push about the missed call (on their alert token).
+    public var missedCallAlert: Bool?
+
+    public static let maxTitleBytes = 128
+    public static let maxBodyBytes = 512
+    public static let maxSoundBytes = 64
+    public static let maxExtraBytes = 1024
+    /// The largest `pushConfig`, as JSON. With this bound every push fits APNs' limits whatever the
+    /// fields hold (escaping can make a string six times longer).
+    public static let maxEncodedBytes = 2048
+
+    public init(
+        title: String? = nil, body: String? = nil, sound: String? = nil, extra: String? = nil,
+        missedCallAlert: Bool? = nil
+    ) {
+        self.title = title
+        self.body = body
+        self.sound = sound
+        self.extra = extra
+        self.missedCallAlert = missedCallAlert
+    }
+
+    /// Why the server refuses this config (`invalidPushConfig`), or nil when it is fine.
+    public var problem: SwitchboardError? {
+        func refuse(_ message: String) -> SwitchboardError { SwitchboardError(.invalidPushConfig, message) }
+        if let title, !title.isBoundedText(maxBytes: Self.maxTitleBytes) {
+            return refuse("pushConfig.title: at most \(Self.maxTitleBytes) bytes without control characters")
+        }
+        if let body, !body.isBoundedText(maxBytes: Self.maxBodyBytes) {
+            return refuse("pushConfig.body: at most \(Self.maxBodyBytes) bytes without control characters")
+        }
+        if let sound, !Self.isValidSound(sound) {
+            return refuse("pushConfig.sound: 1-\(Self.maxSoundBytes) letters, digits, '.', '-', '_'")
+        }
+        if let extra, extra.utf8.count > Self.maxExtraBytes {
+            return refuse("pushConfig.extra: at most \(Self.maxExtraBytes) bytes")
+        }
+        if let encoded = try? SwitchboardJSON.encode(self), encoded.count > Self.maxEncodedBytes {
+            return refuse("pushConfig: at most \(Self.maxEncodedBytes) bytes as JSON")
+        }
+        return nil
+    }
+
+    static func isValidSound(_ sound: String) -> Bool {
+        (1...maxSoundBytes).contains(sound.utf8.count) && sound.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                true
+            default:
+                false
+            }
+        }
+    }
 }
 
 /// A call ringing for a user whose app is not running: what the server puts under the
@@ -84,10 +171,18 @@ public struct IncomingCallPush: Codable, Equatable, Sendable {
     public var inviterId: UserID?
     /// When the call stops ringing, Unix ms; a push received after it is stale.
     public var deadline: Int64?
+    /// The call's `userData`, as the invitation carries it.
+    public var userData: String?
+    /// The caller's ``PushConfig``, but ``PushConfig/missedCallAlert``.
+    public var title: String?
+    public var body: String?
+    public var sound: String?
+    public var extra: String?
 
     public init(
         callId: CallID, sdkAppID: SdkAppID? = nil, userId: UserID? = nil, callerId: UserID, callerName: String? = nil,
-        mediaType: CallMediaType, callType: CallType, inviterId: UserID? = nil, deadline: Int64? = nil
+        mediaType: CallMediaType, callType: CallType, inviterId: UserID? = nil, deadline: Int64? = nil,
+        userData: String? = nil, pushConfig: PushConfig? = nil
     ) {
         self.callId = callId
         self.sdkAppID = sdkAppID
@@ -98,11 +193,18 @@ public struct IncomingCallPush: Codable, Equatable, Sendable {
         self.callType = callType
         self.inviterId = inviterId
         self.deadline = deadline
+        self.userData = userData
+        self.title = pushConfig?.title
+        self.body = pushConfig?.body
+        self.sound = pushConfig?.sound
+        self.extra = pushConfig?.extra
     }
 }
 
-/// A call that rang for the user stopped ringing (canceled, answered elsewhere, timed out…):
-/// the follow-up push that takes the ringing screen away.
+/// A call that rang for the user stopped ringing (canceled, answered elsewhere, timed out…).
+/// Servers before push configs sent it as a VoIP push to stop a ringing lock screen; servers now
+/// send VoIP pushes only for ringing calls (the app learns the end over its connection), and the
+/// SDK still reads this kind from older servers.
 public struct CallEndedPush: Codable, Equatable, Sendable {
     public var callId: CallID
     public var sdkAppID: SdkAppID?
@@ -133,38 +235,187 @@ public enum VoIPPush: Equatable, Sendable {
         }
     }
 
-    /// The JSON body of the push, made to fit ``maxPayloadBytes``: the text a client chose (the
-    /// caller's nickname) is left out before APNs would refuse the whole push.
+    /// The JSON body of the push, made to fit ``maxPayloadBytes`` (see ``PushPayload/fitted(_:limit:dropping:payload:)``).
     public func fittedPayload() throws -> Data {
-        let body = try payload()
-        guard body.count > Self.maxPayloadBytes, case .incomingCall(var push) = self else { return body }
-        push.callerName = nil
-        return try VoIPPush.incomingCall(push).payload()
+        guard case .incomingCall(let push) = self else { return try payload() }
+        return try PushPayload.fitted(push, limit: Self.maxPayloadBytes, dropping: IncomingCallPush.droppable) {
+            try VoIPPush.incomingCall($0).payload()
+        }
     }
 
     /// The JSON body of the push.
     public func payload() throws -> Data {
-        struct Body<Content: Encodable>: Encodable {
-            struct Envelope: Encodable {
-                var v = 1
-                var kind: String
-                var content: Content
-                private enum CodingKeys: String, CodingKey { case v, kind }
-                func encode(to encoder: any Encoder) throws {
-                    var container = encoder.container(keyedBy: CodingKeys.self)
-                    try container.encode(v, forKey: .v)
-                    try container.encode(kind, forKey: .kind)
-                    try content.encode(to: encoder)
-                }
-            }
-            var aps: [String: String] = [:]
+        switch self {
+        case .incomingCall(let push): try PushPayload.encode(aps: PushPayload.NoAlert(), kind: "incomingCall", push)
+        case .callEnded(let push): try PushPayload.encode(aps: PushPayload.NoAlert(), kind: "callEnded", push)
+        }
+    }
+}
+
+extension IncomingCallPush {
+    /// What an invitation that would not fit leaves out, in this order: `userData` first (the app
+    /// gets it with the invitation once it logs in), then the caller's push texts, the caller's name last.
+    static var droppable: [WritableKeyPath<IncomingCallPush, String?>] {
+        [\.userData, \.extra, \.body, \.title, \.callerName]
+    }
+}
+
+/// A call the user did not answer while their app was not running: a regular alert push
+/// (`apns-push-type: alert`), sent to alert tokens when the caller asked for it
+/// (``PushConfig/missedCallAlert``). The system shows it; the app reads `switchboard` when the user
+/// opens it.
+///
+/// On the wire: `{"aps":{"alert":{…},"sound":…},"switchboard":{"v":1,"kind":"missedCall",…}}`. The
+/// alert is the caller's ``PushConfig/title`` and ``PushConfig/body``; without them it is the
+/// localizable `SWITCHBOARD_MISSED_CALL` with the caller's name as its argument, which the app's
+/// `Localizable.strings` translates (e.g. `"Missed call from %@"`).
+public struct MissedCallPush: Codable, Equatable, Sendable {
+    public var callId: CallID
+    public var sdkAppID: SdkAppID?
+    public var userId: UserID?
+    public var callerId: UserID
+    public var callerName: String?
+    public var mediaType: CallMediaType
+    public var callType: CallType
+    /// How the ringing ended for the user: `noResponse`, `canceled` or `endByServer`.
+    public var reason: CallEndReason
+    public var userData: String?
+    public var title: String?
+    public var body: String?
+    public var sound: String?
+    public var extra: String?
+
+    /// The largest payload APNs accepts for an alert push, in bytes.
+    public static let maxPayloadBytes = 4096
+    /// The alert's localization key when the caller gave no text.
+    public static let localizationKey = "SWITCHBOARD_MISSED_CALL"
+
+    public init(
+        callId: CallID, sdkAppID: SdkAppID? = nil, userId: UserID? = nil, callerId: UserID, callerName: String? = nil,
+        mediaType: CallMediaType, callType: CallType, reason: CallEndReason, userData: String? = nil,
+        pushConfig: PushConfig? = nil
+    ) {
+        self.callId = callId
+        self.sdkAppID = sdkAppID
+        self.userId = userId
+        self.callerId = callerId
+        self.callerName = callerName
+        self.mediaType = mediaType
+        self.callType = callType
+        self.reason = reason
+        self.userData = userData
+        self.title = pushConfig?.title
+        self.body = pushConfig?.body
+        self.sound = pushConfig?.sound
+        self.extra = pushConfig?.extra
+    }
+
+    /// What a missed-call push that would not fit leaves out, in the invitation's order.
+    static var droppable: [WritableKeyPath<MissedCallPush, String?>] {
+        [\.userData, \.extra, \.body, \.title, \.callerName]
+    }
+
+    /// The JSON body of the push, made to fit ``maxPayloadBytes``.
+    public func fittedPayload() throws -> Data {
+        try PushPayload.fitted(self, limit: Self.maxPayloadBytes, dropping: Self.droppable) { try $0.payload() }
+    }
+
+    /// The JSON body of the push.
+    public func payload() throws -> Data {
+        try PushPayload.encode(aps: aps, kind: "missedCall", self)
+    }
+
+    /// Reads a missed-call push from its JSON body; nil when it is not one.
+    public init?(json: Data) {
+        struct Body: Decodable {
+            struct Envelope: Decodable { var kind: String }
             var switchboard: Envelope
         }
-        switch self {
-        case .incomingCall(let push):
-            return try SwitchboardJSON.encode(Body(switchboard: .init(kind: "incomingCall", content: push)))
-        case .callEnded(let push):
-            return try SwitchboardJSON.encode(Body(switchboard: .init(kind: "callEnded", content: push)))
+        struct Content: Decodable { var switchboard: MissedCallPush }
+        guard let body = try? SwitchboardJSON.decode(Body.self, from: json), body.switchboard.kind == "missedCall",
+            let content = try? SwitchboardJSON.decode(Content.self, from: json)
+        else { return nil }
+        self = content.switchboard
+    }
+
+    private var aps: PushPayload.Alert {
+        let alert: PushPayload.Alert.Text =
+            if title != nil || body != nil {
+                .init(title: title, body: body)
+            } else {
+                .init(locKey: Self.localizationKey, locArgs: [callerName ?? callerId.rawValue])
+            }
+        return PushPayload.Alert(alert: alert, sound: sound ?? "default")
+    }
+}
+
+/// The one way Switchboard writes push bodies, and makes them fit APNs' limits.
+public enum PushPayload {
+    /// Encodes `{"aps":…,"switchboard":{"v":1,"kind":…,…content}}`.
+    static func encode<APS: Encodable, Content: Encodable>(aps: APS, kind: String, _ content: Content) throws -> Data {
+        try SwitchboardJSON.encode(Body(aps: aps, switchboard: Envelope(kind: kind, content: content)))
+    }
+
+    private struct Body<APS: Encodable, Content: Encodable>: Encodable {
+        var aps: APS
+        var switchboard: Envelope<Content>
+    }
+
+    /// `v`, `kind` and the content's fields in one object.
+    private struct Envelope<Content: Encodable>: Encodable {
+        var kind: String
+        var content: Content
+        private enum CodingKeys: String, CodingKey { case v, kind }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(1, forKey: .v)
+            try container.encode(kind, forKey: .kind)
+            try content.encode(to: encoder)
         }
+    }
+
+    /// `aps` of a VoIP push: empty (the app reports the call; the system shows nothing itself).
+    struct NoAlert: Encodable {}
+
+    /// `aps` of an alert push.
+    struct Alert: Encodable {
+        struct Text: Encodable {
+            var title: String?
+            var body: String?
+            var locKey: String?
+            var locArgs: [String]?
+
+            init(title: String? = nil, body: String? = nil, locKey: String? = nil, locArgs: [String]? = nil) {
+                self.title = title
+                self.body = body
+                self.locKey = locKey
+                self.locArgs = locArgs
+            }
+
+            private enum CodingKeys: String, CodingKey {
+                case title, body
+                case locKey = "loc-key"
+                case locArgs = "loc-args"
+            }
+        }
+
+        var alert: Text
+        var sound: String
+    }
+
+    /// The body of `push`, leaving out its optional texts in the order `dropping` gives, one by
+    /// one, until it fits `limit` bytes: APNs refuses a whole push that is too large, and a call
+    /// must ring whatever its callers chose to put in it.
+    public static func fitted<Push>(
+        _ push: Push, limit: Int, dropping: [WritableKeyPath<Push, String?>], payload: (Push) throws -> Data
+    ) throws -> Data {
+        var push = push
+        var body = try payload(push)
+        for field in dropping where body.count > limit {
+            guard push[keyPath: field] != nil else { continue }
+            push[keyPath: field] = nil
+            body = try payload(push)
+        }
+        return body
     }
 }

@@ -65,6 +65,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case invalidRoomID = 3016
             case oneToOneOnly = 3017
             case invalidChatGroupID = 3018
+            case invalidPushConfig = 3019
 
             case invalidRecordCount = 4001
             case tooManyCallIDs = 4002
@@ -197,6 +198,8 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         public static let oneToOneOnly = Code(.oneToOneOnly)
         /// The chatGroupId is empty, too long or has forbidden characters.
         public static let invalidChatGroupID = Code(.invalidChatGroupID)
+        /// A `pushConfig` field is too long or malformed (see ``PushConfig``).
+        public static let invalidPushConfig = Code(.invalidPushConfig)
 
         // MARK: 4xxx records
         /// `count` must be 1…100.
@@ -290,6 +293,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .invalidRoomID: "invalid roomId"
             case .oneToOneOnly: "only for one-to-one calls"
             case .invalidChatGroupID: "invalid chatGroupId"
+            case .invalidPushConfig: "invalid pushConfig"
             case .invalidRecordCount: "count must be 1-100"
             case .tooManyCallIDs: "too many callIds"
             case .invalidSyncTime: "syncTime must be -1 or >= 0"

@@ -18,11 +18,13 @@ import X509
 /// the server under test is told to trust), speaking APNs' protocol.
 ///
 /// It checks what APNs checks: the provider token (ES256 signature with the test key, `kid`, `iss`,
-/// an `iat` at most an hour old on the test clock), the VoIP headers (`apns-push-type: voip`,
-/// `apns-topic: <bundle>.voip`, `apns-priority: 10`, `apns-expiration`, a UUID `apns-id`,
-/// `apns-collapse-id` ≤ 64 bytes) and the payload size (5 KB), and answers with APNs' status codes
-/// and JSON error bodies. Tests can make a token unregistered (410), throttle (429), fail (500) or
-/// hang.
+/// an `iat` at most an hour old on the test clock), the headers of a VoIP push (`apns-push-type:
+/// voip`, `apns-topic: <bundle>.voip`, payload ≤ 5 KB) or an alert (`apns-push-type: alert`,
+/// `apns-topic: <bundle>`, payload ≤ 4 KB with an `aps.alert`), `apns-priority: 10`,
+/// `apns-expiration`, a UUID `apns-id`, `apns-collapse-id` ≤ 64 bytes, and that a token the test
+/// declared (``declare(_:as:)``) gets only pushes of its kind (else 400 DeviceTokenNotForTopic, as
+/// APNs answers a VoIP token pushed with an alert topic). It answers with APNs' status codes and
+/// JSON error bodies. Tests can make a token unregistered (410), throttle (429), fail (500) or hang.
 public final class TestAPNsServer: Sendable {
     /// A push APNs accepted.
     public struct Push: Sendable {
@@ -32,8 +34,12 @@ public final class TestAPNsServer: Sendable {
         public var providerToken: String
         /// The provider token's `iat`, Unix seconds.
         public var issuedAt: Int64
-        /// The decoded Switchboard payload.
+        /// The decoded Switchboard payload of a VoIP push.
         public var push: VoIPPush?
+        /// The decoded Switchboard payload of a missed-call alert.
+        public var missedCall: MissedCallPush?
+        /// `voip` or `alert`.
+        public var pushType: String? { headers["apns-push-type"] }
     }
 
     /// Every answer, in order: the token and the HTTP status.
@@ -66,13 +72,21 @@ public final class TestAPNsServer: Sendable {
     public let answers: Recorder<Answer>
     private let pushSink: AsyncStream<Push>.Continuation
     private let answerSink: AsyncStream<Answer>.Continuation
-    private typealias State = (unregistered: Set<String>, behavior: Behavior, connections: Int)
+    typealias State = (
+        unregistered: Set<String>, behavior: Behavior, connections: Int, kinds: [String: PushTokenKind]
+    )
     /// Shared with the route that answers pushes.
     private let state: NIOLockedValueBox<State>
     private let runTask: Task<Void, any Error>
     private let shutdown: @Sendable () async -> Void
 
     public var connectionsOpened: Int { state.withLockedValue { $0.connections } }
+
+    /// Says what a token is, as the phone that made it knows: pushes of the other kind get 400
+    /// DeviceTokenNotForTopic.
+    public func declare(_ token: String, as kind: PushTokenKind) {
+        state.withLockedValue { $0.kinds[token.lowercased()] = kind }
+    }
 
     /// Makes a token unregistered: pushes to it get 410 Unregistered.
     public func unregister(_ token: String) {
@@ -117,7 +131,7 @@ public final class TestAPNsServer: Sendable {
 
         let (pushStream, pushSink) = AsyncStream<Push>.makeStream()
         let (answerStream, answerSink) = AsyncStream<Answer>.makeStream()
-        let state = NIOLockedValueBox<(unregistered: Set<String>, behavior: Behavior, connections: Int)>(([], .normal, 0))
+        let state = NIOLockedValueBox<State>(([], .normal, 0, [:]))
         let keyId = "TESTKEY123"
         let teamId = "TESTTEAM12"
         let router = Router()
@@ -151,10 +165,17 @@ public final class TestAPNsServer: Sendable {
             }
             // The headers of a VoIP push.
             func header(_ name: String) -> String? { request.headers[HTTPField.Name(name)!] }
-            guard header("apns-push-type") == "voip" else { return answer(.badRequest, "InvalidPushType") }
+            let kind: PushTokenKind
+            switch header("apns-push-type") {
+            case "voip": kind = .voip
+            case "alert": kind = .alert
+            default: return answer(.badRequest, "InvalidPushType")
+            }
             guard let topic = header("apns-topic") else { return answer(.badRequest, "MissingTopic") }
-            guard topic.hasSuffix(".voip"), bundleIds.contains(String(topic.dropLast(5))) else {
-                return answer(.badRequest, "TopicDisallowed")
+            let bundle = kind == .voip ? (topic.hasSuffix(".voip") ? String(topic.dropLast(5)) : nil) : topic
+            guard let bundle, bundleIds.contains(bundle) else { return answer(.badRequest, "TopicDisallowed") }
+            if let declared = state.withLockedValue({ $0.kinds[token] }), declared != kind {
+                return answer(.badRequest, "DeviceTokenNotForTopic")
             }
             guard header("apns-priority") == "10" else { return answer(.badRequest, "BadPriority") }
             guard let expiration = header("apns-expiration").flatMap({ Int64($0) }), expiration >= 0 else {
@@ -164,8 +185,13 @@ public final class TestAPNsServer: Sendable {
             guard (header("apns-collapse-id")?.utf8.count ?? 0) <= 64 else { return answer(.badRequest, "BadCollapseId") }
             guard token.utf8.count >= 32, token.allSatisfy(\.isHexDigit) else { return answer(.badRequest, "BadDeviceToken") }
             let body = try await request.body.collect(upTo: 64 * 1024)
-            guard body.readableBytes <= VoIPPush.maxPayloadBytes else { return answer(.contentTooLarge, "PayloadTooLarge") }
+            let limit = kind == .voip ? VoIPPush.maxPayloadBytes : MissedCallPush.maxPayloadBytes
+            guard body.readableBytes <= limit else { return answer(.contentTooLarge, "PayloadTooLarge") }
             guard body.readableBytes > 0 else { return answer(.badRequest, "PayloadEmpty") }
+            if kind == .alert {
+                let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+                guard (object?["aps"] as? [String: Any])?["alert"] != nil else { return answer(.badRequest, "PayloadEmpty") }
+            }
 
             // What the test asked for.
             enum Injected {
@@ -203,7 +229,8 @@ public final class TestAPNsServer: Sendable {
             pushSink.yield(
                 Push(
                     token: token, headers: headers, payload: payload, providerToken: jwt, issuedAt: issuedAt,
-                    push: VoIPPush(json: payload)))
+                    push: kind == .voip ? VoIPPush(json: payload) : nil,
+                    missedCall: kind == .alert ? MissedCallPush(json: payload) : nil))
             answerSink.yield(Answer(token: token, status: 200, reason: nil))
             return Response(status: .ok, headers: [HTTPField.Name("apns-id")!: id])
         }
@@ -236,7 +263,7 @@ public final class TestAPNsServer: Sendable {
     private init(
         port: Int, keyPath: String, certificatePath: String, pushStream: AsyncStream<Push>,
         pushSink: AsyncStream<Push>.Continuation, answerStream: AsyncStream<Answer>, answerSink: AsyncStream<Answer>.Continuation,
-        state: NIOLockedValueBox<(unregistered: Set<String>, behavior: Behavior, connections: Int)>,
+        state: NIOLockedValueBox<State>,
         runTask: Task<Void, any Error>, open: OpenConnections
     ) {
         self.port = port
@@ -275,7 +302,7 @@ public final class TestAPNsServer: Sendable {
     /// Counts the TCP connections the server accepts.
     /// Counts the connections the server accepted, and the ones still open.
     struct ConnectionCounter: AvailableConnectionsDelegate {
-        let state: NIOLockedValueBox<(unregistered: Set<String>, behavior: Behavior, connections: Int)>
+        let state: NIOLockedValueBox<TestAPNsServer.State>
         let open: OpenConnections
         mutating func connectionOpened() {
             state.withLockedValue { $0.connections += 1 }

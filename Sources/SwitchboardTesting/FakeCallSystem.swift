@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import NIOConcurrencyHelpers
+import Switchboard
 import SwitchboardCallKit
 import SwitchboardProtocol
 import SwitchboardTools
@@ -8,7 +9,12 @@ import SwitchboardTools
 /// CallKit, PushKit and the audio session as a test sees them: fake ports that hold the app to
 /// the system's contracts. What iOS would punish is recorded in ``problems()``: a VoIP push whose
 /// handler returns without reporting a call, a PushKit completion that runs before the report, an
-/// action fulfilled twice or never, a report about a call the system does not show.
+/// action fulfilled twice or never, a report about a call the system does not show, an audio
+/// session that CallKit activates before the app set its category.
+///
+/// The audio session plays where iOS would: a route the app set while the session is active (one
+/// set while it is not has no effect: CallKit's activation drops it); else the headset connected
+/// last; else the speaker in video-chat mode and the earpiece in voice-chat mode (``audioOutput``).
 ///
 /// Like CallKit, the fake calls report completions and performs actions asynchronously on its
 /// own serial queue; ``records`` is the system's log, in order, to wait on.
@@ -32,6 +38,12 @@ public final class FakeCallSystem: Sendable {
         /// PushKit's completion for the n-th push (from 1) ran.
         case pushCompleted(Int)
         case audioConfigured(video: Bool)
+        /// The app routed call audio while the session was active.
+        case audioRouted(AudioRoute)
+        /// The app routed call audio while the session was not active: no effect.
+        case audioRouteIgnored(AudioRoute)
+        /// CallKit activated or deactivated the audio session.
+        case audioSessionActive(Bool)
     }
 
     /// A call as the system shows it.
@@ -75,6 +87,26 @@ public final class FakeCallSystem: Sendable {
         var actions: [Int: (action: SystemCallAction, completions: Int)] = [:]
         var behaviour = Behaviour()
         var continuation: AsyncStream<Record>.Continuation
+        var audio = Audio()
+    }
+
+    /// The audio session as iOS keeps it.
+    private struct Audio {
+        var active = false
+        /// The category was set for a call since the last deactivation.
+        var configured = false
+        var video = false
+        /// The route the app set while the session was active; activation and a new category drop it.
+        var routed: AudioRoute?
+        /// Connected headsets, oldest first.
+        var headsets: [AudioRoute] = []
+        var observer: (@Sendable (Set<AudioRoute>) -> Void)?
+
+        var output: AudioRoute? {
+            guard active else { return nil }
+            if let routed, !routed.isHeadset || headsets.contains(routed) { return routed }
+            return headsets.last ?? (video ? .speaker : .earpiece)
+        }
     }
 
     private let state: NIOLockedValueBox<State>
@@ -200,11 +232,41 @@ public final class FakeCallSystem: Sendable {
 
     /// The system activated the audio session (after an answer or a start was fulfilled).
     public func activateAudioSession() {
-        queue.async { [self] in receiver()?.audioSessionActivated() }
+        queue.async { [self] in
+            let configured = state.withLockedValue { state -> Bool in
+                state.audio.active = true
+                state.audio.routed = nil
+                return state.audio.configured
+            }
+            if !configured { violation("CallKit activated the audio session before the app set its category for the call") }
+            emit(.audioSessionActive(true))
+            receiver()?.audioSessionActivated()
+        }
     }
 
     public func deactivateAudioSession() {
-        queue.async { [self] in receiver()?.audioSessionDeactivated() }
+        queue.async { [self] in
+            state.withLockedValue { state in
+                state.audio.active = false
+                state.audio.configured = false
+                state.audio.routed = nil
+            }
+            emit(.audioSessionActive(false))
+            receiver()?.audioSessionDeactivated()
+        }
+    }
+
+    /// Where call audio plays now; nil while the session is not active.
+    public var audioOutput: AudioRoute? { state.withLockedValue { $0.audio.output } }
+
+    /// A headset (`.bluetooth` or `.headset`) is connected or disconnected; the app hears of it.
+    public func setHeadset(_ headset: AudioRoute, connected: Bool) {
+        let (observer, present) = state.withLockedValue { state -> ((@Sendable (Set<AudioRoute>) -> Void)?, Set<AudioRoute>) in
+            state.audio.headsets.removeAll { $0 == headset }
+            if connected { state.audio.headsets.append(headset) }
+            return (state.audio.observer, Set(state.audio.headsets))
+        }
+        queue.async { observer?(present) }
     }
 
     /// The call service restarted: every call is gone.
@@ -403,12 +465,37 @@ public final class FakeCallSystem: Sendable {
         }
     }
 
-    /// The fake audio session: records the configuration.
+    /// The fake audio session: keeps the category, the route and the headsets as iOS would, and
+    /// holds the app to the order CallKit imposes.
     public final class AudioSession: AudioSessionPort {
         fileprivate let system = WeakSystem()
 
         public func configureForCall(video: Bool) {
-            system.get().emit(.audioConfigured(video: video))
+            let fake = system.get()
+            fake.state.withLockedValue { state in
+                state.audio.configured = true
+                state.audio.video = video
+                state.audio.routed = nil
+            }
+            fake.emit(.audioConfigured(video: video))
+        }
+
+        public func route(to route: AudioRoute) {
+            let fake = system.get()
+            let active = fake.state.withLockedValue { state -> Bool in
+                if state.audio.active { state.audio.routed = route }
+                return state.audio.active
+            }
+            fake.emit(active ? .audioRouted(route) : .audioRouteIgnored(route))
+        }
+
+        public func observeHeadsets(_ observer: @escaping @Sendable (Set<AudioRoute>) -> Void) {
+            let fake = system.get()
+            let present = fake.state.withLockedValue { state -> Set<AudioRoute> in
+                state.audio.observer = observer
+                return Set(state.audio.headsets)
+            }
+            observer(present)
         }
     }
 }

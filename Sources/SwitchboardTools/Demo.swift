@@ -104,7 +104,7 @@ public struct Demo: Sendable {
 
         timeline.section("records")
         try await timeline.expectRecords(
-            alice, "alice", [first: .answered, second: .rejected, third: .canceled, fourth: .missed])
+            alice, "alice", [first: .answered, second: .rejected, third: .canceled, fourth: .noAnswer])
         try await timeline.expectRecords(
             bob, "bob", [first: .answered, second: .rejected, third: .missed, fourth: .missed])
         try await alice.client.loginStore.logout()

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SwitchboardProtocol
 import SwitchboardServer
+import SwitchboardWebClient
 
 /// `switchboard serve`: every option also reads an environment variable, the flag winning.
 struct Serve: AsyncParsableCommand {
@@ -87,7 +88,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Hours issued TURN credentials stay valid [SWITCHBOARD_TURN_CREDENTIAL_HOURS, default 24].")
     var turnCredentialHours: Int?
 
-    @Option(help: "Directory of the browser client served at / [SWITCHBOARD_WEB_ROOT, default ./Web when present].")
+    @Option(
+        help: "Directory of the browser client served at / [SWITCHBOARD_WEB_ROOT, default: the files shipped with this binary].")
     var webRoot: String?
 
     @Option(
@@ -221,10 +223,8 @@ struct Serve: AsyncParsableCommand {
             }
             configuration.ice.credentialLifetime = .seconds(hours * 3600)
         }
-        configuration.webRoot = setting(webRoot, "SWITCHBOARD_WEB_ROOT")
-        if configuration.webRoot == nil, FileManager.default.fileExists(atPath: "Web/index.html") {
-            configuration.webRoot = "Web"
-        }
+        // The browser client: the folder given, else the files shipped beside the binary.
+        configuration.webRoot = setting(webRoot, "SWITCHBOARD_WEB_ROOT") ?? WebClient.bundledRoot
 
         var logger = Logger(label: "switchboard")
         let level = setting(logLevel, "SWITCHBOARD_LOG_LEVEL") ?? "info"
@@ -241,13 +241,23 @@ struct Serve: AsyncParsableCommand {
         try await node.run()
     }
 
+    /// What the banner says about the browser client: where it is served from, or why it is not.
+    static func webClientLine(_ root: String?, base: String) -> String {
+        guard let root else {
+            return "  web client none: the files shipped with this binary are not beside it "
+                + "(\(WebClient.resourcesName)); serve a folder with --web-root DIR"
+        }
+        let shipped = root == WebClient.bundledRoot ? "shipped with this binary, " : ""
+        return "  web client \(base)/ (\(shipped)\(root))"
+    }
+
     static func banner(configuration: ServerConfiguration, node: SwitchboardNode, port: Int) -> String {
         let base = "http://\(configuration.host):\(port)"
         var lines = [
             "Switchboard is listening on \(base)",
             "  signaling  ws://\(configuration.host):\(port)/v1/ws",
         ]
-        if configuration.webRoot != nil { lines.append("  web client \(base)/") }
+        lines.append(Self.webClientLine(configuration.webRoot, base: base))
         lines.append("  database   \(configuration.database.displayName)")
         if let cluster = node.clusterNodeId {
             lines.append("  cluster    node \(cluster); every node on this database serves the same apps and calls")

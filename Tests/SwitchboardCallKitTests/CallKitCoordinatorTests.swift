@@ -113,14 +113,17 @@ import Testing
     }
 
     /// The app was launched by the push of a call the caller canceled meanwhile: it rings, the login
-    /// learns the end, the call screen ends it; the late stop push is reported and ended again.
+    /// learns the end, the call screen ends it; a late stop push (as servers before push configs
+    /// sent) is reported and ended again.
     @Test func aPushForACallThatEndedIsReportedThenEnded() async throws {
         let h = try await CallKitHarness.start()
         let phone = try await h.phone(login: false)
         let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
         let invitation = try await h.apns.pushes.first { _ in true }
         try await h.alice.callStore.hangup()
-        let stop = try await h.apns.pushes.first(from: 1) { _ in true }
+        let stop = try VoIPPush.callEnded(
+            CallEndedPush(callId: call.callId, sdkAppID: h.server.app.sdkAppID, reason: .canceled, mediaType: .video)
+        ).payload()
         let uuid = UUID(callId: call.callId)
 
         phone.system.deliverPush(json: invitation.payload)
@@ -128,7 +131,7 @@ import Testing
         try await phone.system.records.first { $0 == .ended(uuid, .remoteEnded) }
         #expect(phone.client.callStore.state.activeCall == nil)
 
-        phone.system.deliverPush(json: stop.payload)
+        phone.system.deliverPush(json: stop)
         try await phone.system.records.first { $0 == .pushCompleted(2) }
         #expect(phone.system.records.values.filter { $0 == .ended(uuid, .remoteEnded) }.count == 2)
         #expect(phone.system.problems() == [])

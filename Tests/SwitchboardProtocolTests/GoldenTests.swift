@@ -59,6 +59,14 @@ struct GoldenTests {
         inviterId: "alice", participantIds: ["alice", "bob"], direction: .incoming, result: .missed, startTime: nil,
         endTime: created + 30_000, duration: 0, endReason: .noResponse, syncTime: created + 30_000)
 
+    static let pushConfig = PushConfig(
+        title: "Alice", body: "Missed video call", sound: "ring.caf", extra: #"{"conversation":"c-17"}"#, missedCallAlert: true)
+
+    static let noAnswerRecord = CallRecord(
+        callId: callId, roomId: "room-42", callType: .oneToOne, mediaType: .video, callerId: "alice",
+        inviterId: "alice", participantIds: ["alice", "bob"], direction: .outgoing, result: .noAnswer, startTime: nil,
+        endTime: created + 30_000, duration: 0, endReason: .noResponse, syncTime: created + 30_000)
+
     static let profile = UserProfile(userId: "alice", nickname: "Alice", avatarURL: "https://example.com/alice.png")
 
     // MARK: requests
@@ -91,6 +99,13 @@ struct GoldenTests {
                     participantIds: ["bob"], mediaType: .video,
                     params: CallParams(
                         roomId: "room-42", timeout: 30, userData: #"{"topic":"hello"}"#, isEphemeralCall: false))))
+        try check(
+            "request.call.start.pushConfig",
+            RequestEnvelope(
+                id: "34",
+                data: StartCallRequest(
+                    participantIds: ["bob"], mediaType: .video,
+                    params: CallParams(userData: #"{"topic":"hello"}"#, pushConfig: Self.pushConfig))))
         try check("request.call.accept", RequestEnvelope(id: "5", data: AcceptCallRequest(callId: Self.callId)))
         try check("request.call.reject", RequestEnvelope(id: "6", data: RejectCallRequest(callId: Self.callId)))
         try check("request.call.hangup", RequestEnvelope(id: "7", data: HangupCallRequest(callId: Self.callId)))
@@ -149,6 +164,12 @@ struct GoldenTests {
                     callId: "9e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", userId: "bob", networkQuality: .poor,
                     volumeLevel: .high)))
         try check(
+            "event.memberStats",
+            ServerEvent.memberStats(
+                MemberStatsEvent(
+                    callId: "9e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", userId: "bob", packetLoss: 1.5, rtt: 120, bitrate: 850,
+                    audioLevel: 42)))
+        try check(
             "event.callElsewhere",
             ServerEvent.callElsewhere(CallElsewhereEvent(call: Self.connected, deviceId: "alice-iphone", active: true)))
     }
@@ -177,6 +198,14 @@ struct GoldenTests {
                     token: String(repeating: "ab", count: 32), environment: .sandbox, bundleId: "com.example.switchboard",
                     move: true)))
         try check("request.push.unregister", RequestEnvelope(id: "24", data: UnregisterPushTokenRequest()))
+        try check(
+            "request.push.register.alert",
+            RequestEnvelope(
+                id: "25",
+                data: RegisterPushTokenRequest(
+                    token: String(repeating: "cd", count: 32), environment: .production,
+                    bundleId: "com.example.switchboard", kind: .alert)))
+        try check("request.push.unregister.alert", RequestEnvelope(id: "26", data: UnregisterPushTokenRequest(kind: .alert)))
     }
 
     static let offer =
@@ -221,20 +250,97 @@ struct GoldenTests {
                         ], expiresAt: 1_767_312_000_000))))
     }
 
-    /// The VoIP push bodies: what the server sends matches the files byte for byte in meaning.
+    static let invitation = IncomingCallPush(
+        callId: callId, sdkAppID: 1_400_000_001, userId: "bob", callerId: "alice", callerName: "Alice", mediaType: .video,
+        callType: .oneToOne, inviterId: "alice", deadline: created + 30_000, userData: #"{"topic":"hello"}"#,
+        pushConfig: PushConfig(title: "Alice", body: "Video call", sound: "ring.caf", extra: #"{"conversation":"c-17"}"#))
+
+    /// The push bodies: what the server sends matches the files byte for byte in meaning.
     @Test func pushPayloads() throws {
-        let invitation = VoIPPush.incomingCall(
-            IncomingCallPush(
-                callId: Self.callId, sdkAppID: 1_400_000_001, userId: "bob", callerId: "alice", callerName: "Alice",
-                mediaType: .video, callType: .oneToOne, inviterId: "alice", deadline: Self.created + 30_000))
         let end = VoIPPush.callEnded(
             CallEndedPush(callId: Self.callId, sdkAppID: 1_400_000_001, reason: .canceled, mediaType: .video))
-        for (name, push) in [("push.incomingCall", invitation), ("push.callEnded", end)] {
+        let missed = MissedCallPush(
+            callId: Self.callId, sdkAppID: 1_400_000_001, userId: "bob", callerId: "alice", callerName: "Alice",
+            mediaType: .video, callType: .oneToOne, reason: .noResponse, pushConfig: Self.pushConfig)
+        // Without the caller's texts: the localizable alert, the default sound.
+        let localized = MissedCallPush(
+            callId: Self.callId, sdkAppID: 1_400_000_001, userId: "bob", callerId: "alice", callerName: "Alice",
+            mediaType: .audio, callType: .oneToOne, reason: .canceled)
+        let payloads = [
+            ("push.incomingCall", try VoIPPush.incomingCall(Self.invitation).payload()),
+            ("push.callEnded", try end.payload()),
+            ("push.missedCall", try missed.payload()),
+            ("push.missedCall.localized", try localized.payload()),
+        ]
+        for (name, payload) in payloads {
             let golden = try Data(contentsOf: Self.goldenDirectory.appendingPathComponent("\(name).json"))
             let expected = try JSONSerialization.jsonObject(with: golden) as? NSDictionary
-            let produced = try JSONSerialization.jsonObject(with: try push.payload()) as? NSDictionary
+            let produced = try JSONSerialization.jsonObject(with: payload) as? NSDictionary
             #expect(expected == produced, "\(name)")
         }
+        // The SDK reads back what the server writes.
+        let golden = try Data(contentsOf: Self.goldenDirectory.appendingPathComponent("push.missedCall.json"))
+        #expect(MissedCallPush(json: golden) == missed)
+        #expect(MissedCallPush(json: try VoIPPush.incomingCall(Self.invitation).payload()) == nil)
+    }
+
+    /// Every push fits APNs' limit whatever the caller chose: `userData`, then the push texts, then
+    /// the caller's name are left out, as far as needed, before APNs would refuse the whole push.
+    @Test func everyPushFitsWhateverTheCallerChose() throws {
+        // The worst a caller can do within the limits: control characters escape to six bytes each.
+        let userData = String(repeating: "\u{1}", count: CallLimits.maxUserDataBytes)
+        let config = PushConfig(
+            title: String(repeating: "\"", count: 64), body: String(repeating: "\\", count: 256),
+            sound: String(repeating: "s", count: PushConfig.maxSoundBytes),
+            extra: String(repeating: "\u{1}", count: 200))
+        #expect(config.problem == nil)
+        let name = String(repeating: "\"", count: UserProfile.maxNicknameBytes)
+        var invitation = Self.invitation
+        invitation.userData = userData
+        invitation = IncomingCallPush(
+            callId: Self.callId, sdkAppID: 1_400_000_001, userId: "bob", callerId: "alice", callerName: name,
+            mediaType: .video, callType: .oneToOne, inviterId: "alice", deadline: Self.created + 30_000,
+            userData: userData, pushConfig: config)
+        #expect(try VoIPPush.incomingCall(invitation).payload().count > VoIPPush.maxPayloadBytes)
+        let fitted = try VoIPPush.incomingCall(invitation).fittedPayload()
+        #expect(fitted.count <= VoIPPush.maxPayloadBytes)
+        let content = try #require(
+            (try JSONSerialization.jsonObject(with: fitted) as? [String: Any])?["switchboard"] as? [String: Any])
+        // Only userData had to go: the bounds on the config leave room for the rest.
+        #expect(content["userData"] == nil && content["extra"] as? String == config.extra && content["callerName"] as? String == name)
+
+        let missed = MissedCallPush(
+            callId: Self.callId, sdkAppID: 1_400_000_001, userId: "bob", callerId: "alice", callerName: name,
+            mediaType: .video, callType: .oneToOne, reason: .noResponse, userData: userData, pushConfig: config)
+        #expect(try missed.payload().count > MissedCallPush.maxPayloadBytes)
+        #expect(try missed.fittedPayload().count <= MissedCallPush.maxPayloadBytes)
+    }
+
+    /// The fields go in order, and only as far as needed.
+    @Test func aPushLosesItsOptionalTextsInOrder() throws {
+        let name = String(repeating: "\"", count: 4_000)
+        var push = Self.invitation
+        push.callerName = name
+        let fitted = try VoIPPush.incomingCall(push).fittedPayload()
+        #expect(fitted.count <= VoIPPush.maxPayloadBytes)
+        let content = try #require(
+            (try JSONSerialization.jsonObject(with: fitted) as? [String: Any])?["switchboard"] as? [String: Any])
+        #expect(content["userData"] == nil && content["extra"] == nil && content["body"] == nil && content["title"] == nil)
+        #expect(content["callerName"] == nil && content["callId"] as? String == Self.callId.rawValue)
+        #expect(content["sound"] as? String == "ring.caf")
+    }
+
+    @Test func pushConfigBounds() {
+        #expect(Self.pushConfig.problem == nil)
+        let refused = [
+            PushConfig(title: String(repeating: "t", count: PushConfig.maxTitleBytes + 1)),
+            PushConfig(body: "line\nbreak"),
+            PushConfig(sound: ""),
+            PushConfig(sound: "ring tone.caf"),
+            PushConfig(extra: String(repeating: "x", count: PushConfig.maxExtraBytes + 1)),
+            PushConfig(extra: String(repeating: "\u{1}", count: 400)),
+        ]
+        for config in refused { #expect(config.problem?.code == .invalidPushConfig, "\(config)") }
     }
 
     /// A push always fits APNs' limit: the caller's chosen text is left out before the push is refused.
@@ -324,6 +430,7 @@ struct GoldenTests {
             "event.callEnded.server",
             ServerEvent.callEnded(CallEndedEvent(callId: Self.callId, mediaType: .audio, reason: .endByServer, userId: nil)))
         try check("event.callRecord", ServerEvent.callRecord(CallRecordEvent(record: Self.missedRecord)))
+        try check("event.callRecord.noAnswer", ServerEvent.callRecord(CallRecordEvent(record: Self.noAnswerRecord)))
         try check(
             "event.deviceChanged",
             ServerEvent.deviceChanged(
@@ -363,7 +470,9 @@ struct GoldenTests {
             "request.user.blocked", "response.user.blocked", "response.error.rateLimited", "event.callsSynced",
             "request.push.register", "request.push.unregister", "push.incomingCall", "push.callEnded",
             "request.call.media.offer", "request.call.media.candidate", "request.call.media.restart", "event.mediaSignal",
-            "request.media.iceServers", "response.media.iceServers",
+            "request.media.iceServers", "response.media.iceServers", "request.call.start.pushConfig", "event.memberStats",
+            "request.push.register.alert", "request.push.unregister.alert", "push.missedCall", "push.missedCall.localized",
+            "event.callRecord.noAnswer",
         ]
         #expect(Set(files) == checked)
     }

@@ -319,7 +319,7 @@ struct CallStateMachineTests {
                 "bob@* ← callEnded(noResponse by bob)",
                 "alice@a1 ← callEnded(noResponse by bob)",
                 "alice@*-a1 ← callElsewhere(on a1 ended)",
-                "records alice:missed/noResponse/0s bob:missed/noResponse/0s",
+                "records alice:noAnswer/noResponse/0s bob:missed/noResponse/0s",
             ]),
         Row(
             name: "a ring timer that fires after the answer does nothing",
@@ -411,7 +411,8 @@ struct CallStateMachineTests {
     ]
 
     /// Invitees without a connected device who have a push token ring through VoIP pushes; when
-    /// their ringing stops, a follow-up push says why (except to the device that acted).
+    /// their ringing stops, the push stops too (never a VoIP push for a call that does not ring),
+    /// and a missed call is announced by an alert push when the caller asked for it.
     static let pushes: [Row] = [
         Row(
             name: "a callee with only a push token rings through a push until the ring timeout",
@@ -433,14 +434,14 @@ struct CallStateMachineTests {
                 "timer ring(c1,bob) +30000",
             ]),
         Row(
-            name: "the pushed device answers: the stop push goes to the user's other devices",
+            name: "the pushed device answers: the invitation push stops",
             setup: [start(online: [], pushable: ["bob"])],
             step: accept("bob", "b1"),
             expected: [
                 "reply call alice:accept bob:accept",
                 "cancel ring(c1,bob)",
                 "bob@*-b1 ← callEnded(otherDeviceAccepted by bob)",
-                "push bob callEnded(otherDeviceAccepted) except b1",
+                "push bob ringStopped",
                 "bob@*-b1 ← callElsewhere(on b1 active)",
                 "alice@a1 ← callStarted",
                 "bob@b1 ← callStarted",
@@ -454,13 +455,13 @@ struct CallStateMachineTests {
                 "cancel ring(c1,bob)",
                 "bob@b1 ← callEnded(reject by bob)",
                 "bob@*-b1 ← callEnded(otherDeviceReject by bob)",
-                "push bob callEnded(otherDeviceReject) except b1",
+                "push bob ringStopped",
                 "alice@a1 ← callEnded(reject by bob)",
                 "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:rejected/reject/0s bob:rejected/reject/0s",
             ]),
         Row(
-            name: "the caller cancels a pushed call: a stop push says canceled",
+            name: "the caller cancels a pushed call: the invitation push stops",
             setup: [start(online: [], pushable: ["bob"])],
             step: hangup("alice", "a1"),
             expected: [
@@ -469,20 +470,71 @@ struct CallStateMachineTests {
                 "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "cancel ring(c1,bob)",
                 "bob@* ← callEnded(canceled by alice)",
-                "push bob callEnded(canceled)",
+                "push bob ringStopped",
                 "records alice:canceled/canceled/0s bob:missed/canceled/0s",
             ]),
         Row(
-            name: "a pushed call nobody answers: a stop push says noResponse",
+            name: "a pushed call nobody answers: the invitation push stops",
             setup: [start(online: [], pushable: ["bob"])],
             step: ringTimeout("bob"),
             expected: [
                 "cancel ring(c1,bob)",
                 "bob@* ← callEnded(noResponse by bob)",
-                "push bob callEnded(noResponse)",
+                "push bob ringStopped",
                 "alice@a1 ← callEnded(noResponse by bob)",
                 "alice@*-a1 ← callElsewhere(on a1 ended)",
-                "records alice:missed/noResponse/0s bob:missed/noResponse/0s",
+                "records alice:noAnswer/noResponse/0s bob:missed/noResponse/0s",
+            ]),
+        Row(
+            name: "a pushed callee who does not answer gets the missed-call alert the caller asked for",
+            setup: [start(online: [], params: CallParams(pushConfig: PushConfig(missedCallAlert: true)), pushable: ["bob"])],
+            step: ringTimeout("bob"),
+            expected: [
+                "cancel ring(c1,bob)",
+                "bob@* ← callEnded(noResponse by bob)",
+                "push bob ringStopped",
+                "push bob missedCall(noResponse) until +86400000",
+                "alice@a1 ← callEnded(noResponse by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:noAnswer/noResponse/0s bob:missed/noResponse/0s",
+            ]),
+        Row(
+            name: "a canceled call is a missed call for the pushed callee",
+            setup: [start(online: [], params: CallParams(pushConfig: PushConfig(missedCallAlert: true)), pushable: ["bob"])],
+            step: hangup("alice", "a1"),
+            expected: [
+                "reply ok",
+                "alice@a1 ← callEnded(canceled by alice)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "cancel ring(c1,bob)",
+                "bob@* ← callEnded(canceled by alice)",
+                "push bob ringStopped",
+                "push bob missedCall(canceled) until +86400000",
+                "records alice:canceled/canceled/0s bob:missed/canceled/0s",
+            ]),
+        Row(
+            name: "a call answered on another device is not missed: no alert",
+            setup: [start(online: [], params: CallParams(pushConfig: PushConfig(missedCallAlert: true)), pushable: ["bob"])],
+            step: accept("bob", "b1"),
+            expected: [
+                "reply call alice:accept bob:accept",
+                "cancel ring(c1,bob)",
+                "bob@*-b1 ← callEnded(otherDeviceAccepted by bob)",
+                "push bob ringStopped",
+                "bob@*-b1 ← callElsewhere(on b1 active)",
+                "alice@a1 ← callStarted",
+                "bob@b1 ← callStarted",
+            ]),
+        Row(
+            name: "a callee whose device was connected misses no alert: it rang there",
+            setup: [start(online: ["bob"], params: CallParams(pushConfig: PushConfig(missedCallAlert: true)))],
+            step: ringTimeout("bob"),
+            expected: [
+                "cancel ring(c1,bob)",
+                "bob@* ← callEnded(noResponse by bob)",
+                "alice@a1 ← callEnded(noResponse by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:noAnswer/noResponse/0s bob:missed/noResponse/0s",
             ]),
         Row(
             name: "a group call pushes the invitees without a device and rings the others",
@@ -509,12 +561,12 @@ struct CallStateMachineTests {
                 "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "cancel ring(c1,bob)",
                 "bob@* ← callEnded(endByServer by server)",
-                "push bob callEnded(endByServer)",
+                "push bob ringStopped",
                 "carol@k1 ← callEnded(endByServer by server)",
                 "carol@*-k1 ← callElsewhere(on k1 ended)",
                 "cancel ring(c1,dave)",
                 "dave@* ← callEnded(endByServer by server)",
-                "push dave callEnded(endByServer)",
+                "push dave ringStopped",
                 "records alice:answered/endByServer/1s bob:missed/endByServer/0s carol:answered/endByServer/1s dave:missed/endByServer/0s",
             ]),
         Row(
@@ -536,6 +588,18 @@ struct CallStateMachineTests {
         Row(name: "no participants", step: start(to: []), expected: ["reply error noParticipants"]),
         Row(name: "invalid userID", step: start(to: ["bob smith"]), expected: ["reply error invalidUserID"]),
         Row(name: "calling oneself", step: start(to: ["alice"]), expected: ["reply error cannotCallSelf"]),
+        Row(
+            name: "a push title with a control character",
+            step: start(params: CallParams(pushConfig: PushConfig(title: "Alice\u{7}"))),
+            expected: ["reply error invalidPushConfig"]),
+        Row(
+            name: "a push config above 2 KB as JSON",
+            step: start(params: CallParams(pushConfig: PushConfig(extra: String(repeating: "\"", count: 1024)))),
+            expected: ["reply error invalidPushConfig"]),
+        Row(
+            name: "a push sound that is not a file name",
+            step: start(params: CallParams(pushConfig: PushConfig(sound: "../ring.caf"))),
+            expected: ["reply error invalidPushConfig"]),
         Row(
             name: "too many participants",
             step: start(to: ["b", "c", "d"], maxParticipants: 3),
@@ -1130,6 +1194,11 @@ struct CallStateMachineTests {
             step: signal("bob", "b1", to: "alice"),
             expected: ["reply error invalidCallState"]),
         Row(
+            name: "a sender who has not answered hears that first, even to someone outside the call",
+            setup: [start()],
+            step: signal("bob", "b1", to: "mallory"),
+            expected: ["reply error invalidCallState"]),
+        Row(
             name: "not from another device of a member",
             setup: [start(), accept("bob", "b2")],
             step: signal("bob", "b1", to: "alice"),
@@ -1176,10 +1245,24 @@ struct CallStateMachineTests {
                 "reply ok",
                 "alice@a1 ← memberStatus(bob excellent peak)",
                 "carol@k1 ← memberStatus(bob excellent peak)",
+                "alice@a1 ← memberStats(bob loss=0.5 rtt=50 bitrate=500 level=80)",
+                "carol@k1 ← memberStats(bob loss=0.5 rtt=50 bitrate=500 level=80)",
             ]),
         Row(
-            name: "an unchanged report sends nothing",
+            name: "an unchanged report a second later sends only the raw figures",
             setup: [start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1"), report("bob", "b1")],
+            step: report("bob", "b1", level: 90),
+            expected: [
+                "reply ok",
+                "alice@a1 ← memberStats(bob loss=0.5 rtt=50 bitrate=500 level=90)",
+                "carol@k1 ← memberStats(bob loss=0.5 rtt=50 bitrate=500 level=90)",
+            ]),
+        Row(
+            name: "reports faster than one a second: the raw figures wait for their credit",
+            setup: [
+                start(to: ["bob", "carol"]), accept("bob", "b1"), accept("carol", "k1"), report("bob", "b1"),
+                .wait(-600), report("bob", "b1"), .wait(-600),
+            ],
             step: report("bob", "b1", level: 90),
             expected: ["reply ok"]),
         Row(
@@ -1190,6 +1273,8 @@ struct CallStateMachineTests {
                 "reply ok",
                 "alice@a1 ← memberStatus(bob bad medium)",
                 "carol@k1 ← memberStatus(bob bad medium)",
+                "alice@a1 ← memberStats(bob loss=10.0 rtt=300 bitrate=500 level=30)",
+                "carol@k1 ← memberStats(bob loss=10.0 rtt=300 bitrate=500 level=30)",
             ]),
         Row(
             name: "turning the microphone off mutes the volume level",
@@ -1286,13 +1371,14 @@ struct CallStateMachineTests {
         case .setTimer(let key, let deadline): return "timer \(describe(key)) +\(deadline - now)"
         case .cancelTimer(let key): return "cancel \(describe(key))"
         case .push(let message):
-            let except = message.exceptDevice.map { " except \($0)" } ?? ""
-            switch message.push {
-            case .incomingCall(let push):
+            switch message.content {
+            case .ring(let push):
                 let inviter = push.inviterId.map { $0 == push.callerId ? "" : " invited by \($0)" } ?? ""
-                return "push \(message.user.user) incomingCall(from \(push.callerId)\(inviter)) until +\(message.expiration - now)\(except)"
-            case .callEnded(let push):
-                return "push \(message.user.user) callEnded(\(push.reason.rawValue))\(except)"
+                return "push \(message.user.user) incomingCall(from \(push.callerId)\(inviter)) until +\(message.expiration - now)"
+            case .ringStopped:
+                return "push \(message.user.user) ringStopped"
+            case .missedCall(let push):
+                return "push \(message.user.user) missedCall(\(push.reason.rawValue)) until +\(message.expiration - now)"
             }
         case .writeRecords(_, let drafts):
             guard !drafts.isEmpty else { return "records none" }
@@ -1335,6 +1421,7 @@ struct CallStateMachineTests {
         case .mediaTypeChangeRequested(let e): "mediaTypeChangeRequested(\(e.mediaType.rawValue) by \(e.userId))"
         case .mediaTypeChangeResult(let e): "mediaTypeChangeResult(\(e.mediaType.rawValue) \(e.result.rawValue))"
         case .memberStatus(let e): "memberStatus(\(e.userId) \(e.networkQuality.rawValue) \(e.volumeLevel.rawValue))"
+        case .memberStats(let e): "memberStats(\(e.userId) loss=\(e.packetLoss) rtt=\(e.rtt) bitrate=\(e.bitrate) level=\(e.audioLevel))"
         case .callElsewhere(let e): "callElsewhere(on \(e.deviceId) \(e.active ? "active" : "ended"))"
         case .callsSynced(let e):
             "callsSynced([\(e.callIds.map(\.rawValue).joined(separator: ","))] elsewhere [\(e.elsewhereCallIds.map(\.rawValue).joined(separator: ","))])"

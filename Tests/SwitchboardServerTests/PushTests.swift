@@ -12,11 +12,16 @@ import FoundationNetworking
 
 @testable import SwitchboardServer
 
-/// VoIP push end to end: the server's production APNs client (HTTP/2, ES256 provider tokens)
-/// against a local server that speaks APNs' protocol, on the test clock.
+/// Push end to end: the server's production APNs client (HTTP/2, ES256 provider tokens) against a
+/// local server that speaks APNs' protocol, on the test clock.
 struct PushTests {
     static let bundle = "com.example.switchboard"
     static let bobToken = String(repeating: "ab", count: 32)
+    /// Bob's phone's remote-notification token, for alerts.
+    static let bobAlertToken = String(repeating: "ef", count: 32)
+    /// What alice's calls ask their pushes to carry.
+    static let pushConfig = PushConfig(
+        title: "Alice", body: "Missed call", sound: "ring.caf", extra: #"{"thread":"t-1"}"#, missedCallAlert: true)
 
     struct Setup {
         var server: TestServer
@@ -41,7 +46,10 @@ struct PushTests {
             configuration.apns = push
         }
         let deliveries = Recorder(server.node.context.push.deliveries)
-        try await registerToken(server, user: "bob", device: "bob-phone", token: Self.bobToken.uppercased())
+        apns.declare(Self.bobToken, as: .voip)
+        apns.declare(Self.bobAlertToken, as: .alert)
+        try await registerTokens(
+            server, user: "bob", device: "bob-phone", [(Self.bobToken.uppercased(), .voip), (Self.bobAlertToken, .alert)])
         let alice = try await server.client("alice")
         try await alice.loginStore.setSelfInfo(nickname: "Alice")
         return Setup(server: server, apns: apns, alice: alice, aliceEvents: Recorder(alice.callStore.events), deliveries: deliveries)
@@ -49,13 +57,22 @@ struct PushTests {
 
     /// A phone of `user` registers a VoIP push token, then its app is killed (no logout).
     func registerToken(_ server: TestServer, user: UserID, device: DeviceID, token: String) async throws {
+        try await registerTokens(server, user: user, device: device, [(token, .voip)])
+    }
+
+    /// A phone of `user` registers push tokens, then its app is killed (no logout).
+    func registerTokens(_ server: TestServer, user: UserID, device: DeviceID, _ tokens: [(String, PushTokenKind)])
+        async throws
+    {
         let phone = try await RawClient(url: server.url)
         _ = try await phone.request(
             LoginRequest(sdkAppID: server.app.sdkAppID, userID: user, userSig: server.userSig(user.rawValue), deviceId: device),
             id: "login")
-        let registered = try await phone.request(
-            RegisterPushTokenRequest(token: token, environment: .sandbox, bundleId: Self.bundle), id: "r")
-        #expect(registered["result"] != nil)
+        for (index, (token, kind)) in tokens.enumerated() {
+            let registered = try await phone.request(
+                RegisterPushTokenRequest(token: token, environment: .sandbox, bundleId: Self.bundle, kind: kind), id: "r\(index)")
+            #expect(registered["result"] != nil)
+        }
         phone.close()
         #expect(await phone.frames.waitForEnd())
     }
@@ -72,7 +89,8 @@ struct PushTests {
 
     @Test func anOfflineCalleeIsPushedAndAnswersAfterLoggingIn() async throws {
         let s = try await setUp()
-        let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
+        let call = try await s.alice.callStore.calls(
+            participantIds: ["bob"], mediaType: .video, params: CallParams(userData: "topic-7", pushConfig: Self.pushConfig))
         let push = try await s.apns.pushes.first { _ in true }
         #expect(push.token == Self.bobToken)
         #expect(push.headers["apns-push-type"] == "voip")
@@ -89,6 +107,9 @@ struct PushTests {
         }
         #expect(invitation.callerId == "alice" && invitation.callerName == "Alice" && invitation.userId == "bob")
         #expect(invitation.mediaType == .video && invitation.callType == .oneToOne && invitation.deadline == deadline)
+        // The call's userData and the caller's push config travel with it.
+        #expect(invitation.userData == "topic-7" && invitation.title == "Alice" && invitation.body == "Missed call")
+        #expect(invitation.sound == "ring.caf" && invitation.extra == #"{"thread":"t-1"}"#)
         // The call rings on: it is not `offline` while a push may wake the device.
         #expect(s.alice.callStore.state.activeCall?.callId == call.callId)
 
@@ -97,37 +118,55 @@ struct PushTests {
         let bob = try await bobPhone(s)
         let bobEvents = Recorder(bob.callStore.events)
         bob.callStore.receivedPush(push.push!)
+        // The call rings from the push, with its userData, before the login.
+        #expect(
+            try await bobEvents.first(where: isReceived)
+                == .onCallReceived(callId: call.callId, callerId: "alice", inviterId: "alice", mediaType: .video, userData: "topic-7"))
+        #expect(bob.callStore.state.activeCall?.userData == "topic-7")
         try await bob.loginStore.login(sdkAppID: s.server.app.sdkAppID, userID: "bob", userSig: s.server.userSig("bob"))
-        try await bobEvents.first(where: isReceived)
         try await bob.callStore.accept()
         try await s.aliceEvents.first(where: isStarted)
         // The server's invitation came before bob's own start: it did not ring a second time.
         try await bobEvents.first(where: isStarted)
         #expect(bobEvents.values.filter(isReceived).count == 1)
 
-        // The device that answered gets no follow-up push. The barrier is a later push (to carol's
-        // phone), asked for after bob's answer: no stop push came before it.
+        // An answered call is no missed call: no alert, no second push. The barrier is a later push
+        // (to carol's phone), asked for after bob's answer: nothing for bob came before it.
         try await registerToken(s.server, user: "carol", device: "carol-phone", token: String(repeating: "cd", count: 32))
         try await s.alice.callStore.hangup()
         try await s.aliceEvents.first(where: isEnded)
         let later = try await s.alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
         let second = try await s.apns.pushes.first(from: 1) { _ in true }
         #expect(second.push?.callId == later.callId)
-        #expect(s.apns.pushes.values.filter { $0.token == Self.bobToken }.count == 1)
+        #expect(s.apns.pushes.values.filter { $0.token == Self.bobToken || $0.token == Self.bobAlertToken }.count == 1)
         await tearDown(s)
     }
 
-    @Test func aCancelSendsTheStopPushAndTheLateDeviceHearsCanceled() async throws {
+    /// A canceled call sends no VoIP push (it does not ring any more): the device the invitation
+    /// woke learns it over its connection; the missed call the caller asked to announce comes as
+    /// an alert, to the phone's alert token.
+    @Test func aCanceledCallSendsAMissedCallAlertAndNoVoIPPush() async throws {
         let s = try await setUp()
-        let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        let call = try await s.alice.callStore.calls(
+            participantIds: ["bob"], mediaType: .audio, params: CallParams(pushConfig: Self.pushConfig))
         let invitation = try await s.apns.pushes.first { _ in true }
         try await s.alice.callStore.hangup()
-        let stop = try await s.apns.pushes.first(from: 1) { _ in true }
-        #expect(stop.push == .callEnded(CallEndedPush(callId: call.callId, sdkAppID: s.server.app.sdkAppID, reason: .canceled, mediaType: .audio)))
-        #expect(stop.headers["apns-collapse-id"] == call.callId.rawValue)
-        #expect(stop.headers["apns-id"] != call.callId.rawValue)
+        let alert = try await s.apns.pushes.first(from: 1) { _ in true }
+        #expect(alert.token == Self.bobAlertToken && alert.pushType == "alert")
+        #expect(alert.headers["apns-topic"] == Self.bundle && alert.headers["apns-priority"] == "10")
+        #expect(alert.headers["apns-collapse-id"] == call.callId.rawValue && alert.headers["apns-id"] != call.callId.rawValue)
+        #expect(
+            alert.missedCall
+                == MissedCallPush(
+                    callId: call.callId, sdkAppID: s.server.app.sdkAppID, userId: "bob", callerId: "alice",
+                    callerName: "Alice", mediaType: .audio, callType: .oneToOne, reason: .canceled,
+                    pushConfig: Self.pushConfig))
+        // The alert was asked for right after the ringing stopped, where a VoIP "stop" push used to
+        // be: it is the barrier for "no second VoIP push".
+        #expect(s.apns.pushes.values.filter { $0.pushType == "voip" }.count == 1)
+        #expect(!s.apns.answers.values.contains { $0.status != 200 })
 
-        // The app was launched by the first push and logs in late.
+        // The app was launched by the invitation and logs in late.
         let bob = try await bobPhone(s)
         let bobEvents = Recorder(bob.callStore.events)
         bob.callStore.receivedPush(invitation.push!)
@@ -139,27 +178,69 @@ struct PushTests {
         await tearDown(s)
     }
 
-    @Test func aTimeoutAndAnAnswerElsewhereAlsoStopTheRinging() async throws {
+    @Test func aTimeoutIsAMissedCallAndAnAnswerElsewhereIsNot() async throws {
         let s = try await setUp()
-        // Timed out.
-        let first = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        // Timed out: announced, with the caller's texts.
+        let first = try await s.alice.callStore.calls(
+            participantIds: ["bob"], mediaType: .audio, params: CallParams(pushConfig: Self.pushConfig))
         try await s.apns.pushes.first { _ in true }
         s.server.clock.advance(by: .seconds(30))
         let timeout = try await s.apns.pushes.first(from: 1) { _ in true }
-        #expect(timeout.push == .callEnded(CallEndedPush(callId: first.callId, sdkAppID: s.server.app.sdkAppID, reason: .noResponse, mediaType: .audio)))
+        #expect(timeout.missedCall?.callId == first.callId && timeout.missedCall?.reason == .noResponse)
+        let alert = try #require(
+            (try JSONSerialization.jsonObject(with: timeout.payload) as? [String: Any])?["aps"] as? [String: Any])
+        #expect(alert["sound"] as? String == "ring.caf")
+        #expect(alert["alert"] as? [String: String] == ["title": "Alice", "body": "Missed call"])
         try await s.aliceEvents.first(where: isEnded)
 
-        // Answered on bob's laptop, which logs in while the phone rings through the push.
-        let second = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        // Answered on bob's laptop, which logs in while the phone rings through the push: no alert.
+        let second = try await s.alice.callStore.calls(
+            participantIds: ["bob"], mediaType: .audio, params: CallParams(pushConfig: Self.pushConfig))
         try await s.apns.pushes.first(from: 2) { _ in true }
         let laptop = try await s.server.client("bob", deviceId: "bob-laptop", login: false)
         let laptopEvents = Recorder(laptop.callStore.events)
         try await laptop.loginStore.login(sdkAppID: s.server.app.sdkAppID, userID: "bob", userSig: s.server.userSig("bob"))
         try await laptopEvents.first(where: isReceived)
         try await laptop.callStore.accept()
-        let answered = try await s.apns.pushes.first(from: 3) { _ in true }
-        #expect(answered.token == Self.bobToken)
-        #expect(answered.push == .callEnded(CallEndedPush(callId: second.callId, sdkAppID: s.server.app.sdkAppID, reason: .otherDeviceAccepted, mediaType: .audio)))
+        try await laptop.callStore.hangup()
+        try await s.aliceEvents.first { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
+        try await laptop.loginStore.logout()
+        // Without the option, a missed call is not announced.
+        let third = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await s.apns.pushes.first(from: 3) { _ in true }
+        try await s.alice.callStore.hangup()
+        // The barrier: a push to carol asked for after both.
+        try await registerToken(s.server, user: "carol", device: "carol-phone", token: String(repeating: "cd", count: 32))
+        try await s.aliceEvents.first { if case .onCallEnded(third.callId, _, _, _) = $0 { true } else { false } }
+        let later = try await s.alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
+        try await s.apns.pushes.first(from: 4) { $0.push?.callId == later.callId }
+        #expect(s.apns.pushes.values.filter { $0.pushType == "alert" }.map(\.missedCall?.callId) == [first.callId])
+        await tearDown(s)
+    }
+
+    /// An invitation is only ever pushed while the user rings: retries stop with the ringing.
+    @Test func anInvitationIsNotRetriedOnceTheRingingStopped() async throws {
+        let s = try await setUp()
+        s.apns.behavior = .fail(count: 100)
+        let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await s.deliveries.first { $0.callId == call.callId && $0.outcome == "retrying" }
+        try await s.alice.callStore.hangup()
+        try await s.aliceEvents.first(where: isEnded)
+        s.server.clock.advance(by: .seconds(1))
+        try await s.deliveries.first { $0.callId == call.callId && $0.outcome == "withdrawn" }
+        // One attempt reached APNs (the 500); the retry that was due did not.
+        #expect(s.apns.answers.values.filter { $0.token == Self.bobToken }.count == 1)
+        await tearDown(s)
+    }
+
+    /// Only a VoIP token rings: a user whose device registered only an alert token is offline.
+    @Test func anAlertTokenAloneDoesNotRing() async throws {
+        let s = try await setUp()
+        try await registerTokens(s.server, user: "dave", device: "dave-phone", [(String(repeating: "dd", count: 32), .alert)])
+        let call = try await s.alice.callStore.calls(participantIds: ["dave"], mediaType: .audio)
+        #expect(
+            try await s.aliceEvents.first(where: isEnded)
+                == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .offline, userId: "dave"))
         await tearDown(s)
     }
 
@@ -187,11 +268,7 @@ struct PushTests {
         s.server.clock.advance(by: .seconds(1))
         try await s.deliveries.first { $0.outcome == "delivered" }
         try await s.alice.callStore.hangup()
-        // The cancel's stop push is delivered before APNs starts failing. It is the second push
-        // APNs took: the invitation, once delivered, was not sent again.
-        let stop = try await s.apns.pushes.first(from: 1) { _ in true }
-        if case .callEnded = stop.push {} else { Issue.record("the second push is not the stop push: \(stop.payload)") }
-        #expect(s.apns.pushes.values.count == 2)
+        try await s.aliceEvents.first(where: isEnded)
 
         // 5xx until past the ring deadline (2 s): a retry after 0.5 s; the next would come at the
         // deadline itself, so it is given up. Never beyond the deadline.
@@ -384,7 +461,8 @@ struct PushPayloadTests {
         let push = VoIPPush.incomingCall(
             IncomingCallPush(
                 callId: "c1", sdkAppID: 7, userId: "bob", callerId: "alice", callerName: "Alice", mediaType: .video,
-                callType: .group, inviterId: "carol", deadline: 1_767_225_630_000))
+                callType: .group, inviterId: "carol", deadline: 1_767_225_630_000, userData: "",
+                pushConfig: PushConfig(title: "Alice", body: "Group call", sound: "default", extra: "x")))
         let payload = try push.payload()
         #expect(payload.count < VoIPPush.maxPayloadBytes)
         #expect(VoIPPush(json: payload) == push)

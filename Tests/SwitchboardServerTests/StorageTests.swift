@@ -225,8 +225,10 @@ extension StorageTests {
     @Test(arguments: StorageTests.kinds) func pushTokensBelongToOneDevice(_ kind: Kind) async throws {
         let test = try await Self.makeStore(kind)
         let store = test.store
-        func token(_ value: String, _ user: UserKey, _ device: DeviceID, at: Int64) -> PushToken {
-            PushToken(token: value, user: user, device: device, environment: .sandbox, bundleId: "com.example", updatedAt: at)
+        func token(_ value: String, _ user: UserKey, _ device: DeviceID, at: Int64, kind: PushTokenKind = .voip) -> PushToken {
+            PushToken(
+                token: value, user: user, device: device, kind: kind, environment: .sandbox, bundleId: "com.example",
+                updatedAt: at)
         }
         let first = String(repeating: "ab", count: 32)
         let second = String(repeating: "cd", count: 32)
@@ -244,9 +246,24 @@ extension StorageTests {
         let tokens = try await store.pushTokens(app: Self.app, users: ["alice", "bob"])
         #expect(tokens["alice"]?.map(\.token) == [second])
         #expect(tokens["bob"]?.map(\.device) == ["phone"])
-        try await store.unregisterPushToken(user: Self.alice, device: "tablet")
+        try await store.unregisterPushToken(user: Self.alice, device: "tablet", kind: nil)
         try await store.removePushToken(first)
         #expect(try await store.pushTokens(app: Self.app, users: ["alice", "bob"]).isEmpty)
+
+        // A device holds one token of each kind; a new one replaces only its own kind.
+        let voip = String(repeating: "01", count: 32)
+        let alert = String(repeating: "02", count: 32)
+        let newAlert = String(repeating: "03", count: 32)
+        try await store.registerPushToken(token(voip, Self.alice, "phone", at: 5), move: false)
+        try await store.registerPushToken(token(alert, Self.alice, "phone", at: 6, kind: .alert), move: false)
+        try await store.registerPushToken(token(newAlert, Self.alice, "phone", at: 7, kind: .alert), move: false)
+        let both = try await store.pushTokens(app: Self.app, users: ["alice"])["alice"] ?? []
+        #expect(both.map(\.token) == [voip, newAlert] && both.map(\.kind) == [.voip, .alert])
+        try await store.unregisterPushToken(user: Self.alice, device: "phone", kind: .alert)
+        #expect(try await store.pushTokens(app: Self.app, users: ["alice"])["alice"]?.map(\.kind) == [.voip])
+        try await store.registerPushToken(token(newAlert, Self.alice, "phone", at: 8, kind: .alert), move: false)
+        try await store.unregisterPushToken(user: Self.alice, device: "phone", kind: nil)
+        #expect(try await store.pushTokens(app: Self.app, users: ["alice"]).isEmpty)
         await test.close()
     }
 

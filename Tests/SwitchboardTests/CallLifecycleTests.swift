@@ -115,7 +115,7 @@ struct CallLifecycleTests {
 
     @Test func unanswered() async throws {
         try await endScenario(
-            EndCase(name: "timeout", reason: .noResponse, by: "bob", callerResult: .missed, calleeResult: .missed)
+            EndCase(name: "timeout", reason: .noResponse, by: "bob", callerResult: .noAnswer, calleeResult: .missed)
         ) { server, alice, bob, callId in
             server.clock.advance(by: .seconds(29))
             #expect(bob.callStore.state.activeCall != nil)

@@ -18,7 +18,9 @@ struct PushDecodingTests {
                     IncomingCallPush(
                         callId: "5c3a8f2e-1b7d-4e0a-9c21-6f4d2b8e7a10", sdkAppID: 1_400_000_001, userId: "bob",
                         callerId: "alice", callerName: "Alice", mediaType: .video, callType: .oneToOne, inviterId: "alice",
-                        deadline: 1_767_225_630_000)))
+                        deadline: 1_767_225_630_000, userData: #"{"topic":"hello"}"#,
+                        pushConfig: PushConfig(
+                            title: "Alice", body: "Video call", sound: "ring.caf", extra: #"{"conversation":"c-17"}"#))))
         #expect(
             VoIPPush(json: try Self.golden("push.callEnded"))
                 == .callEnded(

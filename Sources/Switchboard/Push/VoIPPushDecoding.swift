@@ -36,7 +36,10 @@ extension VoIPPush {
                 callerName: string("callerName") ?? callerId.rawValue,
                 mediaType: string("mediaType").flatMap(CallMediaType.init(rawValue:)) ?? .audio,
                 callType: string("callType").flatMap(CallType.init(rawValue:)) ?? .oneToOne,
-                inviterId: string("inviterId").map(UserID.init(rawValue:)), deadline: integer("deadline")))
+                inviterId: string("inviterId").map(UserID.init(rawValue:)), deadline: integer("deadline"),
+                userData: body["userData"] as? String,
+                pushConfig: PushConfig(
+                    title: string("title"), body: string("body"), sound: string("sound"), extra: body["extra"] as? String)))
     }
 
     /// Reads a push from its JSON body (as APNs delivers it).

@@ -80,11 +80,30 @@ actor SignalingClient {
         let timeout: Task<Void, Never>
     }
 
-    private let transport: any SignalingTransport
-    private let clock: any SwitchboardClock
-    private let requestTimeout: Duration
-    private let policy: ReconnectPolicy
-    private let logger: Logger
+    /// What a session runs with: fixed for the session, replaced at each login (the app may have
+    /// configured the client anew meanwhile).
+    struct Settings: Sendable {
+        var transport: any SignalingTransport
+        var clock: any SwitchboardClock
+        var requestTimeout: Duration
+        var policy: ReconnectPolicy
+        var logger: Logger
+
+        init(_ configuration: SwitchboardConfiguration) {
+            transport = configuration.transport
+            clock = configuration.clock
+            requestTimeout = configuration.requestTimeout
+            policy = configuration.reconnectPolicy
+            logger = configuration.logger
+        }
+    }
+
+    private var settings: Settings
+    private var transport: any SignalingTransport { settings.transport }
+    private var clock: any SwitchboardClock { settings.clock }
+    private var requestTimeout: Duration { settings.requestTimeout }
+    private var policy: ReconnectPolicy { settings.policy }
+    private var logger: Logger { settings.logger }
     /// Set once by the client that owns this actor, before anything connects.
     nonisolated let handlers = NIOLockedValueBox(Handlers())
     private var status = Status.idle
@@ -112,23 +131,18 @@ actor SignalingClient {
     /// Server time minus local time, in ms.
     private(set) var clockOffset: Int64 = 0
 
-    init(
-        transport: any SignalingTransport, clock: any SwitchboardClock, requestTimeout: Duration,
-        policy: ReconnectPolicy, logger: Logger
-    ) {
-        self.transport = transport
-        self.clock = clock
-        self.requestTimeout = requestTimeout
-        self.policy = policy
-        self.logger = logger
+    init(settings: Settings) {
+        self.settings = settings
     }
 
     var isConnected: Bool { status == .connected }
 
-    /// Opens a connection to the first of `urls` that answers and logs in; from then on the client
-    /// keeps the session up by itself, moving to the next address when one stops answering.
-    func login(to urls: [URL], _ request: LoginRequest) async throws -> LoginResponse {
+    /// Opens a connection to the first of `urls` that answers and logs in with `settings`; from then
+    /// on the client keeps the session up by itself, moving to the next address when one stops
+    /// answering.
+    func login(to urls: [URL], _ request: LoginRequest, settings: Settings) async throws -> LoginResponse {
         stop(error: SwitchboardError(.notConnected))
+        self.settings = settings
         var lastError: any Error = SwitchboardError(.connectionFailed, "no server address")
         for (index, url) in urls.enumerated() {
             do {

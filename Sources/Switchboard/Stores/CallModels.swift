@@ -44,11 +44,14 @@ public struct CallParticipantInfo: Equatable, Sendable {
     public var networkQuality: NetworkQuality
     /// From the member's status reports; `mute` with the microphone off.
     public var volumeLevel: VolumeLevel
+    /// The raw figures of the member's last status report that reached this device (about once a
+    /// second); yours from your own reports. Nil before the first one.
+    public var statistics: MemberStatistics?
 
     public init(
         userId: UserID, nickname: String? = nil, avatarURL: String? = nil, status: CallParticipantStatus = .none,
         microphoneOn: Bool = false, cameraOn: Bool = false, endReason: CallEndReason? = nil,
-        networkQuality: NetworkQuality = .unknown, volumeLevel: VolumeLevel = .mute
+        networkQuality: NetworkQuality = .unknown, volumeLevel: VolumeLevel = .mute, statistics: MemberStatistics? = nil
     ) {
         self.userId = userId
         self.nickname = nickname
@@ -59,6 +62,7 @@ public struct CallParticipantInfo: Equatable, Sendable {
         self.endReason = endReason
         self.networkQuality = networkQuality
         self.volumeLevel = volumeLevel
+        self.statistics = statistics
     }
 
     init(_ participant: CallParticipant) {
@@ -67,6 +71,26 @@ public struct CallParticipantInfo: Equatable, Sendable {
             status: participant.status, microphoneOn: participant.microphoneOn, cameraOn: participant.cameraOn,
             endReason: participant.endReason, networkQuality: participant.networkQuality ?? .unknown,
             volumeLevel: participant.volumeLevel ?? .mute)
+    }
+}
+
+/// A member's media statistics as they reported them (CallPlus's status report: packet loss,
+/// bitrate and delay per member).
+public struct MemberStatistics: Equatable, Sendable {
+    /// Packet loss, percent (0–100).
+    public var packetLoss: Double
+    /// Round-trip time, ms.
+    public var rtt: Int
+    /// Send bitrate, kbps.
+    public var bitrate: Int
+    /// Microphone level, 0–100.
+    public var audioLevel: Int
+
+    public init(packetLoss: Double, rtt: Int, bitrate: Int, audioLevel: Int) {
+        self.packetLoss = packetLoss
+        self.rtt = rtt
+        self.bitrate = bitrate
+        self.audioLevel = audioLevel
     }
 }
 

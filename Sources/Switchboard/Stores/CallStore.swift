@@ -33,6 +33,7 @@ public final class CallStore: Sendable {
         struct OwnStatus: Equatable, Sendable {
             var quality: NetworkQuality
             var volume: VolumeLevel
+            var statistics: MemberStatistics
         }
 
         struct Tracked: Equatable, Sendable {
@@ -40,6 +41,8 @@ public final class CallStore: Sendable {
             var direction: CallDirection
             var inviterId: UserID
             var announcedStart = false
+            /// The other members' last raw statistics (`memberStats`).
+            var statistics: [UserID: MemberStatistics] = [:]
         }
 
         /// A state as the store would publish it, for previews of call views and for tests of view
@@ -72,19 +75,24 @@ public final class CallStore: Sendable {
     /// The store of the shared client.
     public static var shared: CallStore { SwitchboardClient.shared.callStore }
 
-    private let cell = StateCell(State(userId: ""))
-    private let broadcaster = Broadcaster<CallStoreEvent>()
+    let cell = StateCell(State(userId: ""))
+    /// Published under the cell's lock, through the cell's outbox: events and states reach every
+    /// observer in the order they happened.
+    private let eventHub: Observers<CallStoreEvent>
     private let signaling: SignalingClient
-    private let clock: any SwitchboardClock
+    private let configuration: NIOLockedValueBox<SwitchboardConfiguration>
+    /// The configured clock (the call timer's).
+    private var clock: any SwitchboardClock { configuration.withLockedValue { $0.clock } }
     private let selfId = NIOLockedValueBox<UserID>("")
     private let ticker = NIOLockedValueBox<(task: Task<Void, Never>?, startTime: Int64?)>((nil, nil))
     private let deviceReports = NIOLockedValueBox<Task<Void, Never>?>(nil)
     private let devices: DeviceStore
 
-    init(signaling: SignalingClient, clock: any SwitchboardClock, devices: DeviceStore) {
+    init(signaling: SignalingClient, configuration: NIOLockedValueBox<SwitchboardConfiguration>, devices: DeviceStore) {
         self.signaling = signaling
-        self.clock = clock
+        self.configuration = configuration
         self.devices = devices
+        self.eventHub = Observers(outbox: cell.observers.outbox)
     }
 
     /// The current state.
@@ -93,8 +101,17 @@ public final class CallStore: Sendable {
     /// The current state, then every change.
     public var stateUpdates: AsyncStream<State> { cell.subscribe() }
 
-    /// Call events from now on.
-    public var events: AsyncStream<CallStoreEvent> { broadcaster.subscribe() }
+    /// Call events from now on, after an `onCallReceived` for each call ringing for you already: a
+    /// late subscriber (a view made after the invitation came) still learns of it.
+    public var events: AsyncStream<CallStoreEvent> { AsyncStream.observing(observeEvents) }
+
+    /// Calls `observer` with an `onCallReceived` for each call ringing for you, then with every
+    /// event; returns what stops it.
+    func observeEvents(_ observer: @escaping @Sendable (CallStoreEvent) -> Void) -> @Sendable () -> Void {
+        let hub = eventHub
+        let id = cell.withValue { state in hub.add(replay: state.ringingCalls, observer) }
+        return { hub.remove(id) }
+    }
 
     // MARK: - placing and answering
 
@@ -226,7 +243,8 @@ public final class CallStore: Sendable {
             apply { state in
                 state.ownStatus = State.OwnStatus(
                     quality: NetworkQuality.from(packetLoss: packetLoss, rtt: rtt),
-                    volume: VolumeLevel.from(audioLevel: audioLevel, microphoneOn: microphoneOn))
+                    volume: VolumeLevel.from(audioLevel: audioLevel, microphoneOn: microphoneOn),
+                    statistics: MemberStatistics(packetLoss: packetLoss, rtt: rtt, bitrate: bitrate, audioLevel: audioLevel))
                 return []
             }
         }
@@ -248,7 +266,7 @@ public final class CallStore: Sendable {
                 let info = CallInfo(
                     callId: invitation.callId, roomId: RoomID(rawValue: invitation.callId.rawValue),
                     callType: invitation.callType, mediaType: invitation.mediaType, callerId: invitation.callerId,
-                    timeout: CallLimits.defaultTimeoutSeconds, createdAt: 0,
+                    userData: invitation.userData, timeout: CallLimits.defaultTimeoutSeconds, createdAt: 0,
                     participants: [
                         CallParticipant(userId: invitation.callerId, status: .waiting, nickname: invitation.callerName),
                         CallParticipant(userId: callee, status: .waiting, inviterId: inviter),
@@ -257,7 +275,7 @@ public final class CallStore: Sendable {
                 return [
                     .onCallReceived(
                         callId: invitation.callId, callerId: invitation.callerId, inviterId: inviter,
-                        mediaType: invitation.mediaType, userData: nil)
+                        mediaType: invitation.mediaType, userData: invitation.userData)
                 ]
             }
         case .callEnded(let end):
@@ -381,7 +399,7 @@ public final class CallStore: Sendable {
                 return events
             }
         case .callRecord(let e):
-            broadcaster.publish(.onCallRecord(e.record))
+            apply { _ in [.onCallRecord(e.record)] }
         case .deviceChanged(let e):
             apply { state in
                 state.updateParticipant(e.callId, e.userId) {
@@ -403,6 +421,14 @@ public final class CallStore: Sendable {
                     .onMemberStatusChanged(
                         callId: e.callId, userId: e.userId, networkQuality: e.networkQuality, volumeLevel: e.volumeLevel)
                 ]
+            }
+        case .memberStats(let e):
+            apply { state in
+                // Only members in the call report; the table has one entry per member at most.
+                guard state.calls[e.callId]?.info.participant(e.userId) != nil else { return [] }
+                state.calls[e.callId]?.statistics[e.userId] = MemberStatistics(
+                    packetLoss: e.packetLoss, rtt: e.rtt, bitrate: e.bitrate, audioLevel: e.audioLevel)
+                return []
             }
         case .mediaTypeChangeRequested(let e):
             apply { state in
@@ -440,16 +466,17 @@ public final class CallStore: Sendable {
 
     // MARK: - internals
 
-    /// Changes the state, then publishes the events the change produced and keeps the ticker right.
+    /// Changes the state and publishes the events the change produced, in one critical section
+    /// (so a late subscriber's replay and the events never overlap), then keeps the ticker right.
     private func apply(_ change: (inout State) -> [CallStoreEvent]) {
         let me = selfId.withLockedValue { $0 }
-        let events = cell.update { state -> [CallStoreEvent] in
+        let hub = eventHub
+        cell.update { state in
             let events = change(&state)
             state.refresh(selfId: me)
-            return events
+            events.forEach(hub.publish)
         }
         afterChange()
-        events.forEach(broadcaster.publish)
     }
 
     private static func direction(_ call: CallInfo, _ me: UserID) -> CallDirection {
@@ -534,6 +561,18 @@ public final class CallStore: Sendable {
 }
 
 extension CallStore.State {
+    /// An `onCallReceived` for each call ringing for you, oldest first.
+    var ringingCalls: [CallStoreEvent] {
+        arrival.compactMap { id -> CallStoreEvent? in
+            guard let call = calls[id], call.direction == .incoming,
+                call.info.participant(selfInfo.userId)?.status == .waiting
+            else { return nil }
+            return .onCallReceived(
+                callId: id, callerId: call.info.callerId, inviterId: call.inviterId, mediaType: call.info.mediaType,
+                userData: call.info.userData)
+        }
+    }
+
     /// Stops tracking a call; false when it was not tracked.
     mutating func forget(_ callId: CallID) -> Bool {
         guard calls.removeValue(forKey: callId) != nil else { return false }
@@ -590,10 +629,15 @@ extension CallStore.State {
         activeCall = ActiveCall(
             info: current.info, direction: current.direction, inviterId: current.inviterId,
             duration: current.info.startTime == nil ? 0 : duration)
-        allParticipants = current.info.participants.map(CallParticipantInfo.init)
+        allParticipants = current.info.participants.map { participant in
+            var info = CallParticipantInfo(participant)
+            info.statistics = current.statistics[participant.userId]
+            return info
+        }
         if let ownStatus, let index = allParticipants.firstIndex(where: { $0.userId == selfId }) {
             allParticipants[index].networkQuality = ownStatus.quality
             allParticipants[index].volumeLevel = ownStatus.volume
+            allParticipants[index].statistics = ownStatus.statistics
         }
         selfInfo = allParticipants.first { $0.userId == selfId } ?? CallParticipantInfo(userId: selfId)
         waitingCalls = ordered.filter { $0.info.callId != current.info.callId }.map(\.info)

@@ -1,9 +1,13 @@
 import SwitchboardProtocol
 
-/// Where call audio plays.
+/// Where call audio plays (``AudioRoutePolicy`` decides).
 public enum AudioRoute: String, Codable, Sendable, CaseIterable {
     case speaker
     case earpiece
+    /// A Bluetooth headset or car kit.
+    case bluetooth
+    /// Wired headphones or headset.
+    case headset
 }
 
 /// Capture quality of the local camera.
@@ -25,7 +29,10 @@ public final class DeviceStore: Sendable {
         public var cameraStatus: DeviceSwitch = .off
         public var isFrontCamera = true
         public var videoQuality: VideoQuality = .p720
+        /// Where call audio plays now.
         public var audioRoute: AudioRoute = .earpiece
+        /// The route you chose for the call (``setAudioRoute(_:)``), while it holds.
+        public var chosenAudioRoute: AudioRoute?
 
         public init() {}
     }
@@ -33,7 +40,7 @@ public final class DeviceStore: Sendable {
     /// The store of the shared client.
     public static var shared: DeviceStore { SwitchboardClient.shared.deviceStore }
 
-    private let cell = StateCell(State())
+    let cell = StateCell(State())
 
     init() {}
 
@@ -75,8 +82,17 @@ public final class DeviceStore: Sendable {
         cell.update { $0.videoQuality = quality }
     }
 
+    /// Chooses where call audio plays; kept for the call (see ``AudioRoutePolicy``).
     public func setAudioRoute(_ route: AudioRoute) {
-        cell.update { $0.audioRoute = route }
+        cell.update { $0.chosenAudioRoute = route }
+    }
+
+    /// Where the policy sends audio, and the choice it keeps.
+    func routeAudio(_ route: AudioRoute, choice: AudioRoute?) {
+        cell.update { state in
+            state.audioRoute = route
+            state.chosenAudioRoute = choice
+        }
     }
 
     /// Back to the defaults (after a logout).

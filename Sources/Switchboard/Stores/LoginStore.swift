@@ -25,6 +25,8 @@ public final class LoginStore: Sendable {
         /// The VoIP push token this device registered (lowercase hex), nil when calls cannot reach it
         /// by push.
         public var pushToken: String?
+        /// The alert token this device registered (missed-call alerts), lowercase hex.
+        public var alertPushToken: String?
         /// Failed reconnect attempts since the connection dropped.
         public var reconnectAttempts = 0
         /// The last heartbeat went unanswered: the connection may be stalled (a second one in a row
@@ -35,10 +37,16 @@ public final class LoginStore: Sendable {
     /// The store of the shared client.
     public static var shared: LoginStore { SwitchboardClient.shared.loginStore }
 
-    private let cell = StateCell(State())
+    let cell = StateCell(State())
     private let signaling: SignalingClient
     private let callStore: CallStore
     private let configuration: NIOLockedValueBox<SwitchboardConfiguration>
+    /// Runs before each login: the client applies a configuration given since the last one.
+    var beforeLogin: @Sendable () -> Void {
+        get { hooks.withLockedValue { $0 } }
+        set { hooks.withLockedValue { $0 = newValue } }
+    }
+    private let hooks = NIOLockedValueBox<@Sendable () -> Void>({})
 
     init(signaling: SignalingClient, callStore: CallStore, configuration: NIOLockedValueBox<SwitchboardConfiguration>) {
         self.signaling = signaling
@@ -54,6 +62,7 @@ public final class LoginStore: Sendable {
 
     /// Connects to the configured server and logs in with a UserSig (SPEC §2).
     public func login(sdkAppID: SdkAppID, userID: String, userSig: String) async throws {
+        beforeLogin()
         let configuration = self.configuration.withLockedValue { $0 }
         cell.update { state in
             state.loginStatus = .loggingIn
@@ -64,7 +73,8 @@ public final class LoginStore: Sendable {
                 to: [configuration.serverURL] + configuration.fallbackServerURLs,
                 LoginRequest(
                     sdkAppID: sdkAppID, userID: UserID(rawValue: userID), userSig: userSig,
-                    deviceId: configuration.deviceId, platform: configuration.platform))
+                    deviceId: configuration.deviceId, platform: configuration.platform),
+                settings: SignalingClient.Settings(configuration))
             callStore.loggedIn(as: response.userID)
             cell.update { state in
                 state.loginStatus = .loggedIn
@@ -82,18 +92,29 @@ public final class LoginStore: Sendable {
         }
     }
 
-    /// Logs out: your connected calls are hung up and the connection closes.
+    /// Logs out: your connected calls are hung up, the server forgets this device's push tokens,
+    /// and the connection closes.
+    ///
+    /// The SDK forgets the session in any case. It throws when the server could not be told (the
+    /// connection was down and did not come back within the request timeout): the server then
+    /// ends the device's calls when its reconnect grace runs out, but keeps its push tokens, so
+    /// the device may still get VoIP pushes for this user until a login on it moves the token (the
+    /// CallKit bridge reports and ends such pushes at once).
     public func logout() async throws {
-        defer {
-            callStore.reset()
-            cell.update { $0 = State() }
-        }
-        // Only a connected session tells the server; while reconnecting there is nobody to tell, and
-        // the server ends the device's calls when its grace period runs out.
-        if await signaling.isConnected {
-            _ = try? await signaling.send(LogoutRequest())
+        var failure: (any Error)?
+        let status = state.loginStatus
+        if status == .loggedIn || status == .reconnecting {
+            do {
+                // While reconnecting this waits for the connection, up to the request timeout.
+                _ = try await signaling.send(LogoutRequest())
+            } catch {
+                failure = error
+            }
         }
         await signaling.close()
+        callStore.reset()
+        cell.update { $0 = State() }
+        if let failure { throw failure }
     }
 
     /// Sets your nickname and avatar; fields left nil keep their value.
@@ -107,18 +128,28 @@ public final class LoginStore: Sendable {
     ///
     /// - Parameter move: take the token over from another user of the app who registered it on this
     ///   device and did not log out (without it, that is refused with `pushTokenInUse`).
+    /// - Parameter kind: `.voip` for PushKit's token (calls ring), `.alert` for the token of
+    ///   `registerForRemoteNotifications` (missed-call alerts).
     public func registerPushToken(
-        _ token: String, environment: PushEnvironment, bundleId: String, move: Bool = false
+        _ token: String, environment: PushEnvironment, bundleId: String, move: Bool = false, kind: PushTokenKind = .voip
     ) async throws {
         _ = try await signaling.send(
-            RegisterPushTokenRequest(token: token, environment: environment, bundleId: bundleId, move: move ? true : nil))
-        cell.update { $0.pushToken = token.lowercased() }
+            RegisterPushTokenRequest(
+                token: token, environment: environment, bundleId: bundleId, move: move ? true : nil,
+                kind: kind == .voip ? nil : kind))
+        cell.update { state in
+            if kind == .voip { state.pushToken = token.lowercased() } else { state.alertPushToken = token.lowercased() }
+        }
     }
 
-    /// Stops VoIP pushes to this device (PushKit's `didInvalidatePushTokenFor`).
-    public func unregisterPushToken() async throws {
-        _ = try await signaling.send(UnregisterPushTokenRequest())
-        cell.update { $0.pushToken = nil }
+    /// Stops pushes to this device (PushKit's `didInvalidatePushTokenFor`): of one kind, or of
+    /// every kind when `kind` is nil.
+    public func unregisterPushToken(kind: PushTokenKind? = nil) async throws {
+        _ = try await signaling.send(UnregisterPushTokenRequest(kind: kind))
+        cell.update { state in
+            if kind != .alert { state.pushToken = nil }
+            if kind != .voip { state.alertPushToken = nil }
+        }
     }
 
     func connectionChanged(_ event: SignalingClient.ConnectionEvent) {

@@ -9,8 +9,9 @@ extension CallStateMachine {
     /// `accept`; a left member is `none`.
     struct Member: Codable, Equatable, Sendable {
         enum Phase: Codable, Equatable, Sendable {
-            /// Invited and not answered. `pushed`: rang through a VoIP push, so when the ringing
-            /// stops a follow-up push says so. `deadline`: when it stops ringing (Unix ms), kept so
+            /// Invited and not answered. `pushed`: rang through a VoIP push (no device was
+            /// connected), so when the ringing stops the push's retries stop, and a missed call
+            /// may be announced with an alert push. `deadline`: when it stops ringing (Unix ms), kept so
             /// that a call restored after a restart times out when it would have.
             case ringing(pushed: Bool, deadline: Int64)
             case joined(Presence)
@@ -27,6 +28,10 @@ extension CallStateMachine {
             var isDown = false
             var quality: NetworkQuality = .unknown
             var volume: VolumeLevel?
+            /// The credit, in ms, for relaying this member's raw statistics, and when it was last
+            /// topped up (see ``CallStateMachine/statsRelayInterval``).
+            var statsCredit: Int64?
+            var statsCreditAt: Int64?
         }
 
         /// How a member's part ended.
@@ -112,6 +117,8 @@ extension CallStateMachine {
         var startTime: Int64?
         var members: [Member]
         var mediaChange: MediaChange?
+        /// What the call's pushes carry (the caller's `pushConfig`).
+        var pushConfig: PushConfig?
 
         func index(of user: UserID) -> Int? { members.firstIndex { $0.userId == user } }
         var joinedCount: Int { members.count(where: \.isJoined) }
@@ -178,7 +185,7 @@ extension CallStateMachine {
         static func unconnectedCallerResult(_ reason: CallEndReason) -> CallRecordResult {
             switch reason {
             case .reject, .otherDeviceReject: .rejected
-            case .noResponse: .missed
+            case .noResponse: .noAnswer
             case .lineBusy: .busy
             case .offline: .offline
             case .canceled, .endByServer, .hangup: .canceled

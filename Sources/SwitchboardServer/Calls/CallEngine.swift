@@ -106,14 +106,14 @@ actor CallEngine {
                 let invitees = Set(command.request.participantIds.filter(\.isValid))
                 let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
                 command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
-                command.pushable = Set(tokens.filter { !$0.value.isEmpty }.keys).subtracting(command.online)
+                command.pushable = Self.ringable(tokens).subtracting(command.online)
                 return .success(Resolved(event: .start(command), tokens: tokens))
             case .invite(var command):
                 let app = command.command.user.app
                 let invitees = Set(command.invitees.filter(\.isValid))
                 let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
                 command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
-                command.pushable = Set(tokens.filter { !$0.value.isEmpty }.keys).subtracting(command.online)
+                command.pushable = Self.ringable(tokens).subtracting(command.online)
                 return .success(Resolved(event: .invite(command), tokens: tokens))
             case .join(var join):
                 let user = join.command.user
@@ -130,6 +130,11 @@ actor CallEngine {
             logger.error("storage failed", metadata: ["error": "\(error)"])
             return .failure(SwitchboardError(.storageUnavailable))
         }
+    }
+
+    /// The users a VoIP push can ring: those with a VoIP token (an alert token only announces).
+    static func ringable(_ tokens: [UserID: [PushToken]]) -> Set<UserID> {
+        Set(tokens.filter { $0.value.contains { $0.kind == .voip } }.keys)
     }
 
     private func pushTokens(app: SdkAppID, of users: Set<UserID>) async throws -> [UserID: [PushToken]] {

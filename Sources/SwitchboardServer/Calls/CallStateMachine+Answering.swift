@@ -98,7 +98,9 @@ extension CallStateMachine {
                             callId: call.id, mediaType: call.mediaType, reason: .otherDeviceAccepted, userId: key.user)),
                     to: .userExcept(key, command.device)))
             if pushed == true {
-                out.append(stopPush(call, call.members[index], reason: .otherDeviceAccepted, except: command.device, now: now))
+                out.append(
+                    contentsOf: pushesAfterRinging(
+                        call, call.members[index], result: .answered, reason: .otherDeviceAccepted, now: now))
             }
         }
         out.append(

@@ -69,9 +69,7 @@ extension CallStateMachine {
         case .ringing(let pushed, _):
             out.append(.cancelTimer(.ring(call.id, member.userId)))
             if pushed {
-                // The lock screen that a push woke must stop ringing too (Twilio does the same).
-                let pushReason: CallEndReason = reason == .reject ? .otherDeviceReject : reason
-                elsewhere.append(stopPush(call, member, reason: pushReason, except: actingDevice, now: now))
+                elsewhere.append(contentsOf: pushesAfterRinging(call, member, result: result, reason: reason, now: now))
             }
         case .joined(let presence):
             if presence.isDown { out.append(.cancelTimer(.reconnectGrace(call.id, member.userId))) }

@@ -1,7 +1,8 @@
 import SwitchboardProtocol
 
 /// Placing a call and inviting people into it: who rings, who is busy, blocked or unreachable,
-/// and the VoIP pushes that ring devices without a connection.
+/// and the VoIP pushes that ring devices without a connection (only ever for a member who is
+/// ringing: iOS punishes an app woken by a VoIP push that does not report a ringing call).
 extension CallStateMachine {
     mutating func start(_ command: StartCallCommand, now: Int64, out: inout CallOutput) {
         if let error = validate(command) {
@@ -23,6 +24,7 @@ extension CallStateMachine {
                     phase: .joined(Member.Presence(device: command.device, joinedAt: now)),
                     cameraOn: request.mediaType == .video, profile: command.profiles[command.caller.user])
             ])
+        call.pushConfig = params.pushConfig
         roster.add(command.caller, to: call.id)
         let added = addInvitees(
             invitees, inviter: command.caller.user, to: &call, settings: command.settings, online: command.online,
@@ -152,20 +154,32 @@ extension CallStateMachine {
                 let push = IncomingCallPush(
                     callId: call.id, sdkAppID: call.app, userId: invitee, callerId: call.callerId,
                     callerName: inviter == call.callerId ? inviterName : call.members.first?.profile?.nickname,
-                    mediaType: call.mediaType, callType: call.type, inviterId: inviter, deadline: deadline)
-                out.append(.push(PushMessage(user: key, push: .incomingCall(push), expiration: deadline)))
+                    mediaType: call.mediaType, callType: call.type, inviterId: inviter, deadline: deadline,
+                    userData: call.userData, pushConfig: call.pushConfig)
+                out.append(.push(PushMessage(user: key, content: .ring(push), expiration: deadline)))
             }
         }
     }
 
-    /// The follow-up push that stops a pushed invitation ringing on the user's other devices.
-    func stopPush(_ call: Call, _ member: Member, reason: CallEndReason, except device: DeviceID?, now: Int64)
-        -> CallAction
+    /// When a pushed invitee stops ringing: the invitation push's retries stop and, for a call
+    /// they missed, an alert push says so if the caller asked for it (``PushConfig/missedCallAlert``).
+    func pushesAfterRinging(_ call: Call, _ member: Member, result: CallRecordResult, reason: CallEndReason, now: Int64)
+        -> [CallAction]
     {
-        .push(
-            PushMessage(
-                user: call.key(member),
-                push: .callEnded(CallEndedPush(callId: call.id, sdkAppID: call.app, reason: reason, mediaType: call.mediaType)),
-                expiration: now + 60_000, exceptDevice: device))
+        let key = call.key(member)
+        var actions = [CallAction.push(PushMessage(user: key, content: .ringStopped(call.id), expiration: now))]
+        if result == .missed, call.pushConfig?.missedCallAlert == true {
+            let alert = MissedCallPush(
+                callId: call.id, sdkAppID: call.app, userId: member.userId, callerId: call.callerId,
+                callerName: call.members.first?.profile?.nickname, mediaType: call.mediaType, callType: call.type,
+                reason: reason, userData: call.userData, pushConfig: call.pushConfig)
+            actions.append(
+                .push(PushMessage(user: key, content: .missedCall(alert), expiration: now + Self.missedCallAlertLifetime)))
+        }
+        return actions
     }
+
+    /// How long APNs keeps trying to deliver a missed-call alert to a phone that is off.
+    static let missedCallAlertLifetime: Int64 = 24 * 3_600_000
+
 }

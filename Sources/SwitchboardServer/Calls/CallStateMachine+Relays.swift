@@ -1,7 +1,8 @@
 import SwitchboardProtocol
 
 /// What members tell each other through the server while in a call: microphone and camera state,
-/// WebRTC signals, and network quality and volume from their status reports.
+/// WebRTC signals, and network quality and volume from their status reports, with the reports'
+/// raw figures.
 extension CallStateMachine {
     mutating func updateDevice(_ command: CallCommand, microphoneOn: Bool?, cameraOn: Bool?, out: inout CallOutput) {
         switch lookup(command, joined: true) {
@@ -52,7 +53,13 @@ extension CallStateMachine {
         }
     }
 
-    mutating func statusReport(_ command: CallCommand, _ report: StatusReport, out: inout CallOutput) {
+    /// A member's raw statistics reach the others at most once per this many ms on average: each
+    /// relay spends this much credit, which grows with time up to ``statsRelayBurst``, so that
+    /// reports a second apart pass even when one arrives a little early.
+    static let statsRelayInterval: Int64 = 1000
+    static let statsRelayBurst: Int64 = 2000
+
+    mutating func statusReport(_ command: CallCommand, _ report: StatusReport, now: Int64, out: inout CallOutput) {
         switch lookup(command, joined: true) {
         case .failure(let error):
             out.answer(.failure(error))
@@ -70,13 +77,28 @@ extension CallStateMachine {
             let quality = NetworkQuality.from(packetLoss: report.packetLoss, rtt: report.rtt)
             let volume = VolumeLevel.from(audioLevel: report.audioLevel, microphoneOn: member.microphoneOn)
             out.answer(.ok)
-            guard quality != member.presence?.quality || volume != member.presence?.volume else { return }
-            call.members[index].updatePresence {
-                $0.quality = quality
-                $0.volume = volume
+            let levelsChanged = quality != member.presence?.quality || volume != member.presence?.volume
+            var relayStats = false
+            call.members[index].updatePresence { presence in
+                presence.quality = quality
+                presence.volume = volume
+                let elapsed = max(0, now - (presence.statsCreditAt ?? now))
+                var credit = min(Self.statsRelayBurst, (presence.statsCredit ?? Self.statsRelayInterval) + elapsed)
+                relayStats = credit >= Self.statsRelayInterval
+                if relayStats { credit -= Self.statsRelayInterval }
+                presence.statsCredit = credit
+                presence.statsCreditAt = now
             }
             calls[call.id] = call
-            broadcastStatus(of: call.members[index], in: call, out: &out)
+            if levelsChanged { broadcastStatus(of: call.members[index], in: call, out: &out) }
+            guard relayStats else { return }
+            let stats = ServerEvent.memberStats(
+                MemberStatsEvent(
+                    callId: call.id, userId: member.userId, packetLoss: report.packetLoss, rtt: report.rtt,
+                    bitrate: report.bitrate, audioLevel: report.audioLevel))
+            for other in call.members where other.isJoined && other.userId != member.userId {
+                out.append(.send(stats, to: call.recipient(other)))
+            }
         }
     }
 

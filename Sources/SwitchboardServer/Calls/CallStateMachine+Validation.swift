@@ -22,6 +22,7 @@ extension CallStateMachine {
         if let userData = params.userData, userData.utf8.count > CallLimits.maxUserDataBytes {
             return SwitchboardError(.userDataTooLarge, "userData is limited to \(CallLimits.maxUserDataBytes) bytes")
         }
+        if let problem = params.pushConfig?.problem { return problem }
         if let roomId = params.roomId, !Self.isValidToken(roomId.rawValue, maxLength: RoomID.maxLength) {
             return SwitchboardError(.invalidRoomID, "roomId must be 1-\(RoomID.maxLength) visible characters")
         }

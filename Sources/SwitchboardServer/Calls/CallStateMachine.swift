@@ -68,7 +68,7 @@ struct CallStateMachine: Sendable {
         case .cancelMediaType(let command, let transaction):
             cancelMediaType(command, transaction, out: &out)
         case .statusReport(let command, let report):
-            statusReport(command, report, out: &out)
+            statusReport(command, report, now: now, out: &out)
         case .mediaSignal(let command, let signal):
             mediaSignal(command, signal, out: &out)
         case .timerFired(let key):

@@ -57,14 +57,22 @@ struct RecordDraft: Equatable, Sendable {
     var record: CallRecord
 }
 
-/// A VoIP push to all of a user's devices that registered a token.
+/// A push to all of a user's devices that registered a token of the kind it needs, or the end of
+/// one still being delivered.
 struct PushMessage: Equatable, Sendable {
+    enum Content: Equatable, Sendable {
+        /// The invitation, as a VoIP push (to VoIP tokens), while the user rings.
+        case ring(IncomingCallPush)
+        /// The user stopped ringing: an invitation push not delivered yet is not sent any more.
+        case ringStopped(CallID)
+        /// A missed call, as an alert push (to alert tokens).
+        case missedCall(MissedCallPush)
+    }
+
     var user: UserKey
-    var push: VoIPPush
+    var content: Content
     /// When APNs may give up delivering it (Unix ms): for an invitation, the end of the ringing.
     var expiration: Int64
-    /// Not to the token of this device (the one that answered or rejected).
-    var exceptDevice: DeviceID?
     /// The user's tokens when the engine already read them to decide the push (an invitation);
     /// nil: the push service reads them.
     var tokens: [PushToken]?

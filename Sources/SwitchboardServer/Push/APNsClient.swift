@@ -91,8 +91,37 @@ enum APNsOutcome: Equatable, Sendable {
     case rejected(status: Int, reason: String)
 }
 
-/// Sends VoIP pushes to APNs over HTTP/2: one long-lived connection per environment (the HTTP
-/// client's pool multiplexes every push on it), token authentication.
+/// One push as APNs takes it: its kind (which decides the headers and the tokens it goes to), its
+/// body, fitted to the kind's size limit, and its ids.
+struct APNsNotification: Equatable, Sendable {
+    var kind: PushTokenKind
+    var callId: CallID
+    var body: Data
+    /// `apns-id`, a UUID.
+    var id: String
+
+    /// The invitation, as a VoIP push: its `apns-id` is the call id (a UUID for the server's calls).
+    static func ring(_ push: IncomingCallPush) throws -> APNsNotification {
+        let id =
+            UUID(uuidString: push.callId.rawValue) != nil
+            ? push.callId.rawValue : UUID(nameBasedOn: "\(push.callId.rawValue):incomingCall").uuidString.lowercased()
+        return APNsNotification(
+            kind: .voip, callId: push.callId, body: try VoIPPush.incomingCall(push).fittedPayload(), id: id)
+    }
+
+    /// A missed call, as an alert push: its `apns-id` is derived from the call id.
+    static func missedCall(_ push: MissedCallPush) throws -> APNsNotification {
+        APNsNotification(
+            kind: .alert, callId: push.callId, body: try push.fittedPayload(),
+            id: UUID(nameBasedOn: "\(push.callId.rawValue):missedCall").uuidString.lowercased())
+    }
+
+    /// The largest body APNs takes for this kind.
+    var limit: Int { kind == .voip ? VoIPPush.maxPayloadBytes : MissedCallPush.maxPayloadBytes }
+}
+
+/// Sends pushes to APNs over HTTP/2: one long-lived connection per environment (the HTTP client's
+/// pool multiplexes every push on it), token authentication.
 final class APNsClient: Sendable {
     private let http: HTTPClient
     private let configuration: APNsConfiguration
@@ -121,24 +150,26 @@ final class APNsClient: Sendable {
         try? await http.shutdown()
     }
 
-    /// Sends one push to one token.
-    func send(_ push: VoIPPush, to token: PushToken, expiration: Int64, providerToken: String) async -> APNsOutcome {
+    /// Sends one push to one token (of the push's kind): a VoIP push to `<bundle>.voip`, an alert
+    /// to `<bundle>`, both at priority 10, collapsed by call id.
+    func send(_ notification: APNsNotification, to token: PushToken, expiration: Int64, providerToken: String) async
+        -> APNsOutcome
+    {
         let base = token.environment == .sandbox ? configuration.sandboxURL : configuration.productionURL
         var request = HTTPClientRequest(url: "\(base)/3/device/\(token.token)")
         request.method = .POST
         request.headers.add(name: "authorization", value: "bearer \(providerToken)")
-        request.headers.add(name: "apns-push-type", value: "voip")
-        request.headers.add(name: "apns-topic", value: "\(token.bundleId).voip")
+        request.headers.add(name: "apns-push-type", value: notification.kind == .voip ? "voip" : "alert")
+        request.headers.add(name: "apns-topic", value: notification.kind == .voip ? "\(token.bundleId).voip" : token.bundleId)
         request.headers.add(name: "apns-priority", value: "10")
         request.headers.add(name: "apns-expiration", value: String(expiration / 1000))
-        request.headers.add(name: "apns-id", value: Self.notificationID(push))
-        request.headers.add(name: "apns-collapse-id", value: String(push.callId.rawValue.prefix(64)))
+        request.headers.add(name: "apns-id", value: notification.id)
+        request.headers.add(name: "apns-collapse-id", value: String(notification.callId.rawValue.prefix(64)))
         do {
-            let body = try push.fittedPayload()
-            guard body.count <= VoIPPush.maxPayloadBytes else {
+            guard notification.body.count <= notification.limit else {
                 return .rejected(status: 413, reason: "PayloadTooLarge")
             }
-            request.body = .bytes(ByteBuffer(bytes: body))
+            request.body = .bytes(ByteBuffer(bytes: notification.body))
             let response = try await http.execute(request, timeout: .seconds(15))
             let answer = try await response.body.collect(upTo: 16 * 1024)
             let reason =
@@ -158,17 +189,6 @@ final class APNsClient: Sendable {
         case (403, "ExpiredProviderToken"): .providerTokenExpired
         case (429, _), (500..., _): .retryable(reason: reason.isEmpty ? "HTTP \(status)" : reason)
         default: .rejected(status: status, reason: reason)
-        }
-    }
-
-    /// `apns-id` must be a UUID: the call id for the invitation, a UUID derived from it for the end.
-    static func notificationID(_ push: VoIPPush) -> String {
-        switch push {
-        case .incomingCall(let invitation) where UUID(uuidString: invitation.callId.rawValue) != nil:
-            return invitation.callId.rawValue
-        default:
-            let kind = if case .callEnded = push { "callEnded" } else { "incomingCall" }
-            return UUID(nameBasedOn: "\(push.callId.rawValue):\(kind)").uuidString.lowercased()
         }
     }
 }

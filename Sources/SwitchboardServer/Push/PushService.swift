@@ -2,13 +2,16 @@ import Logging
 import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
-/// Delivers the VoIP pushes the call engine asks for, to every token of the user (but the excepted
-/// device's), in the background: the call flow never waits for APNs.
+/// Delivers the pushes the call engine asks for, to every token of the user of the kind the push
+/// needs (invitations to VoIP tokens, missed-call alerts to alert tokens), in the background: the
+/// call flow never waits for APNs.
 ///
 /// Per token: a delivery is done; a dead token (410, BadDeviceToken, DeviceTokenNotForTopic) is
 /// removed; an expired provider token is replaced once and the push sent again; 429, 5xx and
 /// transport errors are retried with backoff (0.5 s, doubling) as long as the next attempt falls
-/// before the push's expiration (the end of the ringing); other refusals are given up.
+/// before the push's expiration (the end of the ringing); other refusals are given up. An
+/// invitation is sent only while the user rings: once the engine says the ringing stopped
+/// (``PushMessage/Content/ringStopped(_:)``), no attempt of it starts any more (`withdrawn`).
 ///
 /// Bounded: at most ``maxInFlight`` pushes are being delivered (or waiting to be retried) at once;
 /// a push beyond that is dropped and counted (`dropped_overload`): a ringing call still rings on
@@ -29,6 +32,9 @@ final class PushService: Sendable {
     private let broadcaster = NIOLockedValueBox<[UInt64: AsyncStream<Delivery>.Continuation]>([:])
     private let counter = NIOLockedValueBox<UInt64>(0)
     private let inFlight = NIOLockedValueBox(0)
+    /// Invitations being delivered, per call and user, and those whose ringing stopped meanwhile.
+    /// Both hold only what is in flight, so ``maxInFlight`` bounds them.
+    private let invitations = NIOLockedValueBox<(delivering: [RingKey: Int], withdrawn: Set<RingKey>)>(([:], []))
     static let retryBase: Duration = .milliseconds(500)
     let maxInFlight: Int
 
@@ -56,8 +62,28 @@ final class PushService: Sendable {
         return stream
     }
 
-    /// Sends a push in the background.
+    private struct RingKey: Hashable {
+        var callId: CallID
+        var user: UserKey
+    }
+
+    /// Sends a push in the background, or withdraws an invitation still being delivered.
     func send(_ message: PushMessage) {
+        let notification: APNsNotification
+        switch message.content {
+        case .ringStopped(let callId):
+            let key = RingKey(callId: callId, user: message.user)
+            invitations.withLockedValue { state in
+                if state.delivering[key] != nil { state.withdrawn.insert(key) }
+            }
+            return
+        case .ring(let push):
+            guard let made = make({ try .ring(push) }) else { return }
+            notification = made
+        case .missedCall(let push):
+            guard let made = make({ try .missedCall(push) }) else { return }
+            notification = made
+        }
         guard let apns else {
             metrics.push("not_configured")
             logger.debug("no APNs configured: push not sent", metadata: ["user": "\(message.user)"])
@@ -73,10 +99,37 @@ final class PushService: Sendable {
             logger.warning("push dropped: too many in flight", metadata: ["user": "\(message.user)"])
             return
         }
-        Task {
-            await deliver(message, apns)
-            inFlight.withLockedValue { $0 -= 1 }
+        let ring = RingKey(callId: notification.callId, user: message.user)
+        if notification.kind == .voip {
+            invitations.withLockedValue { $0.delivering[ring, default: 0] += 1 }
         }
+        Task {
+            await deliver(message, notification, apns)
+            inFlight.withLockedValue { $0 -= 1 }
+            guard notification.kind == .voip else { return }
+            invitations.withLockedValue { state in
+                let left = (state.delivering[ring] ?? 1) - 1
+                state.delivering[ring] = left > 0 ? left : nil
+                if left <= 0 { state.withdrawn.remove(ring) }
+            }
+        }
+    }
+
+    /// The body of a push; one that cannot be encoded (never expected) is counted and dropped.
+    private func make(_ notification: () throws -> APNsNotification) -> APNsNotification? {
+        do {
+            return try notification()
+        } catch {
+            metrics.push("encoding_failed")
+            logger.error("push not encoded", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    private func withdrawn(_ message: PushMessage, _ notification: APNsNotification) -> Bool {
+        guard notification.kind == .voip else { return false }
+        let key = RingKey(callId: notification.callId, user: message.user)
+        return invitations.withLockedValue { $0.withdrawn.contains(key) }
     }
 
     func shutdown() async {
@@ -88,7 +141,7 @@ final class PushService: Sendable {
         get async { await apns?.signer.signedCount ?? 0 }
     }
 
-    private func deliver(_ message: PushMessage, _ apns: APNsClient) async {
+    private func deliver(_ message: PushMessage, _ notification: APNsNotification, _ apns: APNsClient) async {
         let tokens: [PushToken]
         do {
             if let known = message.tokens {
@@ -102,62 +155,69 @@ final class PushService: Sendable {
             return
         }
         await withTaskGroup(of: Void.self) { group in
-            for token in tokens where token.device != message.exceptDevice {
-                group.addTask { await self.deliver(message, to: token, apns) }
+            for token in tokens where token.kind == notification.kind {
+                group.addTask { await self.deliver(message, notification, to: token, apns) }
             }
         }
     }
 
-    private func deliver(_ message: PushMessage, to token: PushToken, _ apns: APNsClient) async {
+    private func deliver(
+        _ message: PushMessage, _ notification: APNsNotification, to token: PushToken, _ apns: APNsClient
+    ) async {
         var attempt = 0
         var refreshed = false
         guard var providerToken = try? await apns.signer.token() else {
-            finish(message, token, "signing_failed")
+            finish(notification, token, "signing_failed")
             return
         }
         while true {
-            switch await apns.send(message.push, to: token, expiration: message.expiration, providerToken: providerToken) {
+            // Every attempt, the first included: an invitation goes out only while the user rings.
+            if withdrawn(message, notification) {
+                finish(notification, token, "withdrawn")
+                return
+            }
+            switch await apns.send(notification, to: token, expiration: message.expiration, providerToken: providerToken) {
             case .delivered:
-                finish(message, token, "delivered")
+                finish(notification, token, "delivered")
                 return
             case .tokenInvalid(let reason):
                 try? await store.removePushToken(token.token)
                 logger.info("push token removed", metadata: ["reason": "\(reason)", "user": "\(token.user)"])
-                finish(message, token, "token_removed")
+                finish(notification, token, "token_removed")
                 return
             case .providerTokenExpired where !refreshed:
                 refreshed = true
                 guard let fresh = try? await apns.signer.refresh(after: providerToken) else {
-                    finish(message, token, "signing_failed")
+                    finish(notification, token, "signing_failed")
                     return
                 }
                 providerToken = fresh
-                record(message, token, "provider_token_refreshed")
+                record(notification, token, "provider_token_refreshed")
             case .retryable(let reason):
                 let next = clock.now() + (Self.retryBase * (1 << min(attempt, 10))).milliseconds
                 attempt += 1
                 guard next < message.expiration else {
-                    finish(message, token, "gave_up")
+                    finish(notification, token, "gave_up")
                     return
                 }
                 // The next attempt's time is fixed before anyone hears of this one.
-                record(message, token, "retrying")
+                record(notification, token, "retrying")
                 logger.debug("push retried", metadata: ["reason": "\(reason)"])
                 guard (try? await clock.sleep(until: next)) != nil else { return }
             case .providerTokenExpired, .rejected:
-                finish(message, token, "rejected")
+                finish(notification, token, "rejected")
                 return
             }
         }
     }
 
-    private func finish(_ message: PushMessage, _ token: PushToken, _ outcome: String) {
-        record(message, token, outcome)
+    private func finish(_ notification: APNsNotification, _ token: PushToken, _ outcome: String) {
+        record(notification, token, outcome)
     }
 
-    private func record(_ message: PushMessage, _ token: PushToken, _ outcome: String) {
+    private func record(_ notification: APNsNotification, _ token: PushToken, _ outcome: String) {
         metrics.push(outcome)
-        let delivery = Delivery(callId: message.push.callId, token: token.token, outcome: outcome)
+        let delivery = Delivery(callId: notification.callId, token: token.token, outcome: outcome)
         for continuation in broadcaster.withLockedValue({ Array($0.values) }) { continuation.yield(delivery) }
     }
 }

@@ -193,6 +193,15 @@ final class PostgresStorage: SwitchboardStorage {
             CREATE INDEX switchboard_messages_by_target ON switchboard_messages (target, id);
             """
         ),
+        (
+            // A device may hold a VoIP token and an alert token: one per kind.
+            "v3-push-token-kinds",
+            """
+            ALTER TABLE push_tokens ADD COLUMN kind TEXT NOT NULL DEFAULT 'voip';
+            ALTER TABLE push_tokens DROP CONSTRAINT push_tokens_sdk_app_id_user_id_device_id_key;
+            ALTER TABLE push_tokens ADD CONSTRAINT push_tokens_one_per_kind UNIQUE (sdk_app_id, user_id, device_id, kind);
+            """
+        ),
     ]
 
     private func migrate() async throws {
@@ -302,22 +311,25 @@ final class PostgresStorage: SwitchboardStorage {
             try await connection.query(
                 """
                 DELETE FROM push_tokens WHERE token = \(token.token) OR (sdk_app_id = \(token.user.app.rawValue)
-                    AND user_id = \(token.user.user.rawValue) AND device_id = \(token.device.rawValue))
+                    AND user_id = \(token.user.user.rawValue) AND device_id = \(token.device.rawValue)
+                    AND kind = \(token.kind.rawValue))
                 """, logger: logger)
             try await connection.query(
                 """
-                INSERT INTO push_tokens (token, sdk_app_id, user_id, device_id, environment, bundle_id, updated_at)
+                INSERT INTO push_tokens (token, sdk_app_id, user_id, device_id, kind, environment, bundle_id, updated_at)
                 VALUES (\(token.token), \(token.user.app.rawValue), \(token.user.user.rawValue),
-                    \(token.device.rawValue), \(token.environment.rawValue), \(token.bundleId), \(token.updatedAt))
+                    \(token.device.rawValue), \(token.kind.rawValue), \(token.environment.rawValue), \(token.bundleId),
+                    \(token.updatedAt))
                 """, logger: logger)
         }
     }
 
-    func unregisterPushToken(user: UserKey, device: DeviceID) async throws {
+    func unregisterPushToken(user: UserKey, device: DeviceID, kind: PushTokenKind?) async throws {
         try await client.query(
             """
             DELETE FROM push_tokens
             WHERE sdk_app_id = \(user.app.rawValue) AND user_id = \(user.user.rawValue) AND device_id = \(device.rawValue)
+            AND (\(kind?.rawValue)::TEXT IS NULL OR kind = \(kind?.rawValue))
             """, logger: logger)
     }
 
@@ -326,17 +338,17 @@ final class PostgresStorage: SwitchboardStorage {
         var tokens: [UserID: [PushToken]] = [:]
         let rows = try await client.query(
             """
-            SELECT token, user_id, device_id, environment, bundle_id, updated_at FROM push_tokens
+            SELECT token, user_id, device_id, kind, environment, bundle_id, updated_at FROM push_tokens
             WHERE sdk_app_id = \(app.rawValue) AND user_id = ANY(\(users.map(\.rawValue))) ORDER BY updated_at
             """, logger: logger)
-        for try await (token, user, device, environment, bundle, updated) in rows.decode(
-            (String, String, String, String, String, Int64).self)
+        for try await (token, user, device, kind, environment, bundle, updated) in rows.decode(
+            (String, String, String, String, String, String, Int64).self)
         {
             let id = UserID(rawValue: user)
             tokens[id, default: []].append(
                 PushToken(
                     token: token, user: UserKey(app: app, user: id), device: DeviceID(rawValue: device),
-                    environment: PushEnvironment(rawValue: environment) ?? .production, bundleId: bundle,
+                    kind: PushTokenKind(rawValue: kind) ?? .voip, environment: PushEnvironment(rawValue: environment) ?? .production, bundleId: bundle,
                     updatedAt: updated))
         }
         return tokens

@@ -140,6 +140,28 @@ final class SQLiteStorage: SwitchboardStorage {
                     );
                     """)
         }
+        migrator.registerMigration("v6-push-token-kinds") { db in
+            // A device may hold a VoIP token and an alert token: one per kind.
+            try db.execute(
+                sql: """
+                    CREATE TABLE push_tokens_by_kind (
+                        token TEXT PRIMARY KEY,
+                        sdk_app_id INTEGER NOT NULL,
+                        user_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        environment TEXT NOT NULL,
+                        bundle_id TEXT NOT NULL,
+                        updated_at INTEGER NOT NULL,
+                        UNIQUE (sdk_app_id, user_id, device_id, kind)
+                    );
+                    INSERT INTO push_tokens_by_kind
+                        SELECT token, sdk_app_id, user_id, device_id, 'voip', environment, bundle_id, updated_at
+                        FROM push_tokens;
+                    DROP TABLE push_tokens;
+                    ALTER TABLE push_tokens_by_kind RENAME TO push_tokens;
+                    """)
+        }
         return migrator
     }
 
@@ -229,25 +251,34 @@ final class SQLiteStorage: SwitchboardStorage {
                 }
             }
             try db.execute(
-                sql: "DELETE FROM push_tokens WHERE token = ? OR (sdk_app_id = ? AND user_id = ? AND device_id = ?)",
-                arguments: [token.token, token.user.app.rawValue, token.user.user.rawValue, token.device.rawValue])
-            try db.execute(
                 sql: """
-                    INSERT INTO push_tokens (token, sdk_app_id, user_id, device_id, environment, bundle_id, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    DELETE FROM push_tokens
+                    WHERE token = ? OR (sdk_app_id = ? AND user_id = ? AND device_id = ? AND kind = ?)
                     """,
                 arguments: [
                     token.token, token.user.app.rawValue, token.user.user.rawValue, token.device.rawValue,
-                    token.environment.rawValue, token.bundleId, token.updatedAt,
+                    token.kind.rawValue,
+                ])
+            try db.execute(
+                sql: """
+                    INSERT INTO push_tokens (token, sdk_app_id, user_id, device_id, kind, environment, bundle_id, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    token.token, token.user.app.rawValue, token.user.user.rawValue, token.device.rawValue,
+                    token.kind.rawValue, token.environment.rawValue, token.bundleId, token.updatedAt,
                 ])
         }
     }
 
-    func unregisterPushToken(user: UserKey, device: DeviceID) async throws {
+    func unregisterPushToken(user: UserKey, device: DeviceID, kind: PushTokenKind?) async throws {
         try await pool.write { db in
             try db.execute(
-                sql: "DELETE FROM push_tokens WHERE sdk_app_id = ? AND user_id = ? AND device_id = ?",
-                arguments: [user.app.rawValue, user.user.rawValue, device.rawValue])
+                sql: """
+                    DELETE FROM push_tokens WHERE sdk_app_id = ? AND user_id = ? AND device_id = ?
+                    AND (? IS NULL OR kind = ?)
+                    """,
+                arguments: [user.app.rawValue, user.user.rawValue, device.rawValue, kind?.rawValue, kind?.rawValue])
         }
     }
 
@@ -268,6 +299,7 @@ final class SQLiteStorage: SwitchboardStorage {
                 tokens[user, default: []].append(
                     PushToken(
                         token: row["token"], user: UserKey(app: app, user: user), device: DeviceID(rawValue: row["device_id"]),
+                        kind: PushTokenKind(rawValue: row["kind"]) ?? .voip,
                         environment: PushEnvironment(rawValue: row["environment"]) ?? .production,
                         bundleId: row["bundle_id"], updatedAt: row["updated_at"]))
             }

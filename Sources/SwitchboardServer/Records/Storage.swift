@@ -104,24 +104,26 @@ protocol BlockStore: Sendable {
     func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID>
 }
 
-/// A device's VoIP push token.
+/// One of a device's push tokens.
 struct PushToken: Equatable, Sendable {
     /// Hex, lowercased.
     var token: String
     var user: UserKey
     var device: DeviceID
+    var kind: PushTokenKind
     var environment: PushEnvironment
     var bundleId: String
     var updatedAt: Int64
 }
 
-/// VoIP push tokens: one per device, each token on one device.
+/// Push tokens: one of each kind per device, each token on one device.
 protocol PushTokenStore: Sendable {
-    /// Saves a token for its device, replacing the device's previous token. A token that another
-    /// device or user holds is taken over only with `move` and within the same app; otherwise this
-    /// throws `pushTokenInUse` and changes nothing.
+    /// Saves a token for its device, replacing the device's previous token of that kind. A token
+    /// that another device or user holds is taken over only with `move` and within the same app;
+    /// otherwise this throws `pushTokenInUse` and changes nothing.
     func registerPushToken(_ token: PushToken, move: Bool) async throws
-    func unregisterPushToken(user: UserKey, device: DeviceID) async throws
+    /// Forgets the device's token of `kind`, or all its tokens when `kind` is nil.
+    func unregisterPushToken(user: UserKey, device: DeviceID, kind: PushTokenKind?) async throws
     /// The tokens of these users.
     func pushTokens(app: SdkAppID, users: [UserID]) async throws -> [UserID: [PushToken]]
     /// Forgets a token APNs said is no longer valid.

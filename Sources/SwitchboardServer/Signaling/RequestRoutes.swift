@@ -135,8 +135,8 @@ extension SignalingSession {
             RequestRoute.session(RegisterPushTokenRequest.self, idempotent: true) { session, request, identity, id in
                 await session.registerPushToken(request, identity, id: id)
             },
-            RequestRoute.session(UnregisterPushTokenRequest.self, idempotent: true) { session, _, identity, id in
-                await session.unregisterPushToken(identity, id: id)
+            RequestRoute.session(UnregisterPushTokenRequest.self, idempotent: true) { session, request, identity, id in
+                await session.unregisterPushToken(request, identity, id: id)
             },
         ])
 }

@@ -137,7 +137,7 @@ extension SignalingSession {
         _ = node.registry.remove(connection, user: identity.user, device: identity.device)
         self.identity = nil
         // Signed out: this device must not ring through pushes either.
-        try? await node.storage.unregisterPushToken(user: identity.user, device: identity.device)
+        try? await node.storage.unregisterPushToken(user: identity.user, device: identity.device, kind: nil)
         succeed(id, Empty())
         node.ledger.forget(RequestLedger.DeviceKey(user: identity.user, device: identity.device))
         connection.close(nil)

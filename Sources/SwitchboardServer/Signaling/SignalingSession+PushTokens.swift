@@ -1,7 +1,7 @@
 import Foundation
 import SwitchboardProtocol
 
-/// VoIP push tokens: one per device; a token held by another device moves only when asked to.
+/// Push tokens: one of each kind per device; a token held by another device moves only when asked to.
 extension SignalingSession {
     func registerPushToken(_ request: RegisterPushTokenRequest, _ identity: Identity, id: RequestID) async {
         guard RegisterPushTokenRequest.isValidToken(request.token) else {
@@ -13,17 +13,17 @@ extension SignalingSession {
             return
         }
         let token = PushToken(
-            token: request.token.lowercased(), user: identity.user, device: identity.device,
+            token: request.token.lowercased(), user: identity.user, device: identity.device, kind: request.kind ?? .voip,
             environment: request.environment, bundleId: request.bundleId, updatedAt: node.clock.now())
         if await storage(id, { try await self.node.storage.registerPushToken(token, move: request.move ?? false) }) != nil {
             succeed(id, Empty())
         }
     }
 
-    func unregisterPushToken(_ identity: Identity, id: RequestID) async {
-        if await storage(id, { try await self.node.storage.unregisterPushToken(user: identity.user, device: identity.device) })
-            != nil
-        {
+    func unregisterPushToken(_ request: UnregisterPushTokenRequest, _ identity: Identity, id: RequestID) async {
+        if await storage(id, {
+            try await self.node.storage.unregisterPushToken(user: identity.user, device: identity.device, kind: request.kind)
+        }) != nil {
             succeed(id, Empty())
         }
     }

@@ -12,13 +12,14 @@ const ENUMS = {
     "unknown", "hangup", "reject", "noResponse", "offline", "lineBusy", "canceled",
     "otherDeviceAccepted", "otherDeviceReject", "endByServer",
   ],
-  RecordResult: ["answered", "missed", "rejected", "canceled", "busy", "offline", "unknown"],
+  RecordResult: ["answered", "missed", "noAnswer", "rejected", "canceled", "busy", "offline", "unknown"],
   Direction: ["outgoing", "incoming"],
   Order: ["descending", "ascending"],
   Quality: ["unknown", "excellent", "good", "poor", "bad", "veryBad", "down"],
   Volume: ["mute", "low", "medium", "high", "peak"],
   ChangeResult: ["agreed", "declined", "canceled", "timedOut"],
   PushEnvironment: ["sandbox", "production"],
+  PushTokenKind: ["voip", "alert"],
   SignalKind: ["offer", "answer", "candidate", "restart"],
 };
 
@@ -30,7 +31,9 @@ const STRUCTS = {
   Profile: { userId: "string", nickname: "string?", avatarURL: "string?" },
   CallParams: {
     roomId: "string?", timeout: "int?", userData: "string?", chatGroupId: "string?", isEphemeralCall: "bool?",
+    pushConfig: "PushConfig?",
   },
+  PushConfig: { title: "string?", body: "string?", sound: "string?", extra: "string?", missedCallAlert: "bool?" },
   Participant: {
     userId: "string", status: "Status", inviterId: "string?", microphoneOn: "bool", cameraOn: "bool",
     endReason: "EndReason?", nickname: "string?", avatarURL: "string?", networkQuality: "Quality?",
@@ -97,8 +100,10 @@ export const REQUESTS = {
   "user.block": [{ userIds: "[string]" }, { userIds: "[string]" }],
   "user.unblock": [{ userIds: "[string]" }, { userIds: "[string]" }],
   "user.blocked": [{}, { userIds: "[string]" }],
-  "push.register": [{ token: "string", environment: "PushEnvironment", bundleId: "string", move: "bool?" }, {}],
-  "push.unregister": [{}, {}],
+  "push.register": [
+    { token: "string", environment: "PushEnvironment", bundleId: "string", move: "bool?", kind: "PushTokenKind?" }, {},
+  ],
+  "push.unregister": [{ kind: "PushTokenKind?" }, {}],
 };
 
 /** Each event: its data. */
@@ -114,6 +119,9 @@ export const EVENTS = {
     callId: "string", transactionId: "string", mediaType: "MediaType", userId: "string", result: "ChangeResult",
   },
   memberStatus: { callId: "string", userId: "string", networkQuality: "Quality", volumeLevel: "Volume" },
+  memberStats: {
+    callId: "string", userId: "string", packetLoss: "number", rtt: "int", bitrate: "int", audioLevel: "int",
+  },
   callElsewhere: { call: "CallInfo", deviceId: "string", active: "bool" },
   callsSynced: { callIds: "[string]", elsewhereCallIds: "[string]" },
   sessionEnded: { error: "Error" },
