@@ -37,7 +37,7 @@ public final class ServerProcess: Sendable {
         let stdout = Pipe()
         process.standardOutput = stdout
         if let errorLog {
-            FileManager.default.createFile(atPath: errorLog.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: errorLog.path, contents: nil)
             process.standardError = try FileHandle(forWritingTo: errorLog)
         } else {
             process.standardError = FileHandle.nullDevice

@@ -84,6 +84,41 @@ struct ReconnectTests {
         await stop(s)
     }
 
+    /// What the other member changed while this device was away arrives as the events that would
+    /// have said so: the snapshot the server sends on the way back carries it.
+    @Test func whatChangedWhileAwayArrivesAsEvents() async throws {
+        let s = try await setUp()
+        s.bob.deviceStore.openLocalMicrophone()
+        let call = try await connect(s)
+        try await s.bob.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 100, audioLevel: 0)
+        try await s.aliceEvents.first {
+            $0 == .onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .excellent, volumeLevel: .mute)
+        }
+        s.proxy.cut()
+        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        try await s.bobEvents.first {
+            $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
+        }
+        // While alice is away bob's network gets poor (the server has it once the report is
+        // answered) and his microphone goes off (alice hears of it either way: in the snapshot, or
+        // as an event if it reaches the server after she is back).
+        s.bob.deviceStore.closeLocalMicrophone()
+        try await s.bob.callStore.reportStatus(packetLoss: 5, rtt: 10, bitrate: 100, audioLevel: 0)
+        let missedFrom = s.aliceEvents.values.count
+
+        s.server.clock.advance(by: .seconds(1))
+        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        try await s.aliceEvents.first(from: missedFrom) {
+            $0 == .onRemoteDeviceChanged(callId: call, userId: "bob", microphoneOn: false, cameraOn: false)
+        }
+        try await s.aliceEvents.first(from: missedFrom) {
+            $0 == .onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .poor, volumeLevel: .mute)
+        }
+        let bob = try #require(s.alice.callStore.state.allParticipants.first { $0.userId == "bob" })
+        #expect(bob.networkQuality == .poor && !bob.microphoneOn)
+        await stop(s)
+    }
+
     @Test func afterTheGracePeriodTheServerEndsTheMembersPart() async throws {
         let s = try await setUp()
         let call = try await connect(s)

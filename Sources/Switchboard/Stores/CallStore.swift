@@ -150,7 +150,8 @@ public final class CallStore: Sendable {
     public func accept(callId: CallID? = nil) async throws {
         let id = try ringingCallId(callId)
         _ = try await signaling.send(AcceptCallRequest(callId: id)) { [self] response in
-            apply { $0.update(with: response.call) }
+            let me = selfId.withLockedValue { $0 }
+            apply { $0.update(with: response.call, selfId: me) }
         }
         reportDevices(for: id)
     }
@@ -167,7 +168,7 @@ public final class CallStore: Sendable {
                             inviterId: response.call.participant(me)?.inviterId ?? response.call.callerId))
                     return []
                 }
-                return state.update(with: response.call)
+                return state.update(with: response.call, selfId: me)
             }
         }
         reportDevices(for: callId)
@@ -180,7 +181,8 @@ public final class CallStore: Sendable {
         let response = try await signaling.send(
             InviteToCallRequest(callId: id, participantIds: participantIds.map(UserID.init(rawValue:)))
         ) { [self] response in
-            apply { $0.update(with: response.call) }
+            let me = selfId.withLockedValue { $0 }
+            apply { $0.update(with: response.call, selfId: me) }
         }
         return response.busyUserIds
     }
@@ -362,7 +364,7 @@ public final class CallStore: Sendable {
                 if state.calls[e.call.callId] == nil {
                     state.track(State.Tracked(info: e.call, direction: Self.direction(e.call, me), inviterId: Self.inviter(e.call, me)))
                 } else {
-                    events = state.update(with: e.call)
+                    events = state.update(with: e.call, selfId: me)
                 }
                 if state.calls[e.call.callId]?.announcedStart == false, let start = e.call.startTime {
                     state.calls[e.call.callId]?.announcedStart = true
@@ -376,7 +378,7 @@ public final class CallStore: Sendable {
                     state.track(State.Tracked(info: e.call, direction: Self.direction(e.call, me), inviterId: Self.inviter(e.call, me)))
                     return []
                 }
-                return state.update(with: e.call)
+                return state.update(with: e.call, selfId: me)
             }
         case .callEnded(let e):
             apply { state in
@@ -588,17 +590,37 @@ extension CallStore.State {
         calls[call.info.callId] = call
     }
 
-    /// Replaces a tracked call's snapshot, returning an event for each member whose status changed.
-    mutating func update(with info: CallInfo) -> [CallStoreEvent] {
+    /// Replaces a tracked call's snapshot, returning an event for each member whose status changed
+    /// and, for the other members in the call, each change of device or of status report.
+    mutating func update(with info: CallInfo, selfId: UserID) -> [CallStoreEvent] {
         guard let old = calls[info.callId]?.info else { return [] }
         calls[info.callId]?.info = info
-        return info.participants.compactMap { participant in
-            let before = old.participant(participant.userId)?.status
-            guard before != participant.status else { return nil }
-            return .onParticipantStatusChanged(
-                callId: info.callId, userId: participant.userId, status: participant.status,
-                reason: participant.endReason)
+        var events: [CallStoreEvent] = []
+        for participant in info.participants {
+            let before = old.participant(participant.userId)
+            if before?.status != participant.status {
+                events.append(
+                    .onParticipantStatusChanged(
+                        callId: info.callId, userId: participant.userId, status: participant.status,
+                        reason: participant.endReason))
+            }
+            // What the snapshot says of the others that their events would have said: a device
+            // that was away (a reconnect, a server restart) learns what it missed.
+            guard let before, participant.userId != selfId, participant.status == .accept else { continue }
+            if before.microphoneOn != participant.microphoneOn || before.cameraOn != participant.cameraOn {
+                events.append(
+                    .onRemoteDeviceChanged(
+                        callId: info.callId, userId: participant.userId, microphoneOn: participant.microphoneOn,
+                        cameraOn: participant.cameraOn))
+            }
+            if before.networkQuality != participant.networkQuality || before.volumeLevel != participant.volumeLevel {
+                events.append(
+                    .onMemberStatusChanged(
+                        callId: info.callId, userId: participant.userId,
+                        networkQuality: participant.networkQuality ?? .unknown, volumeLevel: participant.volumeLevel ?? .mute))
+            }
         }
+        return events
     }
 
     /// Changes one participant of a tracked call's snapshot.

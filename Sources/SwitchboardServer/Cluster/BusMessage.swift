@@ -26,6 +26,8 @@ enum BusMessage: Codable, Equatable, Sendable {
     case replaceDevice(user: UserKey, device: DeviceID)
     /// A new leader, in a new term.
     case leaderChanged(node: String, term: Int64)
+    /// The leader stepped down (it is shutting down): whoever takes the lock first leads.
+    case leaderLeaving(node: String)
 
     // MARK: to every node
 

@@ -78,6 +78,13 @@ final class ClusterDirectory: CallDelivery {
         devices.withLockedValue { devices in (devices[user] ?? [:]).keys.sorted().map { (user, $0) } }
     }
 
+    /// Every device with its node.
+    func all() -> [(UserKey, DeviceID, String)] {
+        devices.withLockedValue { devices in
+            devices.flatMap { user, byDevice in byDevice.map { (user, $0.key, $0.value) } }
+        }
+    }
+
     /// Starts over from what the database says (a new leader).
     func reset(_ known: [ClusterStore.Device]) {
         devices.withLockedValue { devices in

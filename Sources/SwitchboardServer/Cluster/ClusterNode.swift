@@ -180,6 +180,8 @@ final class ClusterNode: CallRouter, Service {
         }
         if leading {
             await stepDown(reason: "shutting down")
+            // The lock is free: the others need not wait for their next heartbeat to take it.
+            for node in state.withLockedValue({ $0.nodes }) where node != id { bus.send(.leaderLeaving(node: id), to: node) }
         } else if let leader = leader {
             bus.send(.nodeLeaving(node: id), to: leader)
         }
@@ -216,32 +218,52 @@ final class ClusterNode: CallRouter, Service {
         try await connection.query("SELECT 1", logger: logger)
     }
 
-    /// Takes over: a new term, the devices the cluster has, the journaled calls restored and
+    /// Takes over: a new term, the journaled calls restored, the devices the cluster has, the calls
     /// resumed for the devices still connected, and every node told.
+    ///
+    /// The calls are restored before this node takes device changes (until then it refuses
+    /// logins, which are tried again): a device that logged in to an engine without its calls
+    /// would hear that they were over. Device changes that came meanwhile are in the devices
+    /// table, read after the restore and once more after this node began to take them.
     private func becomeLeader() async throws {
         let term = try await store.beginTerm(id)
-        let now = clock.now()
-        let cutoff = now - configuration.nodeTimeout.milliseconds
-        let live = Set(try await store.nodes().filter { $0.heartbeatAt >= cutoff }.map(\.node))
-        directory.reset(try await store.devices().filter { live.contains($0.node) })
         await engine.reset()
         writer.fence = term
+        let journal = try await storage.loadJournal()
+        await engine.recover(journal, lastAlive: try await storage.lastAlive(), grace: grace)
+        let live = try await liveNodes()
+        directory.reset(try await store.devices().filter { live.contains($0.node) })
         state.withLockedValue { state in
             state.leading = true
             state.leader = id
             state.term = term
         }
-        logger.notice("this node leads the cluster", metadata: ["term": "\(term)"])
-        let journal = try await storage.loadJournal()
-        await engine.recover(journal, lastAlive: try await storage.lastAlive(), grace: grace)
+        logger.notice("this node leads the cluster", metadata: ["term": "\(term)", "calls": "\(journal.count)"])
+        // A device that went away between the read and now: its message came while this node did
+        // not lead yet, but its row is gone.
+        let present = Set(try await store.devices().map { DeviceKey(user: $0.user, device: $0.device, node: $0.node) })
+        for (user, device, node) in directory.all() where !present.contains(DeviceKey(user: user, device: device, node: node)) {
+            if directory.disconnected(user, device, on: node) { await engine.handle(.deviceOffline(user, device)) }
+        }
         for user in await engine.usersInCalls {
             for (owner, device) in directory.devices(for: user) {
                 await engine.handle(.deviceOnline(owner, device))
             }
         }
         for node in live where node != id { bus.send(.leaderChanged(node: id, term: term), to: node) }
-        // Requests that waited for the previous leader: it will not answer any more.
-        failPending { $0.leader != self.id }
+        await pendingFollow(leader: id)
+    }
+
+    private struct DeviceKey: Hashable {
+        var user: UserKey
+        var device: DeviceID
+        var node: String
+    }
+
+    /// The nodes whose heartbeat is recent.
+    private func liveNodes() async throws -> Set<String> {
+        let cutoff = clock.now() - configuration.nodeTimeout.milliseconds
+        return Set(try await store.nodes().filter { $0.heartbeatAt >= cutoff }.map(\.node))
     }
 
     /// Stops leading: the calls are the journal's, for the next leader.
@@ -270,8 +292,34 @@ final class ClusterNode: CallRouter, Service {
         }
         if changed {
             logger.info("the cluster has a new leader", metadata: ["leader": "\(node)", "term": "\(term)"])
-            failPending { $0.leader != node }
+            Task { await self.pendingFollow(leader: node) }
         }
+    }
+
+    /// What waited for a previous leader, which will not answer any more: requests are refused
+    /// (the old leader may have carried them out; the client decides whether to ask again), logins
+    /// go to the new leader (telling it of a device twice does no harm).
+    private func pendingFollow(leader: String) async {
+        let moved = state.withLockedValue { state -> [(UInt64, Pending)] in
+            var moved: [(UInt64, Pending)] = []
+            for (token, pending) in state.pending where pending.leader != leader {
+                guard case .deviceOnline = pending.event else { continue }
+                state.pending[token]?.leader = leader
+                state.pending[token]?.sentAt = clock.now()
+                moved.append((token, pending))
+            }
+            return moved
+        }
+        for (token, pending) in moved {
+            guard case .deviceOnline(let user, let device) = pending.event else { continue }
+            if leader == id {
+                await connected(user, device, on: id)
+                answered(token, .ok)
+            } else {
+                bus.send(.deviceOnline(token: token, user: user, device: device, node: id), to: leader)
+            }
+        }
+        failPending { $0.leader != leader }
     }
 
     // MARK: - the router
@@ -414,6 +462,13 @@ final class ClusterNode: CallRouter, Service {
                 }
             case .nodeLeaving(let node):
                 if isLeader { await dropDevices(on: node) }
+            case .leaderLeaving(let node):
+                let wasLeader = state.withLockedValue { state -> Bool in
+                    guard state.leader == node, !state.leading else { return false }
+                    state.leader = nil
+                    return true
+                }
+                if wasLeader { Task { await self.tick() } }
             case .reply(let token, let reply):
                 answered(token, reply)
             case .deliver(let frame, let recipient):
