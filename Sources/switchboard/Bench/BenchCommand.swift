@@ -44,6 +44,14 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(help: "Event-loop threads of the server this bench starts (default: one per core).")
         var serverThreads: Int?
 
+        @Option(help: "Server nodes this bench starts, a cluster on --database (PostgreSQL) when more than one.")
+        var nodes = 1
+
+        @Option(
+            help: "Database of the nodes this bench starts: postgresql://… (an empty database; needed for --nodes above 1), default a temporary SQLite file."
+        )
+        var database: String?
+
         @Flag(help: "A few seconds with tiny numbers: checks that the scenario works, measures nothing.")
         var smoke = false
     }
@@ -86,7 +94,7 @@ struct BenchCommand: AsyncParsableCommand {
             let load = try await bench.callLoad(pairs: pairCount)
             print("== \(pairCount * 2) users logged in; \(Int(rate)) calls/s for \(seconds) s")
             _ = await load.run(rate: min(rate, 200), seconds: options.smoke ? 0.2 : 2)  // warm-up
-            let (counters, cpu) = await CPUUse.measure(serverPid: bench.target.pid) {
+            let (counters, cpu) = await CPUUse.measure(serverPids: bench.targets.compactMap(\.pid), database: bench.watchesDatabase) {
                 await load.run(rate: rate, seconds: seconds)
             }
             let step = StepReport(rate: rate, seconds: seconds, load: load, counters: counters, cpu: cpu)
@@ -116,7 +124,7 @@ struct BenchCommand: AsyncParsableCommand {
             _ = await load.run(rate: min(rates[0], 200), seconds: options.smoke ? 0.2 : 2)  // warm-up
             var steps: [StepReport] = []
             for rate in rates {
-                let (counters, cpu) = await CPUUse.measure(serverPid: bench.target.pid) {
+                let (counters, cpu) = await CPUUse.measure(serverPids: bench.targets.compactMap(\.pid), database: bench.watchesDatabase) {
                     await load.run(rate: rate, seconds: seconds)
                 }
                 let step = StepReport(rate: rate, seconds: seconds, load: load, counters: counters, cpu: cpu)
@@ -262,7 +270,10 @@ func ms(_ micros: UInt64) -> String {
 
 /// One benchmark run: the server (started here or given), the echo server, the load's threads.
 final class Bench: Sendable {
+    /// The first node (the only one unless --nodes).
     let target: BenchTarget
+    /// Every node, in order.
+    let targets: [BenchTarget]
     let limits: SystemLimits
     let group: MultiThreadedEventLoopGroup
     let smoke: Bool
@@ -270,6 +281,7 @@ final class Bench: Sendable {
     private let spawned: [ServerProcess]
     private let echoServer: ServerProcess?
     private let directory: URL?
+    private let databaseIsPostgres: Bool
 
     init(_ options: BenchCommand.Options) async throws {
         #if DEBUG
@@ -282,6 +294,7 @@ final class Bench: Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var spawned: [ServerProcess] = []
+        var targets: [BenchTarget] = []
         if let server = options.server {
             let parts = server.replacingOccurrences(of: "ws://", with: "").split(separator: "/")[0].split(separator: ":")
             guard parts.count == 2, let port = Int(parts[1]), let appID = options.appID, let secret = options.secret else {
@@ -289,32 +302,47 @@ final class Bench: Sendable {
             }
             target = BenchTarget(
                 host: String(parts[0]), port: port, sdkAppID: SdkAppID(appID), secretKey: secret, pid: options.serverPid)
+            targets = [target]
         } else {
             let secret = (0..<32).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
             let app = SdkAppID(1_400_000_001)
-            let server = try ServerProcess.launch(
-                binary: binary,
-                arguments: [
-                    "--database", directory.appendingPathComponent("bench.sqlite").path, "--app", "\(app.rawValue):\(secret)",
-                    // Storms of logins from a few loopback addresses are the point here.
-                    "--no-rate-limits", "--host", "127.0.0.1", "--max-pending-per-ip", "100000", "--max-pending", "100000",
-                ] + (options.serverThreads.map { ["--threads", "\($0)"] } ?? []), directory: directory)
-            spawned.append(server)
-            target = BenchTarget(host: "127.0.0.1", port: server.port, sdkAppID: app, secretKey: secret, pid: server.processIdentifier)
+            guard (1...16).contains(options.nodes) else { throw ValidationError("--nodes takes 1-16") }
+            let database = options.database ?? directory.appendingPathComponent("bench.sqlite").path
+            guard options.nodes == 1 || database.hasPrefix("postgres") else {
+                throw ValidationError("a cluster (--nodes above 1) needs --database postgresql://…")
+            }
+            for index in 0..<options.nodes {
+                let server = try ServerProcess.launch(
+                    binary: binary,
+                    arguments: [
+                        "--database", database, "--app", "\(app.rawValue):\(secret)", "--node-id", "bench\(index)",
+                        // Storms of logins from a few loopback addresses are the point here.
+                        "--no-rate-limits", "--host", "127.0.0.1", "--max-pending-per-ip", "100000", "--max-pending", "100000",
+                    ] + (options.serverThreads.map { ["--threads", "\($0)"] } ?? []), directory: directory)
+                spawned.append(server)
+                targets.append(
+                    BenchTarget(host: "127.0.0.1", port: server.port, sdkAppID: app, secretKey: secret, pid: server.processIdentifier))
+            }
+            target = targets[0]
         }
         echoServer = try ServerProcess.launch(binary: binary, command: "echo-server", arguments: [], directory: directory)
         spawned.append(echoServer!)
         self.spawned = spawned
+        self.targets = targets
         self.directory = directory
+        self.databaseIsPostgres = options.server == nil && options.database?.hasPrefix("postgres") == true
         self.limits = SystemLimits.prepare(serverPid: target.pid)
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.clientThreads))
         self.smoke = options.smoke
         self.minimumSources = max(1, min(options.sources, 200))
         print(
-            "== server \(target.host):\(target.port)\(target.pid.map { " (pid \($0))" } ?? ""); "
+            "== server \(targets.map { "\($0.host):\($0.port)\($0.pid.map { " (pid \($0))" } ?? "")" }.joined(separator: ", ")); "
                 + "limits: \(limits.clientOpenFiles) open files here, \(limits.serverOpenFiles.map(String.init) ?? "?") in the server, "
                 + "\(limits.localPorts) local ports per source address; \(ProcessInfo.processInfo.activeProcessorCount) cores")
     }
+
+    /// Whether the nodes this bench started use PostgreSQL on this machine (its CPU is measured).
+    var watchesDatabase: Bool { databaseIsPostgres }
 
     func stop() {
         for process in spawned where process.isRunning { process.terminate() }
@@ -337,8 +365,10 @@ final class Bench: Sendable {
         let tag = runTag()
         let sources = limits.sources(for: pairs * 2, minimum: minimumSources)
         try limits.check(connections: pairs * 2)
-        let callers = try await connectUsers(prefix: "u\(tag)c", count: pairs, target: target, sources: sources, group: group)
-        let callees = try await connectUsers(prefix: "u\(tag)r", count: pairs, target: target, sources: sources, group: group)
+        // Callers on node i, their callees on the next node: in a cluster every call crosses nodes.
+        let callers = try await connectUsers(prefix: "u\(tag)c", count: pairs, targets: targets, sources: sources, group: group)
+        let callees = try await connectUsers(
+            prefix: "u\(tag)r", count: pairs, targets: Array(targets.dropFirst() + targets.prefix(1)), sources: sources, group: group)
         return CallLoad(pairs: zip(callers, callees).map { CallLoad.Pair(caller: $0, callee: $1) })
     }
 
@@ -347,7 +377,7 @@ final class Bench: Sendable {
         let sources = limits.sources(for: count, minimum: minimumSources)
         let before = target.pid.flatMap(residentKilobytes)
         let started = monotonicNanos()
-        let clients = try await connectUsers(prefix: "u\(runTag())i", count: count, target: target, sources: sources, group: group)
+        let clients = try await connectUsers(prefix: "u\(runTag())i", count: count, targets: targets, sources: sources, group: group)
         let connectSeconds = Double(monotonicNanos() - started) / 1e9
         let connected = target.pid.flatMap(residentKilobytes)
         // Heartbeats as the SDK sends them: a ping every 10 s per connection, spread evenly.
@@ -390,7 +420,8 @@ final class Bench: Sendable {
         let sources = limits.sources(for: count, minimum: minimumSources)
         let tag = runTag()
         let clients = (0..<count).map { BenchClient(user: "u\(tag)l\($0)", index: $0) }
-        try await forEach(clients, width: 256) { [target, group] client in
+        try await forEach(clients, width: 256) { [targets, group] client in
+            let target = targets[client.index % targets.count]
             try await client.connect(to: target, from: sources[client.index % sources.count], group: group)
         }
         // UserSigs made beforehand: the storm measures the server's verification, not the generator's signing.
@@ -458,6 +489,10 @@ final class Bench: Sendable {
         print(
             "CPU per call: server \(step.serverCPUPerCallMicros.map { "\(Int($0)) µs" } ?? "n/a (not its parent)"), "
                 + "load generator \(step.generatorCPUPerCallMicros.map { "\(Int($0)) µs" } ?? "n/a")")
+        if let nodes = step.nodeCPUPerCallMicros, nodes.count > 1 {
+            print("  per node: " + nodes.enumerated().map { "node \($0.offset) \(Int($0.element)) µs" }.joined(separator: ", "))
+        }
+        if let database = step.databaseCPUPerCallMicros { print("  PostgreSQL (every postgres process): \(Int(database)) µs") }
         for sample in counters.errorSamples { print("  error: \(sample)") }
     }
 

@@ -193,6 +193,23 @@ func cpuSeconds(of pid: Int32) -> Double? {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// CPU seconds of every process named `postgres` (a PostgreSQL server on this machine).
+func postgresCPUSeconds() -> Double? {
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }
+    var total = 0.0
+    var found = false
+    for entry in entries {
+        guard let pid = Int32(entry),
+            let name = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8),
+            name.trimmingCharacters(in: .whitespacesAndNewlines) == "postgres",
+            let seconds = cpuSeconds(of: pid)
+        else { continue }
+        total += seconds
+        found = true
+    }
+    return found ? total : nil
+}
+
 /// Runs `body` for every item with at most `width` at a time.
 func forEach<T: Sendable>(
     _ items: [T], width: Int, _ body: @escaping @Sendable (T) async throws -> Void
@@ -211,11 +228,13 @@ func forEach<T: Sendable>(
 
 /// Connects and logs in `count` users named `<prefix><i>`, spread over `sources`.
 func connectUsers(
-    prefix: String, count: Int, target: BenchTarget, sources: [String], group: any EventLoopGroup
+    prefix: String, count: Int, targets: [BenchTarget], sources: [String], group: any EventLoopGroup
 ) async throws -> [BenchClient] {
     let clients = (0..<count).map { BenchClient(user: "\(prefix)\($0)", index: $0) }
     let now = Int64(Date().timeIntervalSince1970)
     try await forEach(clients, width: 256) { client in
+        // Client i on node i (round robin over the nodes).
+        let target = targets[client.index % targets.count]
         try await client.connect(to: target, from: sources[client.index % sources.count], group: group)
         let sig = UserSig.generate(
             sdkAppID: target.sdkAppID, secretKey: target.secretKey, userID: client.user, expire: 86_400, time: now)

@@ -277,19 +277,27 @@ final class CallLoad: Sendable {
 
 /// CPU seconds used by the server and by this process during a step.
 struct CPUUse {
+    /// The server nodes together, and each.
     var server: Double?
+    var nodes: [Double]
+    /// Every postgres process on this machine, when asked.
+    var database: Double?
     var generator: Double
 
     /// Measures `body`.
-    static func measure<T>(serverPid: Int32?, _ body: () async throws -> T) async rethrows -> (T, CPUUse) {
-        let server = serverPid.flatMap(cpuSeconds)
+    static func measure<T>(serverPids: [Int32], database: Bool = false, _ body: () async throws -> T) async rethrows -> (T, CPUUse) {
+        let before = serverPids.map(cpuSeconds)
+        let databaseBefore = database ? postgresCPUSeconds() : nil
         let generator = cpuSeconds(of: getpid()) ?? 0
         let result = try await body()
-        let serverAfter = serverPid.flatMap(cpuSeconds)
+        let nodes = zip(before, serverPids.map(cpuSeconds)).compactMap { before, after in
+            before.flatMap { before in after.map { $0 - before } }
+        }
         return (
             result,
             CPUUse(
-                server: server.flatMap { before in serverAfter.map { $0 - before } },
+                server: nodes.isEmpty ? nil : nodes.reduce(0, +), nodes: nodes,
+                database: databaseBefore.flatMap { before in postgresCPUSeconds().map { $0 - before } },
                 generator: (cpuSeconds(of: getpid()) ?? 0) - generator)
         )
     }
@@ -308,6 +316,9 @@ struct StepReport: Codable {
     /// the load generator's own.
     var serverCPUPerCallMicros: Double?
     var generatorCPUPerCallMicros: Double?
+    /// In a cluster: each node's, and PostgreSQL's (every postgres process on the machine).
+    var nodeCPUPerCallMicros: [Double]?
+    var databaseCPUPerCallMicros: Double?
 
     init(rate: Double, seconds: Double, load: CallLoad, counters: CallLoad.Counters, cpu: CPUUse) {
         self.rate = rate
@@ -321,6 +332,8 @@ struct StepReport: Codable {
         let calls = Double(max(1, counters.completed))
         serverCPUPerCallMicros = cpu.server.map { ($0 / calls * 1e6).rounded() }
         generatorCPUPerCallMicros = (cpu.generator / calls * 1e6).rounded()
+        nodeCPUPerCallMicros = cpu.nodes.count > 1 ? cpu.nodes.map { ($0 / calls * 1e6).rounded() } : nil
+        databaseCPUPerCallMicros = cpu.database.map { ($0 / calls * 1e6).rounded() }
     }
 
     /// The lifecycle criterion: p99 invite under 10 ms, the rate kept (every call due was placed
