@@ -32,6 +32,29 @@ public enum PostgresTestDatabase {
         return components.string ?? base
     }
 
+    /// Takes PostgreSQL's advisory lock `key` in database `url` on a connection of its own (as a
+    /// cluster's leader does) and keeps it until ``LockHolder/release()``.
+    public static func holdLock(_ key: Int64, in url: String) async throws -> LockHolder {
+        guard let components = URLComponents(string: url), let host = components.host, let user = components.user else {
+            throw Unavailable()
+        }
+        let logger = Logger(label: "switchboard.test-postgres")
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(
+                host: host, port: components.port ?? 5432, username: user, password: components.password,
+                database: String(components.path.dropFirst()), tls: .disable),
+            id: 1, logger: logger)
+        try await connection.query("SELECT pg_advisory_lock(\(key))", logger: logger)
+        return LockHolder(connection: connection)
+    }
+
+    public struct LockHolder: Sendable {
+        let connection: PostgresConnection
+
+        /// Lets go of the lock (closes its connection).
+        public func release() async throws { try await connection.close() }
+    }
+
     public struct Unavailable: Error, CustomStringConvertible {
         public var description: String { "no PostgreSQL server for tests (SWITCHBOARD_TEST_POSTGRES is not set)" }
     }

@@ -33,6 +33,32 @@ import FoundationNetworking
         await cluster.stop()
     }
 
+    /// A node that finds no leader (another holds the lock but does not lead) refuses logins with
+    /// `storageUnavailable`, keeping the connection; once the lock is free, the next login on it
+    /// succeeds: the node looks for a leader, takes the lead and answers.
+    @Test func aLoginWithoutALeaderIsRefusedAndMayBeTriedAgain() async throws {
+        let url = try await PostgresTestDatabase.create()
+        let squatter = try await PostgresTestDatabase.holdLock(ClusterNode.leaderLock, in: url)
+        let server = try await TestServer.start { configuration in
+            configuration.database = .postgres(url: url)
+            configuration.nodeId = "alone"
+        }
+        let raw = try await RawClient(url: server.url)
+        let login = LoginRequest(sdkAppID: server.app.sdkAppID, userID: "alice", userSig: server.userSig("alice"))
+        let refused = try await raw.request(login, id: "1")
+        #expect(RawClient.errorCode(refused) == SwitchboardError.Code.storageUnavailable.rawValue)
+        #expect(!server.node.isClusterLeader)
+
+        try await squatter.release()
+        let accepted = try await raw.request(login, id: "2")
+        #expect(RawClient.errorCode(accepted) == nil)
+        #expect(server.node.isClusterLeader)
+        // The connection is logged in: requests that need a session are served.
+        let blocked = try await raw.request(BlockedUsersRequest(), id: "3")
+        #expect(RawClient.errorCode(blocked) == nil)
+        await server.stop()
+    }
+
     /// A call between users on two nodes that are not the leader: ring, accept, the same start
     /// time on both, a media signal relayed, hang-up, a record for each.
     @Test func aCallAcrossNodes() async throws {

@@ -89,25 +89,25 @@ extension SignalingSession {
             replaced = old
         }
         identity = Identity(user: key, device: device)
+        replaced?.close(SwitchboardError(.sessionReplaced))
+        if let refused = await node.calls.deviceOnline(key, device, platform: request.platform) {
+            // The engine could not be told of the device (a cluster between leaders): a login that
+            // went on would miss its calls. Refused like any login: the client tries again, on
+            // this connection, at another node or later.
+            logger.notice("login refused: the engine could not be told", metadata: ["user": "\(key)", "error": "\(refused)"])
+            identity = nil
+            _ = node.registry.remove(connection, user: key, device: device)
+            connection.releaseFrames(after: nil)
+            node.metrics.login(refused.code.name)
+            fail(id, refused)
+            return
+        }
         node.deadlines.disarm(connection.id)
         node.gate.loggedIn(connection.id)
         runner?.setLoggedIn(true)
-        replaced?.close(SwitchboardError(.sessionReplaced))
         node.metrics.login("ok")
         node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
         logger.info("login", metadata: ["user": "\(key)", "device": "\(device)", "connection": "\(connection.id)"])
-        if let refused = await node.calls.deviceOnline(key, device, platform: request.platform) {
-            logger.notice("login refused: the engine could not be told", metadata: ["user": "\(key)", "error": "\(refused)"])
-            // The engine does not know the device (a cluster between leaders): a login that went
-            // on would miss its calls. The client tries again, here or at another node.
-            self.identity = nil
-            _ = node.registry.remove(connection, user: key, device: device)
-            node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
-            connection.releaseFrames(after: nil)
-            fail(id, refused)
-            connection.close(nil)
-            return
-        }
         let answer = try? SwitchboardJSON.encodeString(
             ResponseEnvelope(
                 id: id,
