@@ -193,7 +193,8 @@ let package = Package(
             dependencies: [
                 "SwitchboardServer", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools",
                 "SwitchboardProtocol", "Switchboard", .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .testTarget(

@@ -62,7 +62,12 @@ public final class SwitchboardNode: Sendable {
             return state.shutdownRequested
         }
         if stopAtOnce { await group.triggerGracefulShutdown() }
-        defer { ownEventLoops?.shutdownGracefully { _ in } }
+        let lagProbe = EventLoopLagProbe(registry: context.metrics.registry)
+        lagProbe.start(on: ownEventLoops ?? MultiThreadedEventLoopGroup.singleton)
+        defer {
+            lagProbe.stop()
+            ownEventLoops?.shutdownGracefully { _ in }
+        }
         do {
             try await group.run()
         } catch {

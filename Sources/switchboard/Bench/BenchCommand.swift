@@ -94,14 +94,23 @@ struct BenchCommand: AsyncParsableCommand {
             let load = try await bench.callLoad(pairs: pairCount)
             print("== \(pairCount * 2) users logged in; \(Int(rate)) calls/s for \(seconds) s")
             _ = await load.run(rate: min(rate, 200), seconds: options.smoke ? 0.2 : 2)  // warm-up
+            let lagBefore = await bench.loopLags()
             let (counters, cpu) = await CPUUse.measure(serverPids: bench.targets.compactMap(\.pid), database: bench.watchesDatabase) {
                 await load.run(rate: rate, seconds: seconds)
             }
+            let lagAfter = await bench.loopLags()
             let step = StepReport(rate: rate, seconds: seconds, load: load, counters: counters, cpu: cpu)
             Bench.printStep(step, echo: echo)
+            let worst = zip(lagBefore, lagAfter).compactMap { before, after in before.flatMap { after?.worstSince($0) } }.max()
+            let longest = lagAfter.compactMap { $0?.longestSinceStartMs }.max()
+            print(
+                "longest event-loop stall: during the load at most \(worst.map { "\($0) ms" } ?? "0.5 ms"); "
+                    + "since the server started (start-up and logins too) \(longest.map { String(format: "%.1f ms", $0) } ?? "n/a")")
             try bench.write(
                 options.json, scenario: "invite", parameters: ["rate": rate, "duration": seconds, "pairs": Double(pairCount)],
-                results: InviteResults(echo: echo, step: step, ratioP50: step.invite.ratio(to: echo.roundTrip)))
+                results: InviteResults(
+                    echo: echo, step: step, ratioP50: step.invite.ratio(to: echo.roundTrip), loopStallDuringLoadMs: worst ?? 0.5,
+                    loopStallSinceStartMs: longest))
             if counters.errors > 0 || counters.unfinished > 0 { throw ExitCode(2) }
         }
     }
@@ -250,6 +259,10 @@ struct InviteResults: Codable {
     var step: StepReport
     /// Invite delay p50 over echo round trip p50.
     var ratioP50: Double
+    /// The longest event-loop stall of any node during the load (the bound of its histogram bucket).
+    var loopStallDuringLoadMs: Double?
+    /// The longest since the nodes started.
+    var loopStallSinceStartMs: Double?
 }
 
 struct LifecycleResults: Codable {
@@ -339,6 +352,13 @@ final class Bench: Sendable {
             "== server \(targets.map { "\($0.host):\($0.port)\($0.pid.map { " (pid \($0))" } ?? "")" }.joined(separator: ", ")); "
                 + "limits: \(limits.clientOpenFiles) open files here, \(limits.serverOpenFiles.map(String.init) ?? "?") in the server, "
                 + "\(limits.localPorts) local ports per source address; \(ProcessInfo.processInfo.activeProcessorCount) cores")
+    }
+
+    /// Each node's event-loop lag figures (nil for a node that did not answer).
+    func loopLags() async -> [LoopLag?] {
+        var lags: [LoopLag?] = []
+        for target in targets { lags.append(await LoopLag.read(target)) }
+        return lags
     }
 
     /// Whether the nodes this bench started use PostgreSQL on this machine (its CPU is measured).

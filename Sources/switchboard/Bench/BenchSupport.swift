@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Histogram
 import NIOConcurrencyHelpers
 import NIOCore
@@ -191,6 +194,55 @@ func cpuSeconds(of pid: Int32) -> Double? {
     let fields = text[text.index(after: end)...].split(separator: " ")
     guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// How late the server's event loops ran (its `/metrics`, `switchboard_event_loop_lag_*`).
+struct LoopLag: Codable, Sendable {
+    /// The longest since the server started, ms.
+    var longestSinceStartMs: Double
+    /// Probes so far at or below each bucket's bound (seconds → count).
+    var buckets: [Double: Double]
+
+    /// Reads a node's figures; nil when it does not answer.
+    static func read(_ target: BenchTarget) async -> LoopLag? {
+        guard let url = URL(string: "http://\(target.host):\(target.port)/metrics"),
+            let (data, _) = try? await URLSession.shared.data(from: url)
+        else { return nil }
+        var longest = 0.0
+        var buckets: [Double: Double] = [:]
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let value = Double(parts[1]) else { continue }
+            if parts[0] == "switchboard_event_loop_lag_max_seconds" {
+                longest = value * 1000
+            } else if parts[0].hasPrefix("switchboard_event_loop_lag_seconds_bucket{le=\""),
+                let bound = Double(parts[0].dropFirst("switchboard_event_loop_lag_seconds_bucket{le=\"".count).prefix { $0 != "\"" })
+            {
+                buckets[bound] = value
+            }
+        }
+        return LoopLag(longestSinceStartMs: longest, buckets: buckets)
+    }
+
+    /// The bound (ms) of the highest bucket that gained probes from `before` to `self`: the longest
+    /// delay in between was at most this (and above the bucket under it). Nil: none above 0.5 ms.
+    func worstSince(_ before: LoopLag) -> Double? {
+        let bounds = buckets.keys.sorted()
+        var worst: Double?
+        var below = 0.0
+        var belowBefore = 0.0
+        for bound in bounds where bound.isFinite {
+            let gained = (buckets[bound] ?? 0) - (before.buckets[bound] ?? 0)
+            // Probes in this bucket alone gained: cumulative counts minus the bucket under it.
+            if gained - (below - belowBefore) > 0 { worst = bound * 1000 }
+            below = buckets[bound] ?? 0
+            belowBefore = before.buckets[bound] ?? 0
+        }
+        if let infinite = buckets[.infinity], infinite - (before.buckets[.infinity] ?? 0) > below - belowBefore {
+            worst = .infinity
+        }
+        return worst
+    }
 }
 
 /// CPU seconds of every process named `postgres` (a PostgreSQL server on this machine).
