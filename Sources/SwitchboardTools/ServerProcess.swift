@@ -23,6 +23,12 @@ public final class ServerProcess: Sendable {
         self.outputBox = outputBox
     }
 
+    /// A child nobody holds any more is not left running (a test that failed half-way, a bench
+    /// that stopped early).
+    deinit {
+        if process.isRunning { sendSignal(process.processIdentifier, SIGKILL) }
+    }
+
     /// Starts `binary <command> --port PORT <arguments>` and returns once it prints that it listens
     /// (`… is listening on http://host:port`). Port 0: any free port.
     public static func launch(

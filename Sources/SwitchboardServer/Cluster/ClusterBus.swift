@@ -106,20 +106,20 @@ final class ClusterBus: Sendable {
         }
     }
 
-    /// One transaction: the rows, then a notification per target. Losing them in a crash of the
-    /// database loses nothing durable, so the commit does not wait for the disk.
+    /// One statement: the rows, then a notification per target (delivered at its commit, when the
+    /// rows are there to read). A transaction that writes only the unlogged table writes no WAL,
+    /// so its commit does not wait for the disk.
     private func write(_ batch: [(target: String, body: String)]) async throws {
         let targets = batch.map(\.target)
         let bodies = batch.map(\.body)
         let channels = Array(Set(targets)).map(Self.channel(of:))
-        let logger = self.logger
-        try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("SET LOCAL synchronous_commit = off", logger: logger)
-            try await connection.query(
-                "INSERT INTO switchboard_messages (target, body) SELECT * FROM unnest(\(targets)::text[], \(bodies)::text[])",
-                logger: logger)
-            try await connection.query("SELECT pg_notify(c, '') FROM unnest(\(channels)::text[]) AS c", logger: logger)
-        }
+        try await client.query(
+            """
+            WITH inserted AS (
+                INSERT INTO switchboard_messages (target, body) SELECT * FROM unnest(\(targets)::text[], \(bodies)::text[])
+            )
+            SELECT pg_notify(c, '') FROM unnest(\(channels)::text[]) AS c
+            """, logger: logger)
     }
 
     // MARK: - receiving

@@ -446,19 +446,26 @@ final class PostgresStorage: SwitchboardStorage {
                 ).decode(Int64.self).first { _ in true }
                 guard term == fence else { throw ClusterError.fenced }
             }
-            for entry in batch.journal {
+            // One statement for the whole batch's journal (the last save of a call wins).
+            var latest: [CallID: JournalEntry] = [:]
+            for entry in batch.journal { latest[entry.callId] = entry }
+            if !latest.isEmpty {
+                let entries = Array(latest.values)
                 try await connection.query(
                     """
                     INSERT INTO call_journal (call_id, sdk_app_id, state, updated_at)
-                    VALUES (\(entry.callId.rawValue), \(entry.app.rawValue), \(ByteBuffer(bytes: entry.state)),
-                        \(entry.updatedAt))
+                    SELECT * FROM unnest(\(entries.map(\.callId.rawValue))::text[], \(entries.map(\.app.rawValue))::bigint[],
+                        \(entries.map { ByteBuffer(bytes: $0.state) })::bytea[], \(entries.map(\.updatedAt))::bigint[])
                     ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
                     """, logger: logger)
             }
+            if !batch.ended.isEmpty {
+                try await connection.query(
+                    "DELETE FROM call_journal WHERE call_id = ANY(\(batch.ended.map(\.callId.rawValue))::text[])",
+                    logger: logger)
+            }
             var stored: [StoredRecord] = []
             for ended in batch.ended {
-                try await connection.query(
-                    "DELETE FROM call_journal WHERE call_id = \(ended.callId.rawValue)", logger: logger)
                 for draft in ended.records {
                     stored.append(try await Self.insert(draft, connection, logger))
                 }

@@ -1,4 +1,3 @@
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// Runs a task's jobs on one NIO event loop: a connection's session is served on the event loop
@@ -10,7 +9,9 @@ import NIOCore
 final class EventLoopTaskExecutor: TaskExecutor {
     let eventLoop: any EventLoop
 
-    private init(_ eventLoop: any EventLoop) {
+    /// One per connection: a few bytes, and nothing to keep in step with loops that come and go
+    /// (a node with its own threads shuts them down when it stops).
+    init(_ eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
     }
 
@@ -18,18 +19,6 @@ final class EventLoopTaskExecutor: TaskExecutor {
         let job = UnownedJob(job)
         eventLoop.execute {
             job.runSynchronously(on: self.asUnownedTaskExecutor())
-        }
-    }
-
-    private static let executors = NIOLockedValueBox<[ObjectIdentifier: EventLoopTaskExecutor]>([:])
-
-    /// The executor of `eventLoop` (one per loop, kept for the life of the process).
-    static func of(_ eventLoop: any EventLoop) -> EventLoopTaskExecutor {
-        executors.withLockedValue { executors in
-            if let executor = executors[ObjectIdentifier(eventLoop)] { return executor }
-            let executor = EventLoopTaskExecutor(eventLoop)
-            executors[ObjectIdentifier(eventLoop)] = executor
-            return executor
         }
     }
 }

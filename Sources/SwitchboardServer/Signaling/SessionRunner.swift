@@ -34,7 +34,7 @@ final class SessionRunner: Sendable {
     init(session: SignalingSession, channel: any Channel) {
         self.session = session
         self.channel = channel
-        self.executor = EventLoopTaskExecutor.of(channel.eventLoop)
+        self.executor = EventLoopTaskExecutor(channel.eventLoop)
     }
 
     /// Whether the session is logged in (read by the connection at shutdown).
