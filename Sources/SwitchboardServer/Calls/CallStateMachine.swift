@@ -51,6 +51,8 @@ struct CallStateMachine: Sendable {
         var endedBy: UserID?
         var microphoneOn = true
         var cameraOn: Bool
+        /// Shares a screen (optional: journals from before screen sharing lack it).
+        var screenSharing: Bool?
         /// The member's device dropped and the reconnect grace timer runs.
         var isDown = false
         var profile: UserProfile?
@@ -160,8 +162,8 @@ struct CallStateMachine: Sendable {
             reject(command, now: now, out: &out)
         case .hangup(let command):
             hangup(command, now: now, out: &out)
-        case .updateDevice(let command, let microphoneOn, let cameraOn):
-            updateDevice(command, microphoneOn: microphoneOn, cameraOn: cameraOn, out: &out)
+        case .updateDevice(let command, let microphoneOn, let cameraOn, let screenSharing):
+            updateDevice(command, microphoneOn: microphoneOn, cameraOn: cameraOn, screenSharing: screenSharing, out: &out)
         case .changeMediaType(let command, let mediaType, let transaction):
             changeMediaType(command, mediaType, transaction, now: now, out: &out)
         case .replyMediaType(let command, let transaction, let agree):
@@ -206,7 +208,8 @@ struct CallStateMachine: Sendable {
                     endReason: member.phase == .left ? member.endReason : nil,
                     nickname: member.profile?.nickname, avatarURL: member.profile?.avatarURL,
                     networkQuality: member.phase == .joined && member.quality != .unknown ? member.quality : nil,
-                    volumeLevel: member.phase == .joined ? member.volume : nil)
+                    volumeLevel: member.phase == .joined ? member.volume : nil,
+                    screenSharing: member.phase == .joined && member.screenSharing == true ? true : nil)
             })
     }
 
@@ -734,7 +737,7 @@ struct CallStateMachine: Sendable {
     // MARK: - in the call
 
     private mutating func updateDevice(
-        _ command: CallCommand, microphoneOn: Bool?, cameraOn: Bool?, out: inout [CallAction]
+        _ command: CallCommand, microphoneOn: Bool?, cameraOn: Bool?, screenSharing: Bool?, out: inout [CallAction]
     ) {
         switch lookup(command, joined: true) {
         case .failure(let error):
@@ -743,6 +746,7 @@ struct CallStateMachine: Sendable {
             var call = found
             if let microphoneOn { call.members[index].microphoneOn = microphoneOn }
             if let cameraOn { call.members[index].cameraOn = cameraOn }
+            if let screenSharing { call.members[index].screenSharing = screenSharing }
             let mutedNow = microphoneOn == false && call.members[index].volume.map { $0 != .mute } == true
             if mutedNow { call.members[index].volume = .mute }
             calls[call.id] = call
@@ -750,7 +754,8 @@ struct CallStateMachine: Sendable {
             let member = call.members[index]
             let event = ServerEvent.deviceChanged(
                 DeviceChangedEvent(
-                    callId: call.id, userId: member.userId, microphoneOn: member.microphoneOn, cameraOn: member.cameraOn))
+                    callId: call.id, userId: member.userId, microphoneOn: member.microphoneOn, cameraOn: member.cameraOn,
+                    screenSharing: member.screenSharing == true))
             for other in call.members where other.phase != .left && other.userId != member.userId {
                 out.append(.send(event, to: recipient(other, app: call.app)))
             }

@@ -251,7 +251,7 @@ final class SignalingSession {
                 await call(
                     .updateDevice(
                         command(identity, request.callId), microphoneOn: request.microphoneOn,
-                        cameraOn: request.cameraOn), id: id)
+                        cameraOn: request.cameraOn, screenSharing: request.screenSharing), id: id)
             }
         case .inviteToCall:
             if let request = decode(InviteToCallRequest.self, id: id, data: data), withinLimit(.invitations, identity, id) {
