@@ -7,7 +7,9 @@ import SwitchboardProtocol
 ///
 /// - In each pair of members, the one whose user id sorts first (byte order) makes the first
 ///   offer as soon as both are in the call, and is the *impolite* peer; the other waits for that
-///   offer and is *polite*.
+///   offer and is *polite*: until it has answered it, its own needs for negotiation wait too
+///   (an engine that asks as soon as tracks are added, as webrtcbin does, would otherwise make
+///   every first negotiation a collision).
 /// - Later renegotiation (a camera added, an ICE restart) may start on either side. When two
 ///   offers cross, the impolite peer ignores the one it receives and the polite peer rolls its own
 ///   back and answers: W3C's "perfect negotiation", so neither side has to retry.
@@ -24,6 +26,10 @@ actor PeerLink {
     private var ignoreOffer = false
     private var settingRemoteAnswerPending = false
     private var closed = false
+    /// The first offer was made (impolite) or answered (polite).
+    private var started: Bool
+    /// The polite side needed negotiation before it started.
+    private var negotiationWaiting = false
 
     /// Whether `me` makes the first offer to `peer`.
     nonisolated static func isOfferer(_ me: UserID, to peer: UserID) -> Bool {
@@ -37,6 +43,7 @@ actor PeerLink {
         self.callId = callId
         self.peer = peer
         self.polite = !Self.isOfferer(me, to: peer)
+        self.started = !polite
         self.engine = engine
         self.send = send
         self.logger = logger
@@ -51,9 +58,15 @@ actor PeerLink {
         closed = true
     }
 
-    /// Makes an offer (the connection needs negotiation, or ICE must restart).
+    /// Makes an offer (the connection needs negotiation, or ICE must restart). A plain need for
+    /// negotiation waits while an offer is open: WebRTC asks again once the connection is stable.
     func negotiate(iceRestart: Bool) async {
         guard !closed else { return }
+        guard started || iceRestart else {
+            negotiationWaiting = true
+            return
+        }
+        if !iceRestart, await engine.signalingState(peer: peer) != .stable { return }
         makingOffer = true
         defer { makingOffer = false }
         do {
@@ -99,6 +112,13 @@ actor PeerLink {
                 if kind == .offer {
                     let answer = try await engine.setLocalDescription(peer: peer, iceRestart: false)
                     await send(SendMediaSignalRequest(callId: callId, to: peer, kind: .answer, sdp: answer.sdp))
+                    if !started {
+                        started = true
+                        if negotiationWaiting {
+                            negotiationWaiting = false
+                            await negotiate(iceRestart: false)
+                        }
+                    }
                 }
             } catch {
                 settingRemoteAnswerPending = false
