@@ -68,6 +68,15 @@ static inline gboolean sb_webrtc_add_turn_server(GstElement *webrtc, const char 
     return added;
 }
 
+/// A transceiver for receiving (or sending) one m-line, with the caps it may use (a new reference).
+static inline GstWebRTCRTPTransceiver *sb_webrtc_add_transceiver(GstElement *webrtc,
+                                                                 GstWebRTCRTPTransceiverDirection direction,
+                                                                 GstCaps *caps) {
+    GstWebRTCRTPTransceiver *transceiver = NULL;
+    g_signal_emit_by_name(webrtc, "add-transceiver", direction, caps, &transceiver);
+    return transceiver;
+}
+
 static inline void sb_webrtc_get_stats(GstElement *webrtc, GstPromise *promise) {
     g_signal_emit_by_name(webrtc, "get-stats", NULL, promise);
 }
@@ -109,6 +118,18 @@ static inline gint sb_get_enum(gpointer object, const char *name) {
     gint value = 0;
     g_object_get(object, name, &value, NULL);
     return value;
+}
+
+static inline guint sb_get_uint(gpointer object, const char *name) {
+    guint value = 0;
+    g_object_get(object, name, &value, NULL);
+    return value;
+}
+
+/// A string field of a structure, or NULL (owned by the structure).
+static inline const gchar *sb_structure_string(const GstStructure *structure, const char *field) {
+    return gst_structure_has_field_typed(structure, field, G_TYPE_STRING) ? gst_structure_get_string(structure, field)
+                                                                           : NULL;
 }
 
 static inline void sb_set_caps(gpointer object, const char *name, GstCaps *caps) {
@@ -224,7 +245,20 @@ static inline GstMessageType sb_message_type(GstMessage *message) { return GST_M
 
 static inline const char *sb_object_name(gpointer object) { return GST_OBJECT_NAME(object); }
 
-static inline GstBuffer *sb_probe_buffer(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_BUFFER(info); }
+/// Whether a probe sees the end of the stream.
+static inline gboolean sb_probe_is_eos(GstPadProbeInfo *info) {
+    GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
+    return event != NULL && GST_EVENT_TYPE(event) == GST_EVENT_EOS;
+}
+
+/// An unsigned field of a pad's current caps (the `ssrc` of an RTP pad); FALSE without it.
+static inline gboolean sb_pad_caps_uint(GstPad *pad, const char *field, guint *value) {
+    GstCaps *caps = gst_pad_get_current_caps(pad);
+    if (caps == NULL) return FALSE;
+    gboolean found = gst_structure_get_uint(gst_caps_get_structure(caps, 0), field, value);
+    gst_caps_unref(caps);
+    return found;
+}
 
 /// Width and height of a pad's current video caps; FALSE without caps.
 static inline gboolean sb_pad_video_size(GstPad *pad, gint *width, gint *height) {

@@ -54,6 +54,8 @@ public struct TrackStatistics: Equatable, Sendable {
     public var codec: String?
     /// Received audio level 0–100 over the last tenth of a second (audio only).
     public var level: Int
+    /// The same after playback volume and ``DeviceStore/muteAllRemoteAudio(_:)``: what plays.
+    public var playoutLevel: Int
     /// Decoded audio buffers or video frames.
     public var framesDecoded: Int
     /// Size of the last decoded video frame; 0 before the first.
@@ -62,8 +64,8 @@ public struct TrackStatistics: Equatable, Sendable {
 
     public init(
         packetsSent: Int = 0, bytesSent: Int = 0, packetsReceived: Int = 0, bytesReceived: Int = 0, packetsLost: Int = 0,
-        jitterMs: Double = 0, codec: String? = nil, level: Int = 0, framesDecoded: Int = 0, frameWidth: Int = 0,
-        frameHeight: Int = 0
+        jitterMs: Double = 0, codec: String? = nil, level: Int = 0, playoutLevel: Int = 0, framesDecoded: Int = 0,
+        frameWidth: Int = 0, frameHeight: Int = 0
     ) {
         self.packetsSent = packetsSent
         self.bytesSent = bytesSent
@@ -73,6 +75,7 @@ public struct TrackStatistics: Equatable, Sendable {
         self.jitterMs = jitterMs
         self.codec = codec
         self.level = level
+        self.playoutLevel = playoutLevel
         self.framesDecoded = framesDecoded
         self.frameWidth = frameWidth
         self.frameHeight = frameHeight
