@@ -198,6 +198,7 @@ let package = Package(
             name: "SwitchboardGStreamerTests",
             dependencies: [
                 "Switchboard", "SwitchboardGStreamer", "SwitchboardTesting", "SwitchboardProtocol", "SwitchboardServer",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

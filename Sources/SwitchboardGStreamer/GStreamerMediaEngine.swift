@@ -19,7 +19,9 @@ import SwitchboardProtocol
 /// - ICE restart: webrtcbin reuses its ICE credentials, so a restart (asked by the SDK, or a
 ///   remote offer with new credentials) replaces the peer's whole connection, which renegotiates
 ///   ICE and DTLS; its statistics carry on from the old one.
-/// - Rollback (glare, this side polite): tried, and the connection is replaced when it fails.
+/// - Rollback (offers crossed, this side polite): webrtcbin refuses rollback descriptions, so a
+///   fresh connection answers. The SDK keeps that rare: after a media-type change the polite side
+///   waits for the offerer's offer, which carries both new cameras.
 /// - Payload types: webrtcbin answers with the offer's but sends its payloaders', so before
 ///   answering, the engine sets them to the offer's.
 ///
@@ -342,13 +344,12 @@ extension GStreamerMediaEngine {
                 try await connection.setRemote(GST_WEBRTC_SDP_TYPE_ANSWER, description.sdp)
                 return
             }
+            // Offers crossed and this side is polite: WebRTC rolls its own offer back, which
+            // webrtcbin cannot (no version accepts a rollback description); a fresh connection
+            // answers instead, a full ICE and DTLS restart for the peer.
             if connection.signalingState == .haveLocalOffer {
-                do {
-                    try await connection.rollback()
-                } catch {
-                    logger.info("rollback failed: a new connection answers", metadata: ["peer": "\(peer)", "error": "\(error)"])
-                    connection = try await media.replaceConnection(peer)
-                }
+                logger.info("offers crossed: a new connection answers", metadata: ["peer": "\(peer)"])
+                connection = try await media.replaceConnection(peer)
             }
             // New ICE credentials in the offer: the peer restarts ICE, which webrtcbin cannot
             // follow on its connection; a fresh one answers.

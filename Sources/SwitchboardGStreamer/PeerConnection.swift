@@ -19,9 +19,9 @@ struct IcePolicy: Sendable {
 /// a branch from each local track's tee into it, a receiving chain for each track it gets, the
 /// negotiation steps the SDK asks for, and its statistics.
 ///
-/// webrtcbin 1.22 cannot restart ICE (its offers reuse the ICE credentials) and rollback is
-/// barely supported, so the engine replaces the whole connection where WebRTC would restart ICE
-/// (see ``GStreamerMediaEngine``).
+/// webrtcbin cannot restart ICE (its offers reuse the ICE credentials) nor roll back an offer,
+/// so the engine replaces the whole connection where WebRTC would do either (see
+/// ``GStreamerMediaEngine``).
 final class PeerConnection: @unchecked Sendable {
     /// A local track this connection sends: its webrtcbin pad and transceiver, and the branch from
     /// the track's tee while the track exists.
@@ -220,23 +220,66 @@ final class PeerConnection: @unchecked Sendable {
                 kind = .audio
             }
         }
-        let recording = recordDirectory.map { directory in
-            Self.recordingURL(in: directory, peer: peer, kind: kind)
-        }
         do {
-            let track = try ReceivedTrack(
-                peer: peer, kind: kind, source: pad, mid: mid, name: "\(name)-in\(count)", recording: recording,
-                playback: playback, router: router, emit: emit)
-            track.setOutput(volume: output.volume, muted: output.muted)
-            try pipeline.add(track.bin)
-            guard let input = track.bin.staticPad("sink") else { throw GStreamerError("no input") }
-            track.bin.syncStateWithParent()
-            try pad.link(to: input)
+            let track = try receiver(kind, pad: pad, mid: mid, number: count, output: output)
+            try pad.link(to: try input(of: track))
             state.withLockedValue { $0.tracks.append((Int(bitPattern: raw), track)) }
             logger.debug("receiving", metadata: ["peer": "\(peer)", "kind": "\(kind)", "mid": "\(mid ?? "?")"])
         } catch {
             logger.error("could not receive a track", metadata: ["peer": "\(peer)", "error": "\(error)"])
         }
+    }
+
+    /// A receiving chain for `pad`, in the pipeline and started, not yet linked.
+    private func receiver(
+        _ kind: TrackKind, pad: Pad, mid: String?, number: Int, output: (volume: Int, muted: Bool)
+    ) throws -> ReceivedTrack {
+        let recording = recordDirectory.map { Self.recordingURL(in: $0, peer: peer, kind: kind) }
+        let track = try ReceivedTrack(
+            peer: peer, kind: kind, source: pad, mid: mid, name: "\(name)-in\(number)", recording: recording,
+            playback: playback, router: router, emit: emit)
+        track.setOutput(volume: output.volume, muted: output.muted)
+        try pipeline.add(track.bin)
+        track.bin.syncStateWithParent()
+        track.whenEnded { [weak self, weak track] in
+            guard let self, let track else { return }
+            Task { await self.replaceEnded(track) }
+        }
+        return track
+    }
+
+    private func input(of track: ReceivedTrack) throws -> Pad {
+        guard let input = track.bin.staticPad("sink") else { throw GStreamerError("a receiving chain without input") }
+        return input
+    }
+
+    /// The sender stopped a track (webrtcbin ended its stream): it ends here (its recording is
+    /// complete), and a fresh chain takes the pad, so that the track may come back on the same
+    /// transceiver and no data ever meets an unlinked pad.
+    private func replaceEnded(_ ended: ReceivedTrack) async {
+        let current = state.withLockedValue { state -> (Int, (volume: Int, muted: Bool))? in
+            guard !state.closed, state.tracks.contains(where: { $0.track === ended }) else { return nil }
+            return (state.tracks.count, state.output)
+        }
+        guard let (count, output) = current else { return }
+        do {
+            let next = try receiver(ended.kind, pad: ended.source, mid: ended.mid, number: count, output: output)
+            let (oldInput, newInput) = (try input(of: ended), try input(of: next))
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                ended.source.whenIdle {
+                    ended.source.unlink(from: oldInput)
+                    try? ended.source.link(to: newInput)
+                    continuation.resume()
+                }
+            }
+            state.withLockedValue { state in
+                if let index = state.tracks.firstIndex(where: { $0.track === ended }) { state.tracks[index].track = next }
+            }
+        } catch {
+            logger.error("could not renew a receiving chain", metadata: ["peer": "\(peer)", "error": "\(error)"])
+        }
+        await ended.finish()
+        pipeline.remove(ended.bin)
     }
 
     /// The peer stopped sending a track (a shared screen ended): its chain ends.
@@ -287,12 +330,10 @@ final class PeerConnection: @unchecked Sendable {
             sender = existing
         } else {
             let pad = try webrtc.requestPad("sink_%u", caps: Self.caps(kind, payloadType: payloadType))
-            // The camera and microphone share a stream, a screen has its own (how receivers
-            // tell them apart).
             pad.set("msid", kind == .screen ? "switchboard-screen" : "switchboard")
             guard let raw = sb_get_object(pad.raw, "transceiver") else { throw GStreamerError("pad without a transceiver") }
             let transceiver = OpaqueObject(adopting: raw)
-            transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType))
+            transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType, ssrc: ssrc))
             sender = Sender(pad: pad, transceiver: transceiver, payloadType: payloadType, ssrc: ssrc, branch: nil)
         }
         try pipeline.add(bin)
@@ -333,12 +374,15 @@ final class PeerConnection: @unchecked Sendable {
         pipeline.remove(branch.bin)
     }
 
-    /// The RTP caps a track is offered with.
-    static func caps(_ kind: TrackKind, payloadType: Int) -> String {
-        kind == .audio
+    /// The RTP caps a track is offered with. With its SSRC, webrtcbin names the stream in
+    /// `a=ssrc` lines, which is how the receiving side maps it to its section in a bundle.
+    static func caps(_ kind: TrackKind, payloadType: Int, ssrc: UInt32? = nil) -> String {
+        let base =
+            kind == .audio
             ? "application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,encoding-params=(string)2,payload=\(payloadType)"
             : "application/x-rtp,media=video,encoding-name=VP8,clock-rate=90000,payload=\(payloadType),"
                 + "rtcp-fb-nack-pli=(boolean)true,rtcp-fb-ccm-fir=(boolean)true"
+        return base + (ssrc.map { ",ssrc=(uint)\($0)" } ?? "")
     }
 
     // MARK: - negotiation
@@ -378,13 +422,21 @@ final class PeerConnection: @unchecked Sendable {
                     sb_webrtc_create_answer(webrtc.pointer, promise)
                 }
             })
-        let sent = SessionDescriptionText.addingMsidLines(to: text)
         // Known before gathering starts, so that candidates carry their mid and ufrag.
-        state.withLockedValue { state in
-            state.localSDP = SessionDescriptionText(text)
-            state.localText = type == GST_WEBRTC_SDP_TYPE_OFFER ? sent : nil
-        }
+        state.withLockedValue { $0.localSDP = SessionDescriptionText(text) }
         try await apply(type, text, local: true)
+        // The camera and microphone share a stream, a screen has its own: how receivers tell
+        // them apart.
+        let streams = state.withLockedValue { state in
+            state.senders.reduce(into: [UInt32: (stream: String, track: String)]()) { streams, sender in
+                streams[sender.value.ssrc] = (
+                    sender.key == .screen ? "switchboard-screen" : "switchboard", sender.key.rawValue
+                )
+            }
+        }
+        let sent = SessionDescriptionText.addingMsid(streams, to: text)
+        logger.trace("local description", metadata: ["peer": "\(peer)", "sdp": "\(sent)"])
+        state.withLockedValue { $0.localText = type == GST_WEBRTC_SDP_TYPE_OFFER ? sent : nil }
         return sent
     }
 
@@ -393,25 +445,11 @@ final class PeerConnection: @unchecked Sendable {
     /// receive-only transceiver limited to Opus or VP8.
     func setRemote(_ type: GstWebRTCSDPType, _ text: String) async throws {
         let sdp = SessionDescriptionText(text)
+        logger.trace("remote description", metadata: ["peer": "\(peer)", "sdp": "\(text)"])
         if type == GST_WEBRTC_SDP_TYPE_OFFER { prepare(for: sdp) }
         state.withLockedValue { $0.remoteSDP = sdp }
         try await apply(type, text, local: false)
         if type == GST_WEBRTC_SDP_TYPE_ANSWER { state.withLockedValue { $0.localText = nil } }
-    }
-
-    /// Drops an own offer that crossed the peer's (webrtcbin marks rollback as untested: the
-    /// engine replaces the connection when it fails).
-    func rollback() async throws {
-        var message: UnsafeMutablePointer<GstSDPMessage>?
-        gst_sdp_message_new(&message)
-        guard let description = gst_webrtc_session_description_new(GST_WEBRTC_SDP_TYPE_ROLLBACK, message) else {
-            throw GStreamerError("no rollback description")
-        }
-        defer { gst_webrtc_session_description_free(description) }
-        try await awaitPromise(
-            extract: { reply in if let error = replyError(reply) { throw error } },
-            start: { sb_webrtc_set_description(webrtc.pointer, 1, description, $0) })
-        state.withLockedValue { $0.localText = nil }
     }
 
     private func apply(_ type: GstWebRTCSDPType, _ text: String, local: Bool) async throws {
@@ -440,7 +478,7 @@ final class PeerConnection: @unchecked Sendable {
                 // Our track answers this section, with its payload type.
                 unassigned[kind] = nil
                 sender.payloadType = payloadType
-                sender.transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType))
+                sender.transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType, ssrc: sender.ssrc))
                 if let payloader = sender.branch?.bin.child("payloader") {
                     payloader.set("pt", UInt32(payloadType))
                     if let output = payloader.staticPad("src") { gst_pad_mark_reconfigure(output.pointer) }
@@ -546,8 +584,8 @@ final class PeerConnection: @unchecked Sendable {
 
     // MARK: - closing
 
-    /// Tears the connection down: local branches leave their tees, recordings get their ends, the
-    /// webrtcbin stops; everything leaves the pipeline.
+    /// Tears the connection down: local branches leave their tees, the webrtcbin stops,
+    /// recordings get their ends; everything leaves the pipeline.
     func close() async {
         let (senders, tracks, handlers) = state.withLockedValue { state in
             state.closed = true
@@ -560,8 +598,10 @@ final class PeerConnection: @unchecked Sendable {
         }
         for handler in handlers { sb_disconnect(webrtc.raw, handler) }
         for branch in senders { await Self.remove(branch, from: pipeline) }
-        for track in tracks { await track.finish() }
+        // webrtcbin stops first, so nothing pushes into chains that are stopping; the
+        // recordings' ends are sent into the chains directly.
         webrtc.setState(GST_STATE_NULL)
+        for track in tracks { await track.finish() }
         for track in tracks { pipeline.remove(track.bin) }
         pipeline.remove(webrtc)
     }

@@ -48,7 +48,7 @@ final class ReceivedTrack: Sendable {
     private let emit: @Sendable (MediaEvent) -> Void
     let recording: URL?
     /// The webrtcbin pad the track comes from.
-    private let source: Pad
+    let source: Pad
     private let counters = NIOLockedValueBox(Counters())
     private let decoderOutput: Pad?
     private let levelNames: [String]
@@ -132,6 +132,12 @@ final class ReceivedTrack: Sendable {
 
     var snapshot: Counters { counters.withLockedValue { $0 } }
 
+    /// Calls `body` (on a streaming thread) when the stream ends: webrtcbin sends the end of the
+    /// stream down when the track's transceiver goes inactive (the sender stopped it).
+    func whenEnded(_ body: @escaping @Sendable () -> Void) {
+        decoderOutput?.onEndOfStream(body)
+    }
+
     /// Sets playback volume (0–100; 0 or muted: silence).
     func setOutput(volume: Int, muted: Bool) {
         guard let output = bin.child("output") else { return }
@@ -143,7 +149,6 @@ final class ReceivedTrack: Sendable {
     /// `grace`, then the chain stops. The caller removes the bin.
     func finish(grace: Duration = .seconds(2)) async {
         for name in levelNames { router.remove(name) }
-        if snapshot.firstFrame != nil { emit(.trackEnded(peer, kind)) }
         if recording != nil, let input = bin.staticPad("sink") {
             _ = input.send(gst_event_new_eos())
             await withTaskGroup(of: Void.self) { group in
@@ -169,6 +174,8 @@ final class ReceivedTrack: Sendable {
             }
         }
         bin.setState(GST_STATE_NULL)
+        // Told once the recording is complete.
+        if snapshot.firstFrame != nil { emit(.trackEnded(peer, kind)) }
     }
 }
 

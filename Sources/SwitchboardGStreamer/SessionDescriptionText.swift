@@ -15,9 +15,15 @@ struct SessionDescriptionText: Equatable, Sendable {
         var trackId: String?
         /// Payload type per encoding name in upper case (`OPUS`, `VP8`), the first of each.
         var payloadTypes: [String: Int]
+        /// The SSRCs the sender names (`a=ssrc:<id> …`).
+        var ssrcs: [UInt32]
         var iceUfrag: String?
-        /// The port is 0: the section is rejected or stopped.
-        var rejected: Bool
+        var portZero: Bool
+        /// `a=bundle-only`: port 0 then means "on the bundle's transport", not rejected.
+        var bundleOnly: Bool
+
+        /// The section is rejected or stopped (port 0 outside a bundle).
+        var rejected: Bool { portZero && !bundleOnly }
     }
 
     var media: [Media]
@@ -35,7 +41,8 @@ struct SessionDescriptionText: Equatable, Sendable {
                 let fields = line.dropFirst(2).split(separator: " ")
                 current = Media(
                     kind: fields.first.map(String.init) ?? "", mid: nil, direction: "sendrecv", streamId: nil,
-                    trackId: nil, payloadTypes: [:], iceUfrag: nil, rejected: fields.count > 1 && fields[1] == "0")
+                    trackId: nil, payloadTypes: [:], ssrcs: [], iceUfrag: nil, portZero: fields.count > 1 && fields[1] == "0",
+                    bundleOnly: false)
                 continue
             }
             guard line.hasPrefix("a=") else { continue }
@@ -49,13 +56,18 @@ struct SessionDescriptionText: Equatable, Sendable {
             case "mid": current?.mid = value.map(String.init)
             case "sendrecv", "sendonly", "recvonly", "inactive": current?.direction = String(key)
             case "ice-ufrag": current?.iceUfrag = value.map(String.init)
+            case "bundle-only": current?.bundleOnly = true
             case "msid":
                 let parts = value?.split(separator: " ") ?? []
                 current?.streamId = parts.first.map(String.init)
                 current?.trackId = parts.count > 1 ? String(parts[1]) : nil
             case "ssrc":
-                // a=ssrc:1234 msid:stream track (what webrtcbin writes)
-                guard current?.streamId == nil, let value, let range = value.range(of: " msid:") else { break }
+                // a=ssrc:1234 cname:… / a=ssrc:1234 msid:stream track
+                guard let value else { break }
+                if let id = value.split(separator: " ").first.flatMap({ UInt32($0) }), current?.ssrcs.contains(id) == false {
+                    current?.ssrcs.append(id)
+                }
+                guard current?.streamId == nil, let range = value.range(of: " msid:") else { break }
                 let parts = value[range.upperBound...].split(separator: " ")
                 current?.streamId = parts.first.map(String.init)
                 current?.trackId = parts.count > 1 ? String(parts[1]) : nil
@@ -89,9 +101,9 @@ struct SessionDescriptionText: Equatable, Sendable {
         return stream != audioStreamId
     }
 
-    /// Adds `a=msid:<stream> <track>` to every section that names its stream only in `a=ssrc`
-    /// lines (webrtcbin 1.22 does): browsers take stream ids from `a=msid`.
-    static func addingMsidLines(to sdp: String) -> String {
+    /// Adds `a=msid:<stream> <track>` to the sections that send these SSRCs and have none:
+    /// browsers take stream ids from `a=msid`, which webrtcbin 1.22 does not write.
+    static func addingMsid(_ streams: [UInt32: (stream: String, track: String)], to sdp: String) -> String {
         var lines = sdp.components(separatedBy: "\r\n")
         let trailing = lines.last == "" ? lines.removeLast() : nil
         var output: [String] = []
@@ -102,12 +114,14 @@ struct SessionDescriptionText: Equatable, Sendable {
                 section = []
             }
             guard section.first?.hasPrefix("m=") == true, !section.contains(where: { $0.hasPrefix("a=msid:") }),
-                let ssrc = section.first(where: { $0.hasPrefix("a=ssrc:") && $0.contains(" msid:") }),
-                let range = ssrc.range(of: " msid:")
+                let ssrcLine = section.firstIndex(where: { line in
+                    line.hasPrefix("a=ssrc:")
+                        && UInt32(line.dropFirst("a=ssrc:".count).prefix { $0 != " " }).map { streams[$0] != nil } == true
+                }),
+                let ssrc = UInt32(section[ssrcLine].dropFirst("a=ssrc:".count).prefix { $0 != " " }),
+                let stream = streams[ssrc]
             else { return }
-            let msid = "a=msid:" + ssrc[range.upperBound...]
-            let index = section.firstIndex { $0.hasPrefix("a=ssrc:") } ?? section.endIndex
-            section.insert(msid, at: index)
+            section.insert("a=msid:\(stream.stream) \(stream.track)", at: ssrcLine)
         }
         for line in lines {
             if line.hasPrefix("m=") { flush() }

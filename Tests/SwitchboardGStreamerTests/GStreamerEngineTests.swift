@@ -1,5 +1,6 @@
 #if GStreamer
 import Foundation
+import Logging
 import SwitchboardProtocol
 import SwitchboardServer
 import SwitchboardTesting
@@ -31,10 +32,13 @@ struct GStreamerEngineTests {
     static func member(
         _ server: TestServer, _ user: UserID, record: URL? = nil, tone: Double = 440
     ) async throws -> Member {
+        var logger = Logger(label: "switchboard.gstreamer.\(user)")
+        logger.logLevel = ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
         let engine = GStreamerMediaEngine(
             configuration: .init(
                 audioSource: .tone(frequency: tone), videoSource: .pattern("ball"), recordDirectory: record,
-                loopbackOnly: true, screenQuality: (480, 270, 10, 300)))
+                loopbackOnly: true, screenQuality: (480, 270, 10, 300)),
+            logger: logger)
         let media = Recorder(engine.events)
         let client = try await server.client(user.rawValue, mediaEngine: engine)
         client.deviceStore.openLocalMicrophone()
@@ -83,7 +87,7 @@ struct GStreamerEngineTests {
 
         // alice mutes: bob receives silence (the packets keep coming, their level drops).
         alice.client.deviceStore.closeLocalMicrophone()
-        try await bob.media.first(timeout: Self.wait) { $0 == .audioLevel("alice", level: 0, playout: 0) }
+        try await Self.expect(bob, .audioLevel("alice", level: 0, playout: 0))
         alice.client.deviceStore.openLocalMicrophone()
         try await bob.media.first(timeout: Self.wait) { if case .audioLevel("alice", let level, _) = $0 { level > 10 } else { false } }
 
@@ -100,10 +104,147 @@ struct GStreamerEngineTests {
 
         // The end: bob's recording of alice is a WAV file with her audio in it.
         try await alice.client.callStore.hangup()
-        try await bob.media.first(timeout: Self.wait) { $0 == .trackEnded("alice", .audio) }
+        try await Self.expect(bob, .trackEnded("alice", .audio))
         let wav = try Data(contentsOf: directory.appendingPathComponent("alice-audio.wav"))
         #expect(wav.prefix(4) == Data("RIFF".utf8))
         #expect(wav.count > 48_000)
+        await server.stop()
+    }
+
+    /// Waits for `member`'s engine to observe an event; on a timeout the failure says what was
+    /// awaited and what the engine observed instead (levels left out).
+    @discardableResult
+    static func expect(
+        _ member: Member, _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ predicate: @escaping @Sendable (MediaEvent) -> Bool
+    ) async throws -> MediaEvent {
+        do {
+            return try await member.media.first(timeout: wait, where: predicate)
+        } catch {
+            let seen = member.media.values.filter { if case .audioLevel = $0 { false } else { true } }
+            Issue.record("\(member.id) did not see \(what); it saw \(seen)", sourceLocation: sourceLocation)
+            throw error
+        }
+    }
+
+    static func expect(
+        _ member: Member, _ event: MediaEvent, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        try await expect(member, "\(event)", sourceLocation: sourceLocation) { $0 == event }
+    }
+
+    /// The frames `member` decoded from `peer`'s track so far.
+    static func frames(_ member: Member, _ peer: UserID, _ kind: TrackKind) async -> Int {
+        let statistics = await member.engine.statistics().peers[peer]
+        return switch kind {
+        case .audio: statistics?.audio.framesDecoded ?? 0
+        case .video: statistics?.video.framesDecoded ?? 0
+        case .screen: statistics?.screen.framesDecoded ?? 0
+        }
+    }
+
+    /// Waits for `count` more audio level events from `peer` (a tenth of a second each): the
+    /// barrier before checking that something did not happen.
+    static func barrier(_ member: Member, from peer: UserID, count: Int = 10) async throws {
+        var position = member.media.values.count
+        for _ in 0..<count {
+            try await member.media.first(from: position, timeout: wait) {
+                if case .audioLevel(peer, _, _) = $0 { true } else { false }
+            }
+            position = member.media.values.lastIndex { if case .audioLevel(peer, _, _) = $0 { true } else { false } }! + 1
+        }
+    }
+
+    @Test func aVideoCallFollowsQualityCameraAndScreenSharing() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        _ = try await Self.connect(alice, [bob], mediaType: .video)
+        try await Self.expect(bob, .frameSize("alice", .video, width: 640, height: 360))
+        try await Self.expect(alice, .frameSize("bob", .video, width: 640, height: 360))
+        let statistics = try #require(await bob.engine.statistics().peers["alice"])
+        #expect(statistics.video.framesDecoded > 0 && statistics.video.codec == "VP8")
+        #expect((statistics.video.frameWidth, statistics.video.frameHeight) == (640, 360))
+
+        // A higher quality reaches bob's decoder as a larger picture.
+        alice.client.deviceStore.setVideoQuality(.p540)
+        try await Self.expect(bob, .frameSize("alice", .video, width: 960, height: 540))
+
+        // alice's camera goes off: bob decodes no more of it (checked a second later), then again.
+        alice.client.deviceStore.closeLocalCamera()
+        try await Self.barrier(bob, from: "alice", count: 5)
+        let stopped = await Self.frames(bob, "alice", .video)
+        try await Self.barrier(bob, from: "alice")
+        #expect(await Self.frames(bob, "alice", .video) == stopped)
+        alice.client.deviceStore.openLocalCamera()
+        try await Self.barrier(bob, from: "alice")
+        #expect(await Self.frames(bob, "alice", .video) > stopped)
+
+        // bob shares a screen: a second video track, which alice decodes as a screen; then he stops.
+        bob.client.deviceStore.startScreenShare(.testPattern)
+        try await alice.calls.first(timeout: Self.wait) { if case .onRemoteScreenShareChanged(_, "bob", true) = $0 { true } else { false } }
+        try await Self.expect(alice, .frameSize("bob", .screen, width: 480, height: 270))
+        #expect(await Self.frames(alice, "bob", .video) > 0)
+        bob.client.deviceStore.stopScreenShare()
+        try await Self.expect(alice, .trackEnded("bob", .screen))
+        await server.stop()
+    }
+
+    /// Agreeing to switch adds the camera track on both sides and renegotiates; switching back
+    /// removes it.
+    @Test func anAudioCallSwitchesToVideoAndBack() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        _ = try await Self.connect(alice, [bob], mediaType: .audio)
+
+        let transaction = try await alice.client.callStore.requestMediaTypeChange(to: .video)
+        try await bob.calls.first(timeout: Self.wait) { if case .onMediaTypeChangeRequested = $0 { true } else { false } }
+        try await bob.client.callStore.replyMediaTypeChange(transactionId: transaction, agree: true)
+        try await Self.expect(alice, .trackStarted("bob", .video))
+        try await Self.expect(bob, .trackStarted("alice", .video))
+
+        let back = try await bob.client.callStore.requestMediaTypeChange(to: .audio)
+        try await alice.calls.first(timeout: Self.wait) {
+            if case .onMediaTypeChangeRequested(_, back, _, _) = $0 { true } else { false }
+        }
+        try await alice.client.callStore.replyMediaTypeChange(transactionId: back, agree: true)
+        try await Self.expect(alice, .trackEnded("bob", .video))
+        try await Self.expect(bob, .trackEnded("alice", .video))
+        // The audio goes on.
+        try await Self.barrier(alice, from: "bob", count: 3)
+        await server.stop()
+    }
+
+    /// An ICE restart (the SDK asks after a reconnect) replaces the connection: audio flows again
+    /// on the new one, and the counters carry on.
+    @Test func anIceRestartReplacesTheConnection() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        _ = try await Self.connect(alice, [bob], mediaType: .audio)
+        let before = await Self.frames(alice, "bob", .audio)
+
+        bob.client.media.reconnected()
+        try await alice.media.matches(2, timeout: Self.wait) { $0 == .trackStarted("bob", .audio) }
+        try await bob.media.matches(2, timeout: Self.wait) { $0 == .trackStarted("alice", .audio) }
+        try await Self.barrier(alice, from: "bob", count: 3)
+        #expect(await Self.frames(alice, "bob", .audio) > before)
+        await server.stop()
+    }
+
+    /// Three members: each decodes the other two.
+    @Test func aGroupCallIsAMesh() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob", tone: 660)
+        let carol = try await Self.member(server, "carol", tone: 880)
+        _ = try await Self.connect(alice, [bob, carol], mediaType: .audio)
+        for member in [alice, bob, carol] {
+            let statistics = await member.engine.statistics()
+            #expect(statistics.peers.count == 2)
+            #expect(statistics.peers.values.allSatisfy { $0.audio.framesDecoded > 0 })
+        }
         await server.stop()
     }
 }

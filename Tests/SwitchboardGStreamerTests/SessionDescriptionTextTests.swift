@@ -30,24 +30,29 @@ struct SessionDescriptionTextTests {
         #expect(!sdp.isScreen(mid: "9"))
     }
 
-    /// webrtcbin names streams only in `a=ssrc` lines; browsers read `a=msid`.
-    @Test func addsMsidLinesWhereOnlySsrcLinesNameTheStream() {
+    /// webrtcbin writes no `a=msid`; the engine adds one for each track it sends, after the mid.
+    @Test func addsMsidLinesForTheTracksSent() {
         let gstreamer = [
             "v=0", "s=-", "m=audio 9 UDP/TLS/RTP/SAVPF 96", "a=mid:audio0", "a=sendrecv", "a=rtpmap:96 OPUS/48000/2",
-            "a=ssrc:11 msid:switchboard audio0trans", "a=ssrc:11 cname:x",
-            "m=video 9 UDP/TLS/RTP/SAVPF 97", "a=mid:video1", "a=rtpmap:97 VP8/90000",
-            "a=ssrc:22 msid:switchboard-screen video1trans", "",
+            "a=ssrc:11 cname:x", "m=video 0 UDP/TLS/RTP/SAVPF 97", "a=bundle-only", "a=mid:video1", "a=rtpmap:97 VP8/90000",
+            "a=ssrc:22 msid:user@host webrtctransceiver1", "a=ssrc:22 cname:user@host",
+            "m=video 9 UDP/TLS/RTP/SAVPF 97", "a=mid:video2", "a=recvonly", "",
         ].joined(separator: "\r\n")
-        let sent = SessionDescriptionText.addingMsidLines(to: gstreamer)
-        #expect(sent.contains("a=rtpmap:96 OPUS/48000/2\r\na=msid:switchboard audio0trans\r\na=ssrc:11 msid:"))
-        #expect(sent.contains("a=msid:switchboard-screen video1trans\r\na=ssrc:22"))
+        let sent = SessionDescriptionText.addingMsid(
+            [11: ("switchboard", "audio"), 22: ("switchboard-screen", "screen"), 33: ("x", "y")], to: gstreamer)
+        #expect(sent.contains("a=rtpmap:96 OPUS/48000/2\r\na=msid:switchboard audio\r\na=ssrc:11 cname:x"))
+        #expect(sent.contains("a=msid:switchboard-screen screen\r\na=ssrc:22 msid:user@host"))
+        #expect(!sent.contains("a=mid:video2\r\na=recvonly\r\na=msid"))
         #expect(sent.hasSuffix("\r\n"))
         let parsed = SessionDescriptionText(sent)
+        #expect(parsed.media.map(\.ssrcs) == [[11], [22], []])
         #expect(parsed.isScreen(mid: "video1"))
-        // Sections that already have a=msid, or no stream at all, are left as they are.
-        #expect(SessionDescriptionText.addingMsidLines(to: Self.chromium) == Self.chromium)
+        #expect(!parsed.isScreen(mid: "audio0"))
+        #expect(!parsed.media[1].rejected)
+        // Sections that already have a=msid are left as they are.
+        #expect(SessionDescriptionText.addingMsid([1: ("x", "y")], to: Self.chromium) == Self.chromium)
         // The ssrc form alone is read too.
-        #expect(SessionDescriptionText(gstreamer).media[1].streamId == "switchboard-screen")
+        #expect(SessionDescriptionText("m=video 9 RTP 96\r\na=ssrc:22 msid:screen t\r\n").media[0].streamId == "screen")
     }
 
     @Test func readsCandidates() {

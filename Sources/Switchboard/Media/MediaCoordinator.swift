@@ -24,6 +24,8 @@ final class MediaCoordinator: Sendable {
         case localCandidate(IceCandidate)
         case negotiationNeeded
         case restartIce
+        /// The media type is changing on both sides: the offerer negotiates.
+        case expectOffer
     }
 
     private struct Peer {
@@ -174,8 +176,12 @@ final class MediaCoordinator: Sendable {
                 state.reports = reports
             }
         } else {
-            state.withLockedValue { $0.connected = connection }
+            let peers = state.withLockedValue { state in
+                state.connected = connection
+                return Array(state.peers.values)
+            }
             if previous?.mediaType != connection.mediaType {
+                for peer in peers { peer.inputs.yield(.expectOffer) }
                 engine.callMediaTypeChanged(callId: connection.callId, mediaType: connection.mediaType)
             }
         }
@@ -231,6 +237,7 @@ final class MediaCoordinator: Sendable {
                 case .localCandidate(let candidate): await link.trickle(candidate)
                 case .negotiationNeeded: await link.negotiate(iceRestart: false)
                 case .restartIce: await link.iceFailed()
+                case .expectOffer: await link.expectOffer()
                 }
             }
             await link.close()

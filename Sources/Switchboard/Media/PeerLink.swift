@@ -15,6 +15,9 @@ import SwitchboardProtocol
 ///   back and answers: W3C's "perfect negotiation", so neither side has to retry.
 /// - ICE restart: the side that sees ICE fail restarts it if it is the offerer, or asks the
 ///   offerer to (a `restart` signal), so one side drives every restart.
+/// - An agreed media-type change adds (or removes) a camera on both sides at once: the polite
+///   side waits for the offerer's offer again, which carries both changes, instead of making the
+///   collision certain. (Not every engine can roll back: GStreamer's webrtcbin cannot.)
 actor PeerLink {
     nonisolated let peer: UserID
     nonisolated let polite: Bool
@@ -56,6 +59,12 @@ actor PeerLink {
 
     func close() {
         closed = true
+    }
+
+    /// Both sides are about to change their tracks together: the polite side's own needs for
+    /// negotiation wait for the offerer's next offer, as at the start.
+    func expectOffer() {
+        if polite { started = false }
     }
 
     /// Makes an offer (the connection needs negotiation, or ICE must restart). A plain need for
