@@ -8,6 +8,20 @@ import NIOConcurrencyHelpers
 enum GStreamer {
     static let initialized: Void = gst_init(nil, nil)
 
+    /// The plugins every call uses, loaded once (making an element loads its plugin).
+    static let preloaded: Void = {
+        _ = initialized
+        for factory in [
+            "webrtcbin", "rtpbin", "nicesrc", "nicesink", "dtlssrtpenc", "dtlssrtpdec", "srtpenc", "opusenc", "opusdec",
+            "rtpopuspay", "rtpopusdepay", "vp8enc", "vp8dec", "rtpvp8pay", "rtpvp8depay", "audiotestsrc", "videotestsrc",
+            "level", "tee", "queue",
+        ] {
+            if let element = gst_element_factory_make(factory, nil) {
+                gst_object_unref(gst_object_ref_sink(UnsafeMutableRawPointer(element)))
+            }
+        }
+    }()
+
     /// `value` quoted for a gst-launch description (file names with spaces, quotes).
     static func quoted(_ value: String) -> String {
         "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""

@@ -91,6 +91,9 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
         self.logger = logger
         self.jobs = JobQueue()
         self.core = Core(configuration: configuration, logger: logger, emit: { [broadcaster] in broadcaster.publish($0) })
+        // Loading webrtcbin's and the codecs' plugins takes a few hundred milliseconds the first
+        // time; done now, in the background, the first call does not wait for it.
+        Task.detached(priority: .utility) { _ = GStreamer.preloaded }
     }
 
     /// What the engine observes from now on (tracks starting and ending, sizes, levels, ICE).

@@ -314,28 +314,23 @@ final class PeerConnection: @unchecked Sendable {
 
     // MARK: - local tracks
 
-    /// Sends a local track: a branch from its tee into a webrtcbin pad (a new transceiver the
-    /// first time; the same one again after ``detach(_:)``).
+    /// Sends a local track: a branch from its tee into a new webrtcbin pad and transceiver.
+    /// (A track that comes back after ``detach(_:)`` gets a new transceiver too: webrtcbin cannot
+    /// turn an inactive one active again.)
     func attach(_ kind: TrackKind, tee: Element) throws {
-        let existing = state.withLockedValue { $0.senders[kind] }
-        if existing?.branch != nil { return }
-        let payloadType = existing?.payloadType ?? (kind == .audio ? Self.opusPayloadType : Self.vp8PayloadType)
-        let ssrc = existing?.ssrc ?? UInt32.random(in: 1...UInt32.max)
+        guard state.withLockedValue({ $0.senders[kind] }) == nil else { return }
+        let payloadType = kind == .audio ? Self.opusPayloadType : Self.vp8PayloadType
+        let ssrc = UInt32.random(in: 1...UInt32.max)
         let payloader = kind == .audio ? "rtpopuspay" : "rtpvp8pay"
         let bin = try Element.bin(
             "queue leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=500000000 ! "
                 + "\(payloader) name=payloader pt=\(payloadType) ssrc=\(ssrc) mtu=1200")
-        var sender: Sender
-        if let existing {
-            sender = existing
-        } else {
-            let pad = try webrtc.requestPad("sink_%u", caps: Self.caps(kind, payloadType: payloadType))
-            pad.set("msid", kind == .screen ? "switchboard-screen" : "switchboard")
-            guard let raw = sb_get_object(pad.raw, "transceiver") else { throw GStreamerError("pad without a transceiver") }
-            let transceiver = OpaqueObject(adopting: raw)
-            transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType, ssrc: ssrc))
-            sender = Sender(pad: pad, transceiver: transceiver, payloadType: payloadType, ssrc: ssrc, branch: nil)
-        }
+        let pad = try webrtc.requestPad("sink_%u", caps: Self.caps(kind, payloadType: payloadType))
+        pad.set("msid", kind == .screen ? "switchboard-screen" : "switchboard")
+        guard let raw = sb_get_object(pad.raw, "transceiver") else { throw GStreamerError("pad without a transceiver") }
+        let transceiver = OpaqueObject(adopting: raw)
+        transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType, ssrc: ssrc))
+        var sender = Sender(pad: pad, transceiver: transceiver, payloadType: payloadType, ssrc: ssrc, branch: nil)
         try pipeline.add(bin)
         guard let output = bin.staticPad("src"), let input = bin.staticPad("sink") else {
             throw GStreamerError("a send branch without pads")
@@ -344,21 +339,17 @@ final class PeerConnection: @unchecked Sendable {
         let teePad = try tee.requestPad("src_%u")
         try teePad.link(to: input)
         bin.syncStateWithParent()
-        if existing != nil { sender.transceiver.set("direction", "sendrecv") }
         sender.branch = Branch(bin: bin, tee: tee, teePad: teePad)
         state.withLockedValue { $0.senders[kind] = sender }
     }
 
     /// Stops sending a local track: its branch leaves the tee (once no buffer is in flight there),
-    /// and its transceiver goes inactive until ``attach(_:tee:)``. The caller renegotiates.
+    /// its transceiver goes inactive for good and its pad is released. The caller renegotiates.
     func detach(_ kind: TrackKind) async {
-        let branch = state.withLockedValue { state -> Branch? in
-            defer { state.senders[kind]?.branch = nil }
-            return state.senders[kind]?.branch
-        }
-        guard let branch else { return }
-        state.withLockedValue { $0.senders[kind] }?.transceiver.set("direction", "inactive")
-        await Self.remove(branch, from: pipeline)
+        guard let sender = state.withLockedValue({ $0.senders.removeValue(forKey: kind) }) else { return }
+        sender.transceiver.set("direction", "inactive")
+        if let branch = sender.branch { await Self.remove(branch, from: pipeline) }
+        webrtc.releaseRequestPad(sender.pad)
     }
 
     private static func remove(_ branch: Branch, from pipeline: Element) async {
@@ -406,7 +397,7 @@ final class PeerConnection: @unchecked Sendable {
     /// with `a=msid` lines added for browsers.
     func createAndSetLocal(_ type: GstWebRTCSDPType) async throws -> String {
         let field = type == GST_WEBRTC_SDP_TYPE_OFFER ? "offer" : "answer"
-        let text = try await awaitPromise(
+        var text = try await awaitPromise(
             extract: { reply in
                 if let error = replyError(reply) { throw error }
                 guard let description = sb_reply_description(reply, field) else {
@@ -422,6 +413,13 @@ final class PeerConnection: @unchecked Sendable {
                     sb_webrtc_create_answer(webrtc.pointer, promise)
                 }
             })
+        // Answering an offer that leaves the DTLS role open, be the server: the offerer then
+        // starts the handshake, which it can only once it has the answer, when this side is
+        // ready for it. (An answering DTLS client may send its first message to an offerer that
+        // still drops it, and wait a second or more to resend.) Later offers name the roles taken.
+        if type == GST_WEBRTC_SDP_TYPE_ANSWER, state.withLockedValue({ $0.remoteSDP?.offersEitherDTLSRole }) == true {
+            text = text.replacingOccurrences(of: "a=setup:active", with: "a=setup:passive")
+        }
         // Known before gathering starts, so that candidates carry their mid and ufrag.
         state.withLockedValue { $0.localSDP = SessionDescriptionText(text) }
         try await apply(type, text, local: true)

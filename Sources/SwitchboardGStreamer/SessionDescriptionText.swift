@@ -19,6 +19,8 @@ struct SessionDescriptionText: Equatable, Sendable {
         var ssrcs: [UInt32]
         var iceUfrag: String?
         var portZero: Bool
+        /// The DTLS role offered or taken: `actpass`, `active` or `passive`.
+        var setup: String?
         /// `a=bundle-only`: port 0 then means "on the bundle's transport", not rejected.
         var bundleOnly: Bool
 
@@ -42,7 +44,7 @@ struct SessionDescriptionText: Equatable, Sendable {
                 current = Media(
                     kind: fields.first.map(String.init) ?? "", mid: nil, direction: "sendrecv", streamId: nil,
                     trackId: nil, payloadTypes: [:], ssrcs: [], iceUfrag: nil, portZero: fields.count > 1 && fields[1] == "0",
-                    bundleOnly: false)
+                    setup: nil, bundleOnly: false)
                 continue
             }
             guard line.hasPrefix("a=") else { continue }
@@ -57,6 +59,7 @@ struct SessionDescriptionText: Equatable, Sendable {
             case "sendrecv", "sendonly", "recvonly", "inactive": current?.direction = String(key)
             case "ice-ufrag": current?.iceUfrag = value.map(String.init)
             case "bundle-only": current?.bundleOnly = true
+            case "setup": current?.setup = value.map(String.init)
             case "msid":
                 let parts = value?.split(separator: " ") ?? []
                 current?.streamId = parts.first.map(String.init)
@@ -85,6 +88,9 @@ struct SessionDescriptionText: Equatable, Sendable {
         self.media = media
         self.iceUfrag = sessionUfrag
     }
+
+    /// Every section leaves the DTLS role to the answerer (`a=setup:actpass`), as a first offer does.
+    var offersEitherDTLSRole: Bool { !media.isEmpty && media.allSatisfy { $0.setup == nil || $0.setup == "actpass" } }
 
     /// The ICE username fragment in use (the first section's, else the session's).
     var ufrag: String? { media.first?.iceUfrag ?? iceUfrag }

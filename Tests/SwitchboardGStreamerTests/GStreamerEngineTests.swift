@@ -58,7 +58,7 @@ struct GStreamerEngineTests {
         let members = [caller] + callees
         for member in members {
             for other in members where other.id != member.id {
-                try await member.media.first(timeout: wait) { $0 == .trackStarted(other.id, .audio) }
+                try await expect(member, .trackStarted(other.id, .audio))
             }
         }
         return call.callId
@@ -73,8 +73,8 @@ struct GStreamerEngineTests {
         _ = try await Self.connect(alice, [bob], mediaType: .audio)
 
         // Each side hears the other's tone, and its statistics say so.
-        try await bob.media.first(timeout: Self.wait) { if case .audioLevel("alice", let level, _) = $0 { level > 10 } else { false } }
-        try await alice.media.first(timeout: Self.wait) { if case .audioLevel("bob", let level, _) = $0 { level > 10 } else { false } }
+        try await Self.expect(bob, "alice's tone") { if case .audioLevel("alice", let level, _) = $0 { level > 10 } else { false } }
+        try await Self.expect(alice, "bob's tone") { if case .audioLevel("bob", let level, _) = $0 { level > 10 } else { false } }
         for (member, peer) in [(alice, UserID("bob")), (bob, UserID("alice"))] {
             let statistics = try #require(await member.engine.statistics().peers[peer])
             #expect(statistics.audio.packetsReceived > 0)
@@ -89,16 +89,16 @@ struct GStreamerEngineTests {
         alice.client.deviceStore.closeLocalMicrophone()
         try await Self.expect(bob, .audioLevel("alice", level: 0, playout: 0))
         alice.client.deviceStore.openLocalMicrophone()
-        try await bob.media.first(timeout: Self.wait) { if case .audioLevel("alice", let level, _) = $0 { level > 10 } else { false } }
+        try await Self.expect(bob, "alice's tone again") { if case .audioLevel("alice", let level, _) = $0 { level > 10 } else { false } }
 
         // bob silences everyone here: alice still arrives, but nothing plays.
         bob.client.deviceStore.muteAllRemoteAudio(true)
-        try await bob.media.first(timeout: Self.wait) {
+        try await Self.expect(bob, "alice not played") {
             if case .audioLevel("alice", let level, let playout) = $0 { level > 10 && playout == 0 } else { false }
         }
         bob.client.deviceStore.muteAllRemoteAudio(false)
         bob.client.deviceStore.setAudioPlayoutVolume(50)
-        try await bob.media.first(timeout: Self.wait) {
+        try await Self.expect(bob, "alice played at half volume") {
             if case .audioLevel("alice", let level, let playout) = $0 { playout > 0 && playout < level } else { false }
         }
 
