@@ -164,10 +164,7 @@ actor CallMedia {
             router: router, recordDirectory: configuration.recordDirectory, playback: configuration.playback,
             logger: logger, emit: emit)
         for kind in TrackKind.allCases {
-            if let chain = chains[kind] {
-                try connection.attach(kind, tee: chain.tee)
-                chain.requestKeyFrame()
-            }
+            if let chain = chains[kind] { try connection.attach(kind, tee: chain.tee) }
         }
         return connection
     }

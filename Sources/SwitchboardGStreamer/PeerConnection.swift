@@ -30,12 +30,14 @@ final class PeerConnection: @unchecked Sendable {
         var transceiver: OpaqueObject
         var payloadType: Int
         var ssrc: UInt32
+        /// The local track's tee.
+        var tee: Element
+        /// The queue and payloader from the tee to the pad, once connected.
         var branch: Branch?
     }
 
     private struct Branch {
         var bin: Element
-        var tee: Element
         var teePad: Pad
     }
 
@@ -48,6 +50,10 @@ final class PeerConnection: @unchecked Sendable {
         var closed = false
         var handlers: [gulong] = []
         var output = (volume: 100, muted: false)
+        /// This side's DTLS role once negotiated (`active` or `passive`): later offers must name it.
+        var dtlsRole: String?
+        /// Frames decoded by tracks that ended (a screen that stopped, a camera removed).
+        var endedFrames: [TrackKind: Int] = [:]
     }
 
     /// Default payload types of our offers (the peer's offer decides when it offers first).
@@ -278,6 +284,8 @@ final class PeerConnection: @unchecked Sendable {
         } catch {
             logger.error("could not renew a receiving chain", metadata: ["peer": "\(peer)", "error": "\(error)"])
         }
+        let frames = ended.snapshot.framesDecoded
+        state.withLockedValue { $0.endedFrames[ended.kind, default: 0] += frames }
         await ended.finish()
         pipeline.remove(ended.bin)
     }
@@ -314,33 +322,45 @@ final class PeerConnection: @unchecked Sendable {
 
     // MARK: - local tracks
 
-    /// Sends a local track: a branch from its tee into a new webrtcbin pad and transceiver.
-    /// (A track that comes back after ``detach(_:)`` gets a new transceiver too: webrtcbin cannot
-    /// turn an inactive one active again.)
+    /// Sends a local track: a new webrtcbin pad and transceiver, fed from the track's tee once
+    /// its payload type is settled (``connectSenders()``). (A track that comes back after
+    /// ``detach(_:)`` gets a new transceiver too: webrtcbin cannot turn an inactive one active.)
     func attach(_ kind: TrackKind, tee: Element) throws {
         guard state.withLockedValue({ $0.senders[kind] }) == nil else { return }
         let payloadType = kind == .audio ? Self.opusPayloadType : Self.vp8PayloadType
         let ssrc = UInt32.random(in: 1...UInt32.max)
-        let payloader = kind == .audio ? "rtpopuspay" : "rtpvp8pay"
-        let bin = try Element.bin(
-            "queue leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=500000000 ! "
-                + "\(payloader) name=payloader pt=\(payloadType) ssrc=\(ssrc) mtu=1200")
         let pad = try webrtc.requestPad("sink_%u", caps: Self.caps(kind, payloadType: payloadType))
         pad.set("msid", kind == .screen ? "switchboard-screen" : "switchboard")
         guard let raw = sb_get_object(pad.raw, "transceiver") else { throw GStreamerError("pad without a transceiver") }
         let transceiver = OpaqueObject(adopting: raw)
         transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType, ssrc: ssrc))
-        var sender = Sender(pad: pad, transceiver: transceiver, payloadType: payloadType, ssrc: ssrc, branch: nil)
-        try pipeline.add(bin)
-        guard let output = bin.staticPad("src"), let input = bin.staticPad("sink") else {
-            throw GStreamerError("a send branch without pads")
-        }
-        try output.link(to: sender.pad)
-        let teePad = try tee.requestPad("src_%u")
-        try teePad.link(to: input)
-        bin.syncStateWithParent()
-        sender.branch = Branch(bin: bin, tee: tee, teePad: teePad)
+        let sender = Sender(pad: pad, transceiver: transceiver, payloadType: payloadType, ssrc: ssrc, tee: tee, branch: nil)
         state.withLockedValue { $0.senders[kind] = sender }
+    }
+
+    /// Feeds every sender not fed yet, with its payload type. webrtcbin checks the caps a pad
+    /// carries against the transceiver's codec preferences, so a pad carries nothing until the
+    /// payload type is the one negotiated: ours when offering, the offer's when answering.
+    private func connectSenders() throws {
+        let waiting = state.withLockedValue { $0.senders.filter { $0.value.branch == nil } }
+        for (kind, var sender) in waiting {
+            let payloader = kind == .audio ? "rtpopuspay" : "rtpvp8pay"
+            let bin = try Element.bin(
+                "queue leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=500000000 ! "
+                    + "\(payloader) name=payloader pt=\(sender.payloadType) ssrc=\(sender.ssrc) mtu=1200")
+            try pipeline.add(bin)
+            guard let output = bin.staticPad("src"), let input = bin.staticPad("sink") else {
+                throw GStreamerError("a send branch without pads")
+            }
+            try output.link(to: sender.pad)
+            let teePad = try sender.tee.requestPad("src_%u")
+            try teePad.link(to: input)
+            bin.syncStateWithParent()
+            // A receiver that starts now needs a key frame to decode from.
+            if kind.isVideo { _ = teePad.send(sb_force_key_unit_event()) }
+            sender.branch = Branch(bin: bin, teePad: teePad)
+            state.withLockedValue { $0.senders[kind] = sender }
+        }
     }
 
     /// Stops sending a local track: its branch leaves the tee (once no buffer is in flight there),
@@ -348,14 +368,14 @@ final class PeerConnection: @unchecked Sendable {
     func detach(_ kind: TrackKind) async {
         guard let sender = state.withLockedValue({ $0.senders.removeValue(forKey: kind) }) else { return }
         sender.transceiver.set("direction", "inactive")
-        if let branch = sender.branch { await Self.remove(branch, from: pipeline) }
+        if let branch = sender.branch { await Self.remove(branch, tee: sender.tee, from: pipeline) }
         webrtc.releaseRequestPad(sender.pad)
     }
 
-    private static func remove(_ branch: Branch, from pipeline: Element) async {
+    private static func remove(_ branch: Branch, tee: Element, from pipeline: Element) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let input = branch.bin.staticPad("sink")
-            branch.teePad.whenIdle { [tee = branch.tee, teePad = branch.teePad] in
+            branch.teePad.whenIdle { [teePad = branch.teePad] in
                 if let input { teePad.unlink(from: input) }
                 tee.releaseRequestPad(teePad)
                 continuation.resume()
@@ -397,6 +417,7 @@ final class PeerConnection: @unchecked Sendable {
     /// with `a=msid` lines added for browsers.
     func createAndSetLocal(_ type: GstWebRTCSDPType) async throws -> String {
         let field = type == GST_WEBRTC_SDP_TYPE_OFFER ? "offer" : "answer"
+        if type == GST_WEBRTC_SDP_TYPE_OFFER { try connectSenders() }
         var text = try await awaitPromise(
             extract: { reply in
                 if let error = replyError(reply) { throw error }
@@ -420,9 +441,21 @@ final class PeerConnection: @unchecked Sendable {
         if type == GST_WEBRTC_SDP_TYPE_ANSWER, state.withLockedValue({ $0.remoteSDP?.offersEitherDTLSRole }) == true {
             text = text.replacingOccurrences(of: "a=setup:active", with: "a=setup:passive")
         }
+        // An offer after the first names the role negotiated then: browsers refuse anything else,
+        // and webrtcbin copies a role from an earlier description (its own unchanged answer).
+        if type == GST_WEBRTC_SDP_TYPE_OFFER, let role = state.withLockedValue({ $0.dtlsRole }) {
+            for other in ["actpass", "active", "passive"] where other != role {
+                text = text.replacingOccurrences(of: "a=setup:\(other)", with: "a=setup:\(role)")
+            }
+        }
         // Known before gathering starts, so that candidates carry their mid and ufrag.
         state.withLockedValue { $0.localSDP = SessionDescriptionText(text) }
         try await apply(type, text, local: true)
+        if type == GST_WEBRTC_SDP_TYPE_ANSWER {
+            let role = SessionDescriptionText(text).media.first?.setup
+            state.withLockedValue { $0.dtlsRole = role }
+            try connectSenders()
+        }
         // The camera and microphone share a stream, a screen has its own: how receivers tell
         // them apart.
         let streams = state.withLockedValue { state in
@@ -442,12 +475,21 @@ final class PeerConnection: @unchecked Sendable {
     /// tracks take the payload types it uses, and each section nothing of ours sends on gets a
     /// receive-only transceiver limited to Opus or VP8.
     func setRemote(_ type: GstWebRTCSDPType, _ text: String) async throws {
+        // webrtcbin also takes the candidates written in a description: keep those on loopback only.
+        let text = ice.loopbackOnly ? SessionDescriptionText.keepingLoopbackCandidates(text) : text
         let sdp = SessionDescriptionText(text)
         logger.trace("remote description", metadata: ["peer": "\(peer)", "sdp": "\(text)"])
         if type == GST_WEBRTC_SDP_TYPE_OFFER { prepare(for: sdp) }
         state.withLockedValue { $0.remoteSDP = sdp }
         try await apply(type, text, local: false)
-        if type == GST_WEBRTC_SDP_TYPE_ANSWER { state.withLockedValue { $0.localText = nil } }
+        if type == GST_WEBRTC_SDP_TYPE_ANSWER {
+            // The answerer took one role; this side has the other.
+            let role = sdp.media.first?.setup.map { $0 == "active" ? "passive" : "active" }
+            state.withLockedValue { state in
+                state.localText = nil
+                state.dtlsRole = role ?? state.dtlsRole
+            }
+        }
     }
 
     private func apply(_ type: GstWebRTCSDPType, _ text: String, local: Bool) async throws {
@@ -461,7 +503,7 @@ final class PeerConnection: @unchecked Sendable {
     private func prepare(for offer: SessionDescriptionText) {
         let senders = state.withLockedValue { $0.senders }
         var claimed = Set(senders.values.compactMap { $0.transceiver.string("mid") })
-        var unassigned = senders.filter { $0.value.transceiver.string("mid") == nil }
+        var unassigned = senders.filter { $0.value.transceiver.string("mid") == nil && $0.value.branch == nil }
         // Existing transceivers of ours that were made for receiving keep their sections too.
         claimed.formUnion(receivingMids())
         for section in offer.media where !section.rejected {
@@ -473,14 +515,11 @@ final class PeerConnection: @unchecked Sendable {
             let wanted: [TrackKind] = section.kind == "audio" ? [.audio] : [.video, .screen]
             let canSend = section.direction == "sendrecv" || section.direction == "recvonly"
             if canSend, let kind = wanted.first(where: { unassigned[$0] != nil }), var sender = unassigned[kind] {
-                // Our track answers this section, with its payload type.
+                // Our track answers this section, with its payload type (its pad carries
+                // nothing yet: it is connected after the answer).
                 unassigned[kind] = nil
                 sender.payloadType = payloadType
                 sender.transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType, ssrc: sender.ssrc))
-                if let payloader = sender.branch?.bin.child("payloader") {
-                    payloader.set("pt", UInt32(payloadType))
-                    if let output = payloader.staticPad("src") { gst_pad_mark_reconfigure(output.pointer) }
-                }
                 state.withLockedValue { $0.senders[kind] = sender }
             } else {
                 let kind: TrackKind = section.kind == "audio" ? .audio : .video
@@ -527,13 +566,14 @@ final class PeerConnection: @unchecked Sendable {
         let entries =
             (try? await awaitPromise(
                 extract: { WebRTCStatsEntry.parse($0) }, start: { sb_webrtc_get_stats(webrtc.pointer, $0) })) ?? []
-        let (senders, tracks) = state.withLockedValue { state in
-            (state.senders.mapValues { (ssrc: $0.ssrc, active: $0.branch != nil) }, state.tracks.map(\.track))
+        let (senders, tracks, endedFrames) = state.withLockedValue { state in
+            (state.senders.mapValues { (ssrc: $0.ssrc, active: $0.branch != nil) }, state.tracks.map(\.track),
+             state.endedFrames)
         }
         var result = PeerStatistics()
         var rtt: Double?
         for kind in TrackKind.allCases {
-            var stats = TrackStatistics()
+            var stats = TrackStatistics(framesDecoded: endedFrames[kind] ?? 0)
             if let sender = senders[kind] {
                 if let outbound = entries.first(GST_WEBRTC_STATS_OUTBOUND_RTP, ssrc: sender.ssrc) {
                     stats.packetsSent = outbound.packetsSent
@@ -592,10 +632,13 @@ final class PeerConnection: @unchecked Sendable {
                 state.senders = [:]
                 state.handlers = []
             }
-            return (state.senders.values.compactMap(\.branch), state.tracks.map(\.track), state.handlers)
+            return (
+                state.senders.values.compactMap { sender in sender.branch.map { ($0, sender.tee) } },
+                state.tracks.map(\.track), state.handlers
+            )
         }
         for handler in handlers { sb_disconnect(webrtc.raw, handler) }
-        for branch in senders { await Self.remove(branch, from: pipeline) }
+        for (branch, tee) in senders { await Self.remove(branch, tee: tee, from: pipeline) }
         // webrtcbin stops first, so nothing pushes into chains that are stopping; the
         // recordings' ends are sent into the chains directly.
         webrtc.setState(GST_STATE_NULL)

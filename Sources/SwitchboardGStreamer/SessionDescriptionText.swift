@@ -138,6 +138,13 @@ struct SessionDescriptionText: Equatable, Sendable {
         return output.joined(separator: "\r\n")
     }
 
+    /// `sdp` without the `a=candidate` lines of addresses outside 127.0.0.0/8.
+    static func keepingLoopbackCandidates(_ sdp: String) -> String {
+        sdp.components(separatedBy: "\r\n").filter { line in
+            !line.hasPrefix("a=candidate:") || CandidateLine(String(line.dropFirst(2)))?.isLoopback == true
+        }.joined(separator: "\r\n")
+    }
+
     private static func split(_ attribute: Substring) -> (Substring, Substring?) {
         guard let colon = attribute.firstIndex(of: ":") else { return (attribute, nil) }
         return (attribute[..<colon], attribute[attribute.index(after: colon)...])

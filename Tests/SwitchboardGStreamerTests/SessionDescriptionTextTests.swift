@@ -62,6 +62,10 @@ struct SessionDescriptionTextTests {
         #expect(CandidateLine("candidate:2 1 udp 1 172.17.0.2 5000 typ host generation 0")?.isLoopback == false)
         #expect(CandidateLine("candidate:3 1 udp 1 127.0.0.1 49160 typ relay raddr 0.0.0.0 rport 0")?.type == "relay")
         #expect(CandidateLine("") == nil)
+        let sdp = "m=audio 9 RTP 111\r\na=candidate:1 1 udp 1 127.0.0.1 5 typ host\r\na=candidate:2 1 udp 1 192.0.2.2 6 typ host\r\na=mid:0\r\n"
+        #expect(
+            SessionDescriptionText.keepingLoopbackCandidates(sdp)
+                == "m=audio 9 RTP 111\r\na=candidate:1 1 udp 1 127.0.0.1 5 typ host\r\na=mid:0\r\n")
         #expect(CandidateLine("not a candidate at all 1 2 3 4") == nil)
     }
 }

@@ -71,6 +71,9 @@ struct CallCommand: AsyncParsableCommand {
     @Flag(help: "Events as JSON lines, and the summary as one JSON object on the last line of stdout.")
     var json = false
 
+    @Option(name: .customLong("log-level"), help: "SDK and engine logs on stderr: trace, debug, info, warning, error.")
+    var logLevel = "error"
+
     func validate() throws {
         if (to == nil) == !answer { throw ValidationError("give either --to ID[,ID…] or --answer") }
         if (secret == nil) == (userSig == nil) { throw ValidationError("give either --secret or --user-sig") }
@@ -79,6 +82,9 @@ struct CallCommand: AsyncParsableCommand {
             throw ValidationError("--hangup-after is 0…86400 seconds")
         }
         if !(1...600).contains(timeout) { throw ValidationError("--timeout is 1…600 seconds") }
+        if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel) {
+            throw ValidationError("--log-level is trace, debug, info, warning or error")
+        }
         guard URL(string: server)?.scheme.map({ ["ws", "wss"].contains($0) }) == true else {
             throw ValidationError("--server is a ws:// or wss:// URL")
         }

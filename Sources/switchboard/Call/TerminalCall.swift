@@ -35,7 +35,7 @@ struct TerminalCall {
             return 3
         }
         var logger = Logger(label: "switchboard.call")
-        logger.logLevel = .error
+        logger.logLevel = Logger.Level(rawValue: options.logLevel) ?? .error
         let engine = GStreamerMediaEngine(
             configuration: .init(
                 audioSource: AudioSource(argument: options.audioSource),
