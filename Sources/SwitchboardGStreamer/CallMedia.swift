@@ -15,7 +15,7 @@ final class CaptureChain: @unchecked Sendable {
 
     init(kind: TrackKind, description: String, pipeline: Element) throws {
         self.kind = kind
-        bin = try Element.bin(description)
+        bin = try Self.make(description)
         tee = try Element.make("tee", name: "\(kind.rawValue)-tee")
         tee.set("allow-not-linked", true)
         try pipeline.add(bin)
@@ -27,9 +27,18 @@ final class CaptureChain: @unchecked Sendable {
 
     func child(_ name: String) -> Element? { bin.child(name) }
 
+    /// The source-and-encoder bin. A file source is not live: starting it in the running call's
+    /// pipeline is an asynchronous state change, which the bin keeps to itself (otherwise the
+    /// whole pipeline would wait in PAUSED for a preroll its network elements never give).
+    private static func make(_ description: String) throws -> Element {
+        let bin = try Element.bin(description, output: "encoder")
+        bin.set("async-handling", true)
+        return bin
+    }
+
     /// Swaps the source and encoder bin (front and back camera); the tee and the peers' branches stay.
     func replace(with description: String, in pipeline: Element) throws {
-        let next = try Element.bin(description)
+        let next = try Self.make(description)
         bin.setState(GST_STATE_NULL)
         if let output = bin.staticPad("src"), let input = output.peer { output.unlink(from: input) }
         pipeline.remove(bin)

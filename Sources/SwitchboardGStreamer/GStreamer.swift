@@ -114,10 +114,12 @@ final class Element: ObjectRef<GstElement>, @unchecked Sendable {
     }
 
     /// A bin from a gst-launch description; its unlinked pads become the bin's own (ghost) pads.
-    static func bin(_ description: String) throws -> Element {
+    /// With `output`, only that element's source pad does: a description with elements that link
+    /// later (decodebin's pads appear once it knows the file) must not have their pads ghosted.
+    static func bin(_ description: String, output: String? = nil) throws -> Element {
         _ = GStreamer.initialized
         var error: UnsafeMutablePointer<GError>?
-        let bin = gst_parse_bin_from_description(description, 1, &error)
+        let bin = gst_parse_bin_from_description(description, output == nil ? 1 : 0, &error)
         if let error {
             let message = String(cString: error.pointee.message)
             g_error_free(error)
@@ -125,7 +127,13 @@ final class Element: ObjectRef<GstElement>, @unchecked Sendable {
             throw GStreamerError("\(message): \(description)")
         }
         guard let bin else { throw GStreamerError("could not build \(description)") }
-        return Element(sinking: bin)
+        let element = Element(sinking: bin)
+        if let output {
+            guard let target = element.child(output)?.staticPad("src"),
+                let ghost = gst_ghost_pad_new("src", target.pointer), gst_element_add_pad(element.pointer, ghost) != 0
+            else { throw GStreamerError("no output \(output) in \(description)") }
+        }
+        return element
     }
 
     /// A named element inside this bin.

@@ -30,13 +30,14 @@ struct GStreamerEngineTests {
     static let wait = Duration.seconds(30)
 
     static func member(
-        _ server: TestServer, _ user: UserID, record: URL? = nil, tone: Double = 440
+        _ server: TestServer, _ user: UserID, record: URL? = nil, tone: Double = 440, audio: AudioSource? = nil,
+        video: VideoSource = .pattern("ball")
     ) async throws -> Member {
         var logger = Logger(label: "switchboard.gstreamer.\(user)")
         logger.logLevel = ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
         let engine = GStreamerMediaEngine(
             configuration: .init(
-                audioSource: .tone(frequency: tone), videoSource: .pattern("ball"), recordDirectory: record,
+                audioSource: audio ?? .tone(frequency: tone), videoSource: video, recordDirectory: record,
                 loopbackOnly: true, screenQuality: (480, 270, 10, 300)),
             logger: logger)
         let media = Recorder(engine.events)
@@ -102,12 +103,15 @@ struct GStreamerEngineTests {
             if case .audioLevel("alice", let level, let playout) = $0 { playout > 0 && playout < level } else { false }
         }
 
-        // The end: bob's recording of alice is a WAV file with her audio in it.
+        // The end, after half a second more: bob's recording of alice is a WAV file with her
+        // audio in it.
+        try await Self.barrier(bob, from: "alice", count: 5)
         try await alice.client.callStore.hangup()
         try await Self.expect(bob, .trackEnded("alice", .audio))
         let wav = try Data(contentsOf: directory.appendingPathComponent("alice-audio.wav"))
         #expect(wav.prefix(4) == Data("RIFF".utf8))
         #expect(wav.count > 48_000)
+        #expect(wav.dropFirst(44).contains { $0 != 0 })
         await server.stop()
     }
 
@@ -245,6 +249,33 @@ struct GStreamerEngineTests {
             #expect(statistics.peers.count == 2)
             #expect(statistics.peers.values.allSatisfy { $0.audio.framesDecoded > 0 })
         }
+        await server.stop()
+    }
+
+    /// A call's recordings are media files: played back as another member's audio and video
+    /// sources, they arrive decoded at the other end.
+    @Test func recordingsPlayBackAsFileSources() async throws {
+        let server = try await TestServer.start()
+        let directory = server.directory.appendingPathComponent("recordings")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let alice = try await Self.member(server, "alice", tone: 660)
+        let bob = try await Self.member(server, "bob", record: directory)
+        _ = try await Self.connect(alice, [bob], mediaType: .video)
+        try await Self.expect(bob, .frameSize("alice", .video, width: 640, height: 360))
+        try await Self.barrier(bob, from: "alice", count: 20)
+        try await alice.client.callStore.hangup()
+        try await Self.expect(bob, .trackEnded("alice", .video))
+        try await Self.expect(bob, .trackEnded("alice", .audio))
+
+        let carol = try await Self.member(
+            server, "carol", audio: .file(directory.appendingPathComponent("alice-audio.wav").path),
+            video: .file(directory.appendingPathComponent("alice-video.webm").path))
+        let dave = try await Self.member(server, "dave")
+        _ = try await Self.connect(carol, [dave], mediaType: .video)
+        try await Self.expect(dave, "alice's recorded tone, sent by carol") {
+            if case .audioLevel("carol", let level, _) = $0 { level > 10 } else { false }
+        }
+        try await Self.expect(dave, .frameSize("carol", .video, width: 640, height: 360))
         await server.stop()
     }
 }
