@@ -120,12 +120,6 @@ static inline gint sb_get_enum(gpointer object, const char *name) {
     return value;
 }
 
-static inline guint sb_get_uint(gpointer object, const char *name) {
-    guint value = 0;
-    g_object_get(object, name, &value, NULL);
-    return value;
-}
-
 /// A string field of a structure, or NULL (owned by the structure).
 static inline const gchar *sb_structure_string(const GstStructure *structure, const char *field) {
     return gst_structure_has_field_typed(structure, field, G_TYPE_STRING) ? gst_structure_get_string(structure, field)
@@ -150,10 +144,6 @@ static inline void sb_set_int(gpointer object, const char *name, gint value) {
 
 static inline void sb_set_uint(gpointer object, const char *name, guint value) {
     g_object_set(object, name, value, NULL);
-}
-
-static inline gboolean sb_has_property(gpointer object, const char *name) {
-    return g_object_class_find_property(G_OBJECT_GET_CLASS(object), name) != NULL;
 }
 
 // MARK: - promises and structures
@@ -268,23 +258,6 @@ static inline gboolean sb_pad_video_size(GstPad *pad, gint *width, gint *height)
     gboolean found = gst_structure_get_int(structure, "width", width) && gst_structure_get_int(structure, "height", height);
     gst_caps_unref(caps);
     return found;
-}
-
-/// The media kind ("audio"/"video") and encoding name of an RTP pad's caps, copied into the buffers.
-static inline gboolean sb_pad_rtp_kind(GstPad *pad, char *media, gsize media_size, char *encoding, gsize encoding_size) {
-    GstCaps *caps = gst_pad_get_current_caps(pad);
-    if (caps == NULL) caps = gst_pad_query_caps(pad, NULL);
-    if (caps == NULL || gst_caps_is_empty(caps)) {
-        if (caps != NULL) gst_caps_unref(caps);
-        return FALSE;
-    }
-    const GstStructure *structure = gst_caps_get_structure(caps, 0);
-    const gchar *m = gst_structure_get_string(structure, "media");
-    const gchar *e = gst_structure_get_string(structure, "encoding-name");
-    g_strlcpy(media, m != NULL ? m : "", media_size);
-    g_strlcpy(encoding, e != NULL ? e : "", encoding_size);
-    gst_caps_unref(caps);
-    return m != NULL;
 }
 
 static inline GstElement *sb_bin_by_name(GstElement *bin, const char *name) {

@@ -68,7 +68,6 @@ extension HasProperties {
 
     func string(_ property: String) -> String? { GStreamer.takeString(sb_get_string(raw, property)) }
     func enumValue(_ property: String) -> Int32 { sb_get_enum(raw, property) }
-    func has(_ property: String) -> Bool { sb_has_property(raw, property) != 0 }
 }
 
 /// An owned reference to a GStreamer object whose struct Swift does not see (a transceiver).
@@ -185,10 +184,6 @@ final class Element: ObjectRef<GstElement>, @unchecked Sendable {
         _ = gst_element_sync_state_with_parent(pointer)
     }
 
-    /// Sends an event into the element (e.g. end of stream into a recording branch).
-    func send(_ event: UnsafeMutablePointer<GstEvent>) {
-        _ = gst_element_send_event(pointer, event)
-    }
 }
 
 final class Pad: ObjectRef<GstPad>, @unchecked Sendable {

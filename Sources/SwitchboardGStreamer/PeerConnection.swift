@@ -213,19 +213,16 @@ final class PeerConnection: @unchecked Sendable {
         let transceiver = sb_get_object(pad.raw, "transceiver").map(OpaqueObject.init(adopting:))
         let mid = transceiver?.string("mid")
         let (remote, count, output) = state.withLockedValue { ($0.remoteSDP, $0.tracks.count, $0.output) }
+        // The transceiver knows audio from video (its codec preferences say); the peer's
+        // description tells a screen from the camera. (webrtcbin may add the pads of an offer's
+        // own transceivers before the answer came: then it is the camera, as a screen always
+        // comes in a section of its own.)
+        let transceiverKind = transceiver.map { GstWebRTCKind(rawValue: UInt32($0.enumValue("kind"))) }
         let section = mid.flatMap { remote?.media(mid: $0) }
-        var kind: TrackKind = section?.kind == "audio" ? .audio : .video
+        var kind: TrackKind =
+            transceiverKind == GST_WEBRTC_KIND_AUDIO || (transceiverKind != GST_WEBRTC_KIND_VIDEO && section?.kind == "audio")
+            ? .audio : .video
         if kind == .video, let mid, remote?.isScreen(mid: mid) == true { kind = .screen }
-        if section == nil {
-            // Without the section, the transceiver's kind decides.
-            var media = [CChar](repeating: 0, count: 16)
-            var encoding = [CChar](repeating: 0, count: 16)
-            if sb_pad_rtp_kind(pad.pointer, &media, 16, &encoding, 16) != 0,
-                String(decoding: media.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) == "audio"
-            {
-                kind = .audio
-            }
-        }
         do {
             let track = try receiver(kind, pad: pad, mid: mid, number: count, output: output)
             try pad.link(to: try input(of: track))
@@ -333,6 +330,8 @@ final class PeerConnection: @unchecked Sendable {
         pad.set("msid", kind == .screen ? "switchboard-screen" : "switchboard")
         guard let raw = sb_get_object(pad.raw, "transceiver") else { throw GStreamerError("pad without a transceiver") }
         let transceiver = OpaqueObject(adopting: raw)
+        // A screen only goes out: the peer's own screen comes in a section of its own.
+        if kind == .screen { transceiver.set("direction", "sendonly") }
         transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType, ssrc: ssrc))
         let sender = Sender(pad: pad, transceiver: transceiver, payloadType: payloadType, ssrc: ssrc, tee: tee, branch: nil)
         state.withLockedValue { $0.senders[kind] = sender }

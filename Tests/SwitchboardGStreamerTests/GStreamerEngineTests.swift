@@ -230,8 +230,15 @@ struct GStreamerEngineTests {
         let before = await Self.frames(alice, "bob", .audio)
 
         bob.client.media.reconnected()
-        try await alice.media.matches(2, timeout: Self.wait) { $0 == .trackStarted("bob", .audio) }
-        try await bob.media.matches(2, timeout: Self.wait) { $0 == .trackStarted("alice", .audio) }
+        for (member, peer) in [(alice, UserID("bob")), (bob, UserID("alice"))] {
+            do {
+                _ = try await member.media.matches(2, timeout: Self.wait) { $0 == .trackStarted(peer, .audio) }
+            } catch {
+                let seen = member.media.values.filter { if case .audioLevel = $0 { false } else { true } }
+                Issue.record("\(member.id) did not receive \(peer)'s audio again; it saw \(seen)")
+                throw error
+            }
+        }
         try await Self.barrier(alice, from: "bob", count: 3)
         #expect(await Self.frames(alice, "bob", .audio) > before)
         await server.stop()
