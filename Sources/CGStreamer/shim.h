@@ -81,9 +81,11 @@ static inline void sb_webrtc_get_stats(GstElement *webrtc, GstPromise *promise) 
     g_signal_emit_by_name(webrtc, "get-stats", NULL, promise);
 }
 
-/// Host candidates only on `address` (tests keep ICE on 127.0.0.1): libnice gathers on the
-/// local addresses added before gathering starts, and on every interface when none was added.
-static inline gboolean sb_webrtc_restrict_local_address(GstElement *webrtc, const char *address) {
+/// Sets up webrtcbin's libnice agent before it gathers: no UPnP port mappings (libnice asks the
+/// network's router for them by default, which browsers never do), and, with `address`, host
+/// candidates on that address only (tests keep ICE on 127.0.0.1; libnice gathers on the local
+/// addresses added before gathering starts, on every interface when none was added).
+static inline gboolean sb_webrtc_configure_agent(GstElement *webrtc, const char *address) {
     GObject *ice = NULL;
     NiceAgent *agent = NULL;
     g_object_get(webrtc, "ice-agent", &ice, NULL);
@@ -91,10 +93,13 @@ static inline gboolean sb_webrtc_restrict_local_address(GstElement *webrtc, cons
     if (g_object_class_find_property(G_OBJECT_GET_CLASS(ice), "agent") != NULL) g_object_get(ice, "agent", &agent, NULL);
     g_object_unref(ice);
     if (agent == NULL) return FALSE;
-    NiceAddress *nice_address = nice_address_new();
-    gboolean added = nice_address_set_from_string(nice_address, address) &&
-                     nice_agent_add_local_address(agent, nice_address);
-    nice_address_free(nice_address);
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(agent), "upnp") != NULL) g_object_set(agent, "upnp", FALSE, NULL);
+    gboolean added = TRUE;
+    if (address != NULL) {
+        NiceAddress *nice_address = nice_address_new();
+        added = nice_address_set_from_string(nice_address, address) && nice_agent_add_local_address(agent, nice_address);
+        nice_address_free(nice_address);
+    }
     g_object_unref(agent);
     return added;
 }

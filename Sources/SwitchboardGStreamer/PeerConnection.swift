@@ -89,7 +89,7 @@ final class PeerConnection: @unchecked Sendable {
         self.logger = logger
         webrtc = try Element.make("webrtcbin", name: name)
         webrtc.set("bundle-policy", "max-bundle")
-        // The jitter buffer: 200 ms of WebRTC's default, less for loopback.
+        // The jitter buffer: webrtcbin's 200 ms, 50 on loopback where nothing arrives late.
         webrtc.set("latency", UInt32(ice.loopbackOnly ? 50 : 200))
         if ice.relayOnly { webrtc.set("ice-transport-policy", "relay") }
         for server in ice.servers {
@@ -104,8 +104,8 @@ final class PeerConnection: @unchecked Sendable {
             }
         }
         try pipeline.add(webrtc)
-        if ice.loopbackOnly, sb_webrtc_restrict_local_address(webrtc.pointer, "127.0.0.1") == 0 {
-            logger.warning("could not keep ICE on 127.0.0.1")
+        if sb_webrtc_configure_agent(webrtc.pointer, ice.loopbackOnly ? "127.0.0.1" : nil) == 0 {
+            logger.warning("could not set up the ICE agent", metadata: ["loopbackOnly": "\(ice.loopbackOnly)"])
         }
         connectSignals()
         webrtc.syncStateWithParent()
@@ -352,9 +352,12 @@ final class PeerConnection: @unchecked Sendable {
                 throw GStreamerError("a send branch without pads")
             }
             try output.link(to: sender.pad)
+            // Started before the tee feeds it: a buffer pushed into a branch that is not yet
+            // playing is refused as "flushing", and the tee would pass that up to the source,
+            // which then stops for every peer.
+            bin.syncStateWithParent()
             let teePad = try sender.tee.requestPad("src_%u")
             try teePad.link(to: input)
-            bin.syncStateWithParent()
             // A receiver that starts now needs a key frame to decode from.
             if kind.isVideo { _ = teePad.send(sb_force_key_unit_event()) }
             sender.branch = Branch(bin: bin, teePad: teePad)

@@ -19,8 +19,9 @@ struct CallCommandTests {
         #expect(badServer.status == 64 && badServer.stderr.contains("ws://"))
     }
 
-    /// Two processes through a real server: bob answers, alice calls and hangs up after a second;
-    /// both exit 0 and their summaries show the other's audio decoded, with energy in it.
+    /// Two processes through a real server: bob answers, alice calls; once each one's status line
+    /// shows the other's audio with a level, alice hangs up (a line on her stdin). Both exit 0 and
+    /// their summaries show the other's audio decoded, with energy in it.
     @Test(.tags(.gstreamer)) func twoCallsDecodeEachOther() async throws {
         let server = try await TestServer.start()
         // UserSigs from the server's (test) clock, which the server checks them against.
@@ -32,8 +33,18 @@ struct CallCommandTests {
         }
         let bob = try Spawned(arguments("bob") + ["--answer", "--audio-source", "tone"])
         // bob is waiting before alice calls: his second line says so.
-        _ = try await bob.firstLine(containing: "\"waiting\"")
-        let alice = try Spawned(arguments("alice") + ["--to", "bob", "--hangup-after", "1"])
+        try await bob.output.first(timeout: .seconds(30)) { $0.contains("\"waiting\"") }
+        let alice = try Spawned(arguments("alice") + ["--to", "bob"])
+        for (process, peer) in [(alice, "bob"), (bob, "alice")] {
+            try await process.output.first(timeout: .seconds(30)) { line in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    object["event"] as? String == "status",
+                    let member = (object["members"] as? [String: Any])?[peer] as? [String: Any]
+                else { return false }
+                return Int(member["audioLevel"] as? String ?? "") ?? 0 > 0
+            }
+        }
+        alice.send("hangup")
         let (aliceStatus, aliceOutput) = await alice.finish()
         let (bobStatus, bobOutput) = await bob.finish()
         #expect(aliceStatus == 0, "\(aliceOutput)")
@@ -67,9 +78,11 @@ extension Tag {
     @Tag static var gstreamer: Self
 }
 
-/// A `switchboard` process whose output is read off Swift's thread pool (reading blocks).
+/// A `switchboard` process fed through stdin, whose output lines are recorded as they come (read
+/// on a thread of its own: reading blocks).
 final class Spawned: Sendable {
-    private let lines: AsyncStream<String>
+    let output: Recorder<String>
+    private let input: FileHandle
     private let finished: Task<(Int32, String), Never>
 
     init(_ arguments: [String]) throws {
@@ -77,11 +90,13 @@ final class Spawned: Sendable {
         process.executableURL = CLITests.binary
         process.arguments = arguments
         let out = Pipe()
+        let stdin = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = stdin
+        input = stdin.fileHandleForWriting
         let (lines, continuation) = AsyncStream<String>.makeStream()
-        self.lines = lines
+        output = Recorder(lines)
         try process.run()
         finished = Task.detached {
             await withCheckedContinuation { (result: CheckedContinuation<(Int32, String), Never>) in
@@ -107,10 +122,9 @@ final class Spawned: Sendable {
         }
     }
 
-    /// The first line of output that contains `text`.
-    func firstLine(containing text: String) async throws -> String {
-        for await line in lines where line.contains(text) { return line }
-        throw CocoaError(.fileReadUnknown)
+    /// A command line on the process's stdin.
+    func send(_ line: String) {
+        input.write(Data((line + "\n").utf8))
     }
 
     func finish() async -> (Int32, String) {

@@ -65,6 +65,15 @@ struct GStreamerEngineTests {
         return call.callId
     }
 
+    /// coturn's REST credentials (`expiry:user`, base64) in webrtcbin's TURN URI form.
+    @Test func turnServersBecomeWebRTCBinURIs() {
+        #expect(
+            PeerConnection.turnURI("turn:127.0.0.1:3478?transport=udp", username: "1767225600:alice", credential: "a+b/c=")
+                == "turn://1767225600%3Aalice:a%2Bb%2Fc%3D@127.0.0.1:3478?transport=udp")
+        #expect(PeerConnection.turnURI("turns:turn.example.com:5349", username: "u", credential: "p") == "turns://u:p@turn.example.com:5349")
+        #expect(PeerConnection.turnURI("stun:127.0.0.1:3478", username: nil, credential: nil) == nil)
+    }
+
     @Test func anAudioCallIsDecodedAtBothEndsAndRecorded() async throws {
         let server = try await TestServer.start()
         let directory = server.directory.appendingPathComponent("recordings")
@@ -283,6 +292,36 @@ struct GStreamerEngineTests {
             if case .audioLevel("carol", let level, _) = $0 { level > 10 } else { false }
         }
         try await Self.expect(dave, .frameSize("carol", .video, width: 640, height: 360))
+        await server.stop()
+    }
+
+    /// One engine serves one call after another: each call starts its media afresh.
+    @Test func callAfterCallOnTheSameEngines() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        for round in 1...8 {
+            let call = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+            try await bob.calls.first(timeout: Self.wait) {
+                if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false }
+            }
+            try await bob.client.callStore.accept(callId: call.callId)
+            for (member, peer) in [(alice, UserID("bob")), (bob, UserID("alice"))] {
+                do {
+                    _ = try await member.media.matches(round, timeout: Self.wait) { $0 == .trackStarted(peer, .audio) }
+                } catch {
+                    let seen = member.media.values.filter { if case .audioLevel = $0 { false } else { true } }
+                    Issue.record("call \(round): \(member.id) did not hear \(peer); it saw \(seen)")
+                    throw error
+                }
+            }
+            try await alice.client.callStore.hangup()
+            for member in [alice, bob] {
+                try await member.calls.matches(round, timeout: Self.wait) {
+                    if case .onCallEnded = $0 { true } else { false }
+                }
+            }
+        }
         await server.stop()
     }
 }

@@ -82,7 +82,7 @@ struct MediaEngineContractTests {
         await server.stop()
     }
 
-    @Test func theSampleOfAnIntervalUsesTheDifferenceOfTheCounters() {
+    @Test func theSampleOfAnIntervalUsesTheDifferenceOfTheCounters() throws {
         let before = MediaStatistics(
             localAudioLevel: 10,
             peers: [
@@ -103,6 +103,10 @@ struct MediaEngineContractTests {
         #expect(sample.bitrate == (6_000 + 500) * 8 / 500)
         #expect(sample.audioLevel == 100)
         #expect(StatusSample(from: nil, to: MediaStatistics(), milliseconds: 0).bitrate == 0)
+        // Per member: loss since the start, and what went each way in the interval.
+        #expect(after.peers["bob"]?.audio.lossPercent == 5 / 200 * 100)
+        let bob = try #require(after.peers["bob"]?.bitrate(since: before.peers["bob"], milliseconds: 500))
+        #expect(bob.sent == 6_000 * 8 / 500 && bob.received == 0)
     }
 
     @Test func screenSharingReachesTheEngineAndTheOtherMember() async throws {

@@ -62,6 +62,11 @@ public struct TrackStatistics: Equatable, Sendable {
     public var frameWidth: Int
     public var frameHeight: Int
 
+    /// Received packets lost, % of those expected, since the connection opened.
+    public var lossPercent: Double {
+        packetsReceived + packetsLost > 0 ? Double(packetsLost) * 100 / Double(packetsReceived + packetsLost) : 0
+    }
+
     public init(
         packetsSent: Int = 0, bytesSent: Int = 0, packetsReceived: Int = 0, bytesReceived: Int = 0, packetsLost: Int = 0,
         jitterMs: Double = 0, codec: String? = nil, level: Int = 0, playoutLevel: Int = 0, framesDecoded: Int = 0,
@@ -79,6 +84,20 @@ public struct TrackStatistics: Equatable, Sendable {
         self.framesDecoded = framesDecoded
         self.frameWidth = frameWidth
         self.frameHeight = frameHeight
+    }
+}
+
+extension PeerStatistics {
+    /// What went each way between two samples `milliseconds` apart, kbps (a counter that went
+    /// backwards, the connection replaced, counts from zero).
+    public func bitrate(since previous: PeerStatistics?, milliseconds: Int64) -> (sent: Int, received: Int) {
+        guard milliseconds > 0 else { return (0, 0) }
+        func delta(_ now: Int, _ before: Int?) -> Int64 { Int64(before.map { now >= $0 ? now - $0 : now } ?? now) }
+        let tracks = [(audio, previous?.audio), (video, previous?.video), (screen, previous?.screen)]
+        let sent = tracks.reduce(Int64(0)) { $0 + delta($1.0.bytesSent, $1.1?.bytesSent) }
+        let received = tracks.reduce(Int64(0)) { $0 + delta($1.0.bytesReceived, $1.1?.bytesReceived) }
+        // bits per millisecond is kbit per second
+        return (Int(sent * 8 / milliseconds), Int(received * 8 / milliseconds))
     }
 }
 

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Histogram
 import Logging
+import NIOConcurrencyHelpers
 import Switchboard
 import SwitchboardGStreamer
 import SwitchboardProtocol
@@ -58,7 +59,33 @@ struct MediaReport: Encodable {
     var calleeFirstAudio: LatencySummary
     /// µs from the callee's accept to the caller's first decoded audio frame from the callee.
     var callerFirstAudio: LatencySummary
+    /// Timed calls in which a side decoded no audio from the other within 20 s.
+    var callsWithoutAudio: Int
     var cpu: [CPU]
+}
+
+/// Holds waiters until opened (then lets everyone through).
+final class Gate: Sendable {
+    private let state = NIOLockedValueBox<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let open = state.withLockedValue { state in
+                if !state.open { state.waiters.append(continuation) }
+                return state.open
+            }
+            if open { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLockedValue { state in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
 }
 
 /// The media scenario's clients and calls.
@@ -72,8 +99,8 @@ struct MediaBench {
     }
 
     func member(_ user: String) async throws -> Member {
-        var logger = Logger(label: "switchboard.bench.media")
-        logger.logLevel = .error
+        var logger = Logger(label: "switchboard.bench.media.\(user)")
+        logger.logLevel = ProcessInfo.processInfo.environment["SWITCHBOARD_BENCH_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .error
         let engine = GStreamerMediaEngine(configuration: .init(videoSource: .pattern("ball"), loopbackOnly: true), logger: logger)
         let client = SwitchboardClient(
             configuration: SwitchboardConfiguration(
@@ -92,11 +119,16 @@ struct MediaBench {
         let callee = try await member("md\(tag)")
         var calleeHears = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
         var callerHears = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+        var withoutAudio = 0
         for _ in 0..<calls {
-            let (heard, answered) = try await call(caller, callee, mediaType: .audio) { _ in }
-            calleeHears.record(heard.callee)
-            callerHears.record(heard.caller)
-            _ = answered
+            do {
+                let heard = try await call(caller, callee, mediaType: .audio) { _ in }
+                calleeHears.record(heard.callee)
+                callerHears.record(heard.caller)
+            } catch let error as BenchError {
+                withoutAudio += 1
+                FileHandle.standardError.write(Data("a call: \(error)\n".utf8))
+            }
         }
         var pairs: [(Member, Member)] = []
         for index in 0..<parallel {
@@ -107,12 +139,12 @@ struct MediaBench {
         for mediaType in [CallMediaType.audio, .video] {
             let busy = try await withThrowingTaskGroup(of: Void.self) { group -> Double in
                 let (started, release) = AsyncStream<Void>.makeStream()
-                let (done, finish) = AsyncStream<Void>.makeStream()
+                let done = Gate()
                 for (a, b) in pairs {
                     group.addTask {
                         _ = try await call(a, b, mediaType: mediaType) { _ in
                             release.yield()
-                            for await _ in done { break }
+                            await done.wait()
                         }
                     }
                 }
@@ -122,8 +154,7 @@ struct MediaBench {
                     if count == pairs.count { break }
                 }
                 let used = try await self.cpu(for: seconds)
-                for _ in pairs { finish.yield() }
-                finish.finish()
+                done.open()
                 try await group.waitForAll()
                 return used
             }
@@ -133,7 +164,8 @@ struct MediaBench {
                         / Double(pairs.count)))
         }
         return MediaReport(
-            calleeFirstAudio: LatencySummary(calleeHears), callerFirstAudio: LatencySummary(callerHears), cpu: cpu)
+            calleeFirstAudio: LatencySummary(calleeHears), callerFirstAudio: LatencySummary(callerHears),
+            callsWithoutAudio: withoutAudio, cpu: cpu)
     }
 
     /// This process's CPU seconds over `seconds` of wall time.
@@ -145,10 +177,11 @@ struct MediaBench {
     }
 
     /// One call: `a` calls `b`, `b` accepts; once each decodes the other's audio `during` runs,
-    /// then `a` hangs up. Returns µs from the accept to each side's first decoded audio frame.
+    /// then `a` hangs up. Returns µs from the accept to each side's first decoded audio frame;
+    /// throws a ``BenchError`` (after hanging up) when a side hears nothing within 20 s.
     func call(
         _ a: Member, _ b: Member, mediaType: CallMediaType, during: @Sendable (CallID) async throws -> Void
-    ) async throws -> (heard: (callee: UInt64, caller: UInt64), callId: CallID) {
+    ) async throws -> (callee: UInt64, caller: UInt64) {
         let aMedia = a.engine.events
         let bMedia = b.engine.events
         let bCalls = b.client.callStore.events
@@ -165,22 +198,43 @@ struct MediaBench {
         }
         let accepted = ContinuousClock.now
         try await b.client.callStore.accept(callId: placed.callId)
-        async let calleeHeard = Self.firstAudio(in: bMedia, from: a.id)
-        async let callerHeard = Self.firstAudio(in: aMedia, from: b.id)
-        let heard = try await (callee: calleeHeard - accepted, caller: callerHeard - accepted)
-        try await during(placed.callId)
+        var heard: Result<(callee: Duration, caller: Duration), BenchError> = .failure(BenchError("not heard"))
+        do {
+            async let calleeHeard = Self.firstAudio(in: bMedia, from: a.id, by: accepted + .seconds(20))
+            async let callerHeard = Self.firstAudio(in: aMedia, from: b.id, by: accepted + .seconds(20))
+            heard = .success(try await (callee: calleeHeard - accepted, caller: callerHeard - accepted))
+            try await during(placed.callId)
+        } catch let error as BenchError {
+            heard = .failure(error)
+        }
         let ended = a.client.callStore.events
         try await a.client.callStore.hangup(callId: placed.callId)
         for await event in ended {
             if case .onCallEnded(placed.callId, _, _, _) = event { break }
         }
         func micros(_ duration: Duration) -> UInt64 { UInt64(max(0, duration / .microseconds(1))) }
-        return ((micros(heard.callee), micros(heard.caller)), placed.callId)
+        let times = try heard.get()
+        return (micros(times.callee), micros(times.caller))
     }
 
-    private static func firstAudio(in events: AsyncStream<MediaEvent>, from peer: UserID) async throws -> ContinuousClock.Instant {
-        for await event in events where event == .trackStarted(peer, .audio) { return .now }
-        throw BenchError("the media events ended before \(peer)'s audio")
+    /// When `peer`'s first audio frame was decoded; a ``BenchError`` at `deadline` without one.
+    private static func firstAudio(
+        in events: AsyncStream<MediaEvent>, from peer: UserID, by deadline: ContinuousClock.Instant
+    ) async throws -> ContinuousClock.Instant {
+        try await withThrowingTaskGroup(of: ContinuousClock.Instant?.self) { group in
+            group.addTask {
+                for await event in events where event == .trackStarted(peer, .audio) { return .now }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(until: deadline)
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            guard let first else { throw BenchError("no audio from \(peer) within 20 s of the accept") }
+            return first
+        }
     }
 }
 #endif
