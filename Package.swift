@@ -16,7 +16,17 @@ let package = Package(
         .library(name: "SwitchboardServer", targets: ["SwitchboardServer"]),
         .library(name: "SwitchboardTesting", targets: ["SwitchboardTesting"]),
         .library(name: "SwitchboardTestServers", targets: ["SwitchboardTestServers"]),
+        // Empty unless the GStreamer trait is on (`swift build --traits GStreamer`).
+        .library(name: "SwitchboardGStreamer", targets: ["SwitchboardGStreamer"]),
         .executable(name: "switchboard", targets: ["switchboard"]),
+    ],
+    traits: [
+        // Off by default, so `swift run switchboard serve` never needs GStreamer: the trait builds
+        // the Linux WebRTC media engine (GStreamer webrtcbin) and the CLI's `call` command, and
+        // needs GStreamer's and libnice's development packages (see README, "Media on Linux").
+        .trait(
+            name: "GStreamer",
+            description: "The GStreamer webrtcbin media engine (SwitchboardGStreamer) and `switchboard call`")
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
@@ -94,6 +104,29 @@ let package = Package(
             ]
         ),
 
+        // The Linux WebRTC engine. Its sources compile to nothing without the GStreamer trait; with
+        // it, the C headers come from pkg-config (gstreamer-webrtc-nice-1.0 pulls in gstreamer,
+        // gstreamer-webrtc and libnice).
+        .systemLibrary(
+            name: "CGStreamer",
+            path: "Sources/CGStreamer",
+            pkgConfig: "gstreamer-webrtc-nice-1.0",
+            providers: [
+                .apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstreamer-plugins-bad1.0-dev", "libnice-dev"]),
+                .brew(["gstreamer", "libnice"]),
+            ]
+        ),
+        .target(
+            name: "SwitchboardGStreamer",
+            dependencies: [
+                "Switchboard",
+                "SwitchboardProtocol",
+                .target(name: "CGStreamer", condition: .when(traits: ["GStreamer"])),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+
         // MARK: apple (platform-neutral CallKit rules; the Apple adapters compile only where CallKit exists)
         .target(
             name: "SwitchboardCallKit",
@@ -167,6 +200,7 @@ let package = Package(
                 "SwitchboardWebClient",
                 "Switchboard",
                 "SwitchboardTools",
+                .target(name: "SwitchboardGStreamer", condition: .when(traits: ["GStreamer"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 // The load generator (bench) and its echo floor.
@@ -212,6 +246,14 @@ let package = Package(
                 "SwitchboardServer", .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: nonApple)),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "SwitchboardGStreamerTests",
+            dependencies: [
+                "Switchboard", "SwitchboardGStreamer", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools",
+                "SwitchboardProtocol", "SwitchboardServer",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

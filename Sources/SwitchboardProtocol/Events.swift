@@ -47,18 +47,35 @@ public struct CallRecordEvent: Codable, Equatable, Sendable {
     public init(record: CallRecord) { self.record = record }
 }
 
-/// Another member turned their microphone or camera on or off.
+/// Another member turned their microphone or camera on or off, or started or stopped sharing a screen.
 public struct DeviceChangedEvent: Codable, Equatable, Sendable {
     public var callId: CallID
     public var userId: UserID
     public var microphoneOn: Bool
     public var cameraOn: Bool
+    /// Whether the member shares a screen (a second video track).
+    public var screenSharing: Bool
 
-    public init(callId: CallID, userId: UserID, microphoneOn: Bool, cameraOn: Bool) {
+    public init(callId: CallID, userId: UserID, microphoneOn: Bool, cameraOn: Bool, screenSharing: Bool = false) {
         self.callId = callId
         self.userId = userId
         self.microphoneOn = microphoneOn
         self.cameraOn = cameraOn
+        self.screenSharing = screenSharing
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case callId, userId, microphoneOn, cameraOn, screenSharing
+    }
+
+    /// A server from before screen sharing leaves `screenSharing` out: nobody shares.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        callId = try container.decode(CallID.self, forKey: .callId)
+        userId = try container.decode(UserID.self, forKey: .userId)
+        microphoneOn = try container.decode(Bool.self, forKey: .microphoneOn)
+        cameraOn = try container.decode(Bool.self, forKey: .cameraOn)
+        screenSharing = try container.decodeIfPresent(Bool.self, forKey: .screenSharing) ?? false
     }
 }
 

@@ -69,11 +69,13 @@ public struct CallParticipant: Codable, Equatable, Sendable {
     public var networkQuality: NetworkQuality?
     /// The member's volume level from their last status report; absent before the first one.
     public var volumeLevel: VolumeLevel?
+    /// `true` while the member, in the call, shares a screen; absent otherwise.
+    public var screenSharing: Bool?
 
     public init(
         userId: UserID, status: CallParticipantStatus, inviterId: UserID? = nil, microphoneOn: Bool = true,
         cameraOn: Bool = false, endReason: CallEndReason? = nil, nickname: String? = nil, avatarURL: String? = nil,
-        networkQuality: NetworkQuality? = nil, volumeLevel: VolumeLevel? = nil
+        networkQuality: NetworkQuality? = nil, volumeLevel: VolumeLevel? = nil, screenSharing: Bool? = nil
     ) {
         self.userId = userId
         self.status = status
@@ -85,6 +87,7 @@ public struct CallParticipant: Codable, Equatable, Sendable {
         self.avatarURL = avatarURL
         self.networkQuality = networkQuality
         self.volumeLevel = volumeLevel
+        self.screenSharing = screenSharing
     }
 }
 

@@ -197,7 +197,8 @@ public struct CallSnapshotResponse: Codable, Equatable, Sendable {
     public init(call: CallInfo) { self.call = call }
 }
 
-/// Tell the other members that this member's microphone or camera changed.
+/// Tell the other members that this member's microphone or camera changed, or that it started or
+/// stopped sharing a screen.
 public struct UpdateDeviceStateRequest: SignalingRequest {
     public typealias Response = Empty
     public static let type = RequestType.updateDeviceState
@@ -205,11 +206,13 @@ public struct UpdateDeviceStateRequest: SignalingRequest {
     public var callId: CallID
     public var microphoneOn: Bool?
     public var cameraOn: Bool?
+    public var screenSharing: Bool?
 
-    public init(callId: CallID, microphoneOn: Bool? = nil, cameraOn: Bool? = nil) {
+    public init(callId: CallID, microphoneOn: Bool? = nil, cameraOn: Bool? = nil, screenSharing: Bool? = nil) {
         self.callId = callId
         self.microphoneOn = microphoneOn
         self.cameraOn = cameraOn
+        self.screenSharing = screenSharing
     }
 }
 

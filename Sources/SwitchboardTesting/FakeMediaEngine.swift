@@ -6,7 +6,8 @@ import SwitchboardTools
 /// A media engine for tests: it records what the SDK asks of it, in order, and plays WebRTC's
 /// peer-connection rules with readable SDP ("offer alice→bob #1 ice=alice-1"), so negotiation
 /// through a real server can be followed and checked. A connection counts as connected once both
-/// descriptions are applied and a candidate of the peer's current ICE credentials arrived.
+/// descriptions are applied and a candidate of the peer's current ICE credentials arrived. Its
+/// statistics are what the test sets (``statisticsToReport``); each read is recorded.
 public final class FakeMediaEngine: PeerMediaEngine {
     public enum Call: Equatable, Sendable {
         case callConnected(CallID, CallMediaType)
@@ -15,6 +16,13 @@ public final class FakeMediaEngine: PeerMediaEngine {
         case stopAudio
         case microphone(on: Bool)
         case camera(on: Bool, front: Bool)
+        case microphoneVolume(Int)
+        case videoQuality(VideoQuality)
+        case audioOutput(AudioOutput)
+        case screenShare(ScreenShareSource?)
+        case mediaTypeChanged(CallID, CallMediaType)
+        /// The SDK read the statistics (once a second while connected).
+        case statisticsRead
         case opened(UserID, iceServers: [IceServer])
         case closed(UserID)
         case local(UserID, SessionDescription)
@@ -49,6 +57,7 @@ public final class FakeMediaEngine: PeerMediaEngine {
     private let name: String
     private let continuation: AsyncStream<Call>.Continuation
     private let connections = NIOLockedValueBox<[UserID: Connection]>([:])
+    private let statistics = NIOLockedValueBox(MediaStatistics())
     /// Everything asked so far.
     public let calls: Recorder<Call>
 
@@ -71,6 +80,26 @@ public final class FakeMediaEngine: PeerMediaEngine {
     public func stopAudio() { continuation.yield(.stopAudio) }
     public func setMicrophone(on: Bool) { continuation.yield(.microphone(on: on)) }
     public func setCamera(on: Bool, front: Bool) { continuation.yield(.camera(on: on, front: front)) }
+    public func setMicrophoneVolume(_ volume: Int) { continuation.yield(.microphoneVolume(volume)) }
+    public func setVideoQuality(_ quality: VideoQuality) { continuation.yield(.videoQuality(quality)) }
+    public func setAudioOutput(_ output: AudioOutput) { continuation.yield(.audioOutput(output)) }
+    public func setScreenShare(_ source: ScreenShareSource?) { continuation.yield(.screenShare(source)) }
+
+    public func callMediaTypeChanged(callId: CallID, mediaType: CallMediaType) {
+        continuation.yield(.mediaTypeChanged(callId, mediaType))
+    }
+
+    public func statistics() async -> MediaStatistics {
+        let current = statistics.withLockedValue { $0 }
+        continuation.yield(.statisticsRead)
+        return current
+    }
+
+    /// What ``statistics()`` returns from now on.
+    public var statisticsToReport: MediaStatistics {
+        get { statistics.withLockedValue { $0 } }
+        set { statistics.withLockedValue { $0 = newValue } }
+    }
 
     // MARK: - PeerMediaEngine
 

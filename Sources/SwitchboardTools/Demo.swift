@@ -372,7 +372,9 @@ extension CallStoreEvent {
         case .onCallRecord(let record): record.mediaType
         case .onMediaTypeChangeRequested(_, _, let mediaType, _), .onMediaTypeChangeResult(_, _, let mediaType, _, _):
             mediaType
-        case .onRemoteDeviceChanged, .onParticipantStatusChanged, .onMemberStatusChanged, .onCallElsewhere: nil
+        case .onRemoteDeviceChanged, .onRemoteScreenShareChanged, .onParticipantStatusChanged, .onMemberStatusChanged,
+            .onCallElsewhere:
+            nil
         }
     }
 
@@ -391,6 +393,8 @@ extension CallStoreEvent {
             "onCallRecord \(record.callId.rawValue.prefix(8)) result=\(record.result.rawValue) duration=\(record.duration) s"
         case .onRemoteDeviceChanged(let callId, let userId, let microphoneOn, let cameraOn):
             "onRemoteDeviceChanged \(callId.rawValue.prefix(8)) \(userId) mic=\(microphoneOn ? "on" : "off") camera=\(cameraOn ? "on" : "off")"
+        case .onRemoteScreenShareChanged(let callId, let userId, let sharing):
+            "onRemoteScreenShareChanged \(callId.rawValue.prefix(8)) \(userId) \(sharing ? "shares a screen" : "stopped sharing")"
         case .onParticipantStatusChanged(let callId, let userId, let status, let reason):
             "onParticipantStatusChanged \(callId.rawValue.prefix(8)) \(userId) → \(status.rawValue)"
                 + (reason.map { " (\($0.rawValue))" } ?? "")

@@ -5,5 +5,8 @@ struct SwitchboardCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "switchboard",
         abstract: "Self-hostable audio/video calling: signaling server, tools and demos.",
-        subcommands: [Serve.self, UserSigCommand.self, DemoCommand.self, BenchCommand.self, EchoServerCommand.self])
+        subcommands: [
+            Serve.self, UserSigCommand.self, DemoCommand.self, CallCommand.self, BenchCommand.self,
+            EchoServerCommand.self,
+        ])
 }

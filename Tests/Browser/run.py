@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""End-to-end tests of the browser client in real headless Chromium.
+"""End-to-end tests of the browser client in real headless Chromium, and of the Swift SDK's
+GStreamer engine (`switchboard call`) against it.
 
-Starts coturn and the Switchboard server (the debug binary) on 127.0.0.1, opens Chromium sessions
-with fake media devices through chromedriver, and drives the page like a user: log in, call,
-answer, talk, mute, hang up, look at the records. Everything stays on 127.0.0.0/8: Chromium
-resolves no host names, gathers only loopback host candidates (the page's ?loopback=1) and uses
-the local coturn for the relay-only run.
+Starts coturn and the Switchboard server (the debug binary, built with the GStreamer trait) on
+127.0.0.1, opens Chromium sessions with fake media devices through chromedriver, and drives the
+page like a user: log in, call, answer, talk, mute, share a screen, switch to video, hang up, look
+at the records. Other members are `switchboard call` processes driven through stdin, read through
+their JSON lines. Each side proves it decoded the other's media: Chromium's framesDecoded,
+totalSamplesReceived and audio energy from getStats, the Swift engine's frames and levels.
+Everything stays on 127.0.0.0/8: Chromium resolves no host names, gathers only loopback host
+candidates (the page's ?loopback=1), the Swift engine gathers on 127.0.0.1 only (--loopback), and
+the relay-only runs use the local coturn.
 
 Usage: run.py --binary .build/debug/switchboard --web Web --golden Tests/SwitchboardProtocolTests/Golden
               --artifacts .build/browser-artifacts
@@ -20,6 +25,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -213,9 +219,108 @@ def stands_still(page, peer, direction, kind, timeout=20):
     return samples[-1]
 
 
-class BrowserTests(unittest.TestCase):
+def grows_by(read, what, timeout=20, minimum=1):
+    """Waits until `read()` grows by at least `minimum` between two samples; returns the new value."""
+    first = read()
+    return wait_until(lambda: (lambda now: now if now >= first + minimum else 0)(read()),
+                      timeout=timeout, interval=0.5, what=what)
+
+
+def still(read, what, timeout=20):
+    """Waits until `read()` no longer moves over a second; returns the value."""
+    samples = []
+
+    def check():
+        samples.append(read())
+        return len(samples) >= 3 and samples[-1] == samples[-3]
+
+    wait_until(check, timeout=timeout, interval=0.5, what=what)
+    return samples[-1]
+
+
+class SwiftCall:
+    """A `switchboard call` process: the Swift SDK with the GStreamer engine as one member of a
+    call. Commands go to its stdin; its JSON lines (events, a status each second, the summary
+    last) are collected as they come."""
+
+    def __init__(self, user, *arguments, relay=False):
+        self.user = user
+        with urllib.request.urlopen(f"http://127.0.0.1:{SERVER.port}/v1/dev/usersig?userID={user}") as response:
+            credentials = json.load(response)
+        self.lines = []
+        self.log = open(os.path.join(SERVER.directory, f"call-{user}.log"), "w")
+        self.process = subprocess.Popen(
+            [ARGS.binary, "call", "--server", f"ws://127.0.0.1:{SERVER.port}/v1/ws",
+             "--app-id", str(credentials["sdkAppID"]), "--user-sig", credentials["userSig"], "--user", user,
+             "--json", "--loopback", "--log-level", os.environ.get("SWITCHBOARD_CALL_LOG", "warning"),
+             *(["--relay"] if relay else []), *arguments],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1)
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+
+    def read(self):
+        for line in self.process.stdout:
+            try:
+                self.lines.append(json.loads(line))
+            except ValueError:
+                self.lines.append({"event": "unreadable", "text": line})
+
+    def send(self, command):
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+
+    def saw(self, text):
+        """Waits for an event line whose summary contains `text`."""
+        return wait_until(lambda: any(text in line.get("summary", "") for line in self.lines),
+                          timeout=30, what=f"{self.user}'s switchboard call to report '{text}'")
+
+    def member(self, peer):
+        """The last status line's view of `peer` (quality, volume, audio level, frames), as numbers."""
+        for line in reversed(self.lines):
+            if line.get("event") == "status" and peer in line.get("members", {}):
+                return {key: (int(value) if value.isdigit() else value) for key, value in line["members"][peer].items()}
+        return None
+
+    def value(self, peer, key):
+        return (self.member(peer) or {}).get(key, 0)
+
+    def finish(self, timeout=30):
+        """Waits for the process to end; returns (exit status, the summary object)."""
+        status = self.process.wait(timeout=timeout)
+        self.reader.join(timeout=5)
+        return status, (self.lines[-1] if self.lines else None)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.log.close()
+
+    def output(self):
+        with open(self.log.name) as f:
+            errors = f.read()[-int(os.environ.get("SWITCHBOARD_CALL_LOG_TAIL", "3000")):]
+        events = [line for line in self.lines if line.get("event") != "status"][-30:]
+        return f"--- switchboard call {self.user}: stderr\n{errors}\n--- events\n" + "\n".join(map(json.dumps, events))
+
+
+def decoded(page, peer):
+    """What Chromium decoded from `peer`: audio samples and energy, video and screen frames."""
+    stats = page.peer_stats(peer) or {}
+    return {"samples": stats.get("totalSamplesReceived", 0), "energy": stats.get("totalAudioEnergy", 0),
+            "level": stats.get("receivedAudioLevel", 0), "video": stats.get("framesDecoded", {}).get("video", 0),
+            "screen": stats.get("framesDecoded", {}).get("screen", 0),
+            "width": stats.get("frameWidth", {}).get("video", 0)}
+
+
+class Harness(unittest.TestCase):
+    """Pages and `switchboard call` processes, closed after each test (with their logs when it failed)."""
+
     def setUp(self):
         self.pages = []
+        self.calls = []
 
     def tearDown(self):
         failed = any(error for _, error in (self._outcome.result.errors + self._outcome.result.failures)
@@ -225,6 +330,10 @@ class BrowserTests(unittest.TestCase):
                 page.screenshot(f"failed-{self._testMethodName}-{page.user}")
                 print(f"--- console of {page.user}", *page.console()[-20:], sep="\n", file=sys.stderr)
             page.close()
+        for call in self.calls:
+            call.stop()
+            if failed:
+                print(call.output(), file=sys.stderr)
         if failed:
             print(SERVER.logs(), file=sys.stderr)
 
@@ -232,6 +341,15 @@ class BrowserTests(unittest.TestCase):
         page = Page(user, query)
         self.pages.append(page)
         return page
+
+    def swift(self, user, *arguments, relay=False):
+        call = SwiftCall(user, *arguments, relay=relay)
+        self.calls.append(call)
+        return call
+
+
+class BrowserTests(Harness):
+    """The browser client against itself."""
 
     # MARK: the protocol
 
@@ -291,12 +409,15 @@ class BrowserTests(unittest.TestCase):
         bob.click("accept")
         wait_until(lambda: alice.visible("call-view") and bob.visible("call-view"), what="both in the call")
 
-        # Audio and video flow both ways.
+        # Audio and video flow both ways, and are decoded: frames, audio samples with energy in them.
         wait_until(lambda: alice.peer_stats(callee) and bob.peer_stats(caller), what="peer connections")
         for page, peer in ((alice, callee), (bob, caller)):
             for kind in ("audio", "video"):
                 grows(page, peer, "bytesReceived", kind)
                 grows(page, peer, "bytesSent", kind)
+            grows_by(lambda: decoded(page, peer)["video"], f"{page.user}'s decoded frames from {peer}")
+            grows_by(lambda: decoded(page, peer)["samples"], f"{page.user}'s decoded audio from {peer}")
+            wait_until(lambda: decoded(page, peer)["energy"] > 0, what=f"audio energy from {peer} at {page.user}")
         # The live timer runs on both sides.
         wait_until(lambda: alice.element("timer").text not in ("", "00:00", "Calling…"), what="the timer")
         self.assertRegex(bob.element("timer").text, r"^\d\d:\d\d$")
@@ -380,6 +501,151 @@ class BrowserTests(unittest.TestCase):
         self.assertEqual(erin.element("end-reason").get_attribute("data-reason"), "reject")
         wait_until(lambda: erin.driver.find_elements(By.CSS_SELECTOR, "#records li[data-result='rejected']"),
                    what="erin's record")
+
+
+class SwiftEngineTests(Harness):
+    """Chromium against the Swift SDK's GStreamer engine (`switchboard call`)."""
+
+    def test_switchboard_call_calls_a_browser_with_video(self):
+        gina = self.page("gina")
+        gina.log_in()
+        hank = self.swift("hank", "--to", "gina", "--video")
+        wait_until(lambda: gina.visible("incoming"), what="gina's incoming call screen")
+        self.assertEqual(gina.element("incoming-media").text, "video")
+        gina.click("accept")
+        wait_until(lambda: gina.peer_stats("hank"), what="gina's connection to hank")
+
+        # Chromium decodes the engine's audio (a tone, with energy) and video at the asked size.
+        grows_by(lambda: decoded(gina, "hank")["samples"], "gina's decoded audio from hank")
+        wait_until(lambda: decoded(gina, "hank")["energy"] > 0 and decoded(gina, "hank")["level"] > 5,
+                   what="hank's tone at gina")
+        grows_by(lambda: decoded(gina, "hank")["video"], "gina's decoded frames from hank")
+        wait_until(lambda: decoded(gina, "hank")["width"] == 640, what="hank's 640-wide video at gina")
+        # The engine decodes Chromium's audio and video.
+        grows_by(lambda: hank.value("gina", "audioFrames"), "hank's decoded audio from gina")
+        grows_by(lambda: hank.value("gina", "videoFrames"), "hank's decoded video from gina")
+        gina.screenshot("swift-video-gina")
+
+        # hank mutes: gina hears silence (packets still come, their energy stops growing).
+        hank.send("mute")
+        wait_until(lambda: decoded(gina, "hank")["level"] == 0, what="silence from hank at gina")
+        still(lambda: round(decoded(gina, "hank")["energy"], 6), "hank's audio energy at gina")
+        grows_by(lambda: decoded(gina, "hank")["samples"], "silent samples from hank")
+        hank.send("unmute")
+        wait_until(lambda: decoded(gina, "hank")["level"] > 5, what="hank's tone again at gina")
+
+        # hank's camera off: gina decodes no more frames; on: again.
+        hank.send("camera off")
+        still(lambda: decoded(gina, "hank")["video"], "hank's frames at gina")
+        hank.send("camera on")
+        grows_by(lambda: decoded(gina, "hank")["video"], "hank's frames at gina again")
+
+        # A higher quality: gina's decoder gets a larger picture.
+        hank.send("quality p540")
+        wait_until(lambda: decoded(gina, "hank")["width"] == 960, timeout=30, what="hank's 960-wide video at gina")
+
+        # hank shares a screen: gina shows it as a screen tile and decodes it; then he stops.
+        hank.send("share pattern")
+        wait_until(lambda: {"user": "hank", "role": "screen"} in gina.js("return window.switchboard.tiles()"),
+                   what="hank's screen tile at gina")
+        grows_by(lambda: decoded(gina, "hank")["screen"], "gina's decoded screen frames from hank")
+        wait_until(lambda: gina.js("return window.switchboard.screenPlaying('hank')"), what="hank's screen playing")
+        gina.screenshot("swift-screen-gina")
+        hank.send("unshare")
+        wait_until(lambda: all(t["role"] != "screen" for t in gina.js("return window.switchboard.tiles()")),
+                   what="hank's screen tile to go")
+
+        # gina shares hers (getDisplayMedia): the engine receives and decodes it, until she stops.
+        gina.click("share")
+        hank.saw("receiving gina's screen")
+        grows_by(lambda: hank.value("gina", "screenFrames"), "hank's decoded screen frames from gina")
+        gina.click("share")
+        hank.saw("gina's screen ended")
+
+        # gina mutes and turns her camera off: the engine decodes nothing more of either.
+        gina.click("mute")
+        still(lambda: hank.value("gina", "audioFrames"), "gina's audio at hank")
+        gina.click("mute")
+        grows_by(lambda: hank.value("gina", "audioFrames"), "gina's audio at hank again")
+        gina.click("camera")
+        still(lambda: hank.value("gina", "videoFrames"), "gina's frames at hank")
+        gina.click("camera")
+        grows_by(lambda: hank.value("gina", "videoFrames"), "gina's frames at hank again")
+
+        hank.send("hangup")
+        status, summary = hank.finish()
+        self.assertEqual(status, 0, summary)
+        self.assertEqual(summary["endReason"], "hangup")
+        member = summary["members"]["gina"]
+        self.assertGreater(member["audio"]["packetsReceived"], 0)
+        self.assertGreater(member["audio"]["framesDecoded"], 0)
+        self.assertGreater(member["audio"]["level"], 0)
+        self.assertGreater(member["video"]["framesDecoded"], 0)
+        self.assertEqual(member["candidateType"], "host")
+        wait_until(lambda: gina.visible("end-reason"), what="the end on gina's page")
+
+    def test_a_browser_calls_switchboard_call_through_turn_and_switches_to_video(self):
+        ivy = self.page("ivy", "&relay=1")
+        ivy.log_in()
+        jack = self.swift("jack", "--answer", relay=True)
+        wait_until(lambda: any(line.get("event") == "waiting" for line in jack.lines), what="jack waiting for a call")
+        ivy.call("jack", "audio")
+        wait_until(lambda: ivy.visible("call-view") and ivy.peer_stats("jack"), what="ivy in the call with jack")
+        grows_by(lambda: decoded(ivy, "jack")["samples"], "ivy's decoded audio from jack")
+        wait_until(lambda: decoded(ivy, "jack")["energy"] > 0, what="jack's tone at ivy")
+        grows_by(lambda: jack.value("ivy", "audioFrames"), "jack's decoded audio from ivy")
+        self.assertEqual(ivy.peer_stats("jack")["localCandidateType"], "relay")
+
+        # ivy asks for video; switchboard call agrees: each side adds its camera and decodes the other's.
+        ivy.click("switch-media")
+        wait_until(lambda: any(line.get("event") == "mediaTypeChangeAnswered" for line in jack.lines),
+                   what="jack to answer the switch")
+        grows_by(lambda: decoded(ivy, "jack")["video"], "ivy's decoded frames from jack", timeout=30)
+        grows_by(lambda: jack.value("ivy", "videoFrames"), "jack's decoded frames from ivy", timeout=30)
+        ivy.screenshot("swift-switched-ivy")
+
+        # jack asks to go back to audio; ivy's page asks her, as a phone does, and she agrees.
+        jack.send("switch audio")
+        wait_until(lambda: ivy.visible("media-change"), what="ivy asked to switch")
+        self.assertEqual(ivy.element("media-change-type").text, "audio")
+        ivy.click("media-change-agree")
+        jack.saw("ivy's video ended")
+        still(lambda: decoded(ivy, "jack")["video"], "jack's frames at ivy")
+        grows_by(lambda: decoded(ivy, "jack")["samples"], "jack's audio at ivy after the switch")
+
+        ivy.click("hangup")
+        status, summary = jack.finish()
+        self.assertEqual(status, 0, summary)
+        self.assertEqual(summary["endReason"], "hangup")
+        member = summary["members"]["ivy"]
+        self.assertEqual(member["candidateType"], "relay")
+        self.assertGreater(member["audio"]["framesDecoded"], 0)
+        self.assertGreater(member["video"]["framesDecoded"], 0)
+
+    def test_a_mesh_of_two_browsers_and_switchboard_call(self):
+        kim = self.page("kim")
+        lee = self.page("lee")
+        kim.log_in()
+        lee.log_in()
+        mia = self.swift("mia", "--answer")
+        wait_until(lambda: any(line.get("event") == "waiting" for line in mia.lines), what="mia waiting for a call")
+        kim.call("lee,mia", "audio")
+        wait_until(lambda: lee.visible("incoming"), what="lee's incoming call screen")
+        lee.click("accept")
+        for page, others in ((kim, ("lee", "mia")), (lee, ("kim", "mia"))):
+            for peer in others:
+                wait_until(lambda: page.peer_stats(peer), what=f"{page.user}'s connection to {peer}")
+                grows_by(lambda: decoded(page, peer)["samples"], f"{page.user}'s decoded audio from {peer}")
+        for peer in ("kim", "lee"):
+            grows_by(lambda: mia.value(peer, "audioFrames"), f"mia's decoded audio from {peer}")
+
+        mia.send("hangup")
+        status, summary = mia.finish()
+        self.assertEqual(status, 0, summary)
+        self.assertEqual(set(summary["members"]), {"kim", "lee"})
+        for member in summary["members"].values():
+            self.assertGreater(member["audio"]["framesDecoded"], 0)
+        kim.click("hangup")
 
 
 def main():

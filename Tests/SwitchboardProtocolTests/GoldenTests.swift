@@ -31,7 +31,7 @@ struct GoldenTests {
         startTime: created + 2000,
         participants: [
             CallParticipant(userId: "alice", status: .accept),
-            CallParticipant(userId: "bob", status: .accept, inviterId: "alice", microphoneOn: false),
+            CallParticipant(userId: "bob", status: .accept, inviterId: "alice", microphoneOn: false, screenSharing: true),
             CallParticipant(userId: "carol", status: .none, inviterId: "alice", endReason: .reject),
         ])
 
@@ -113,6 +113,9 @@ struct GoldenTests {
             "request.call.deviceState",
             RequestEnvelope(
                 id: "8", data: UpdateDeviceStateRequest(callId: Self.callId, microphoneOn: false, cameraOn: true)))
+        try check(
+            "request.call.deviceState.screen",
+            RequestEnvelope(id: "9", data: UpdateDeviceStateRequest(callId: Self.callId, screenSharing: true)))
     }
 
     @Test func groupAndMediaRequests() throws {
@@ -436,6 +439,11 @@ struct GoldenTests {
             ServerEvent.deviceChanged(
                 DeviceChangedEvent(callId: Self.callId, userId: "bob", microphoneOn: false, cameraOn: true)))
         try check(
+            "event.deviceChanged.screen",
+            ServerEvent.deviceChanged(
+                DeviceChangedEvent(
+                    callId: Self.callId, userId: "bob", microphoneOn: true, cameraOn: true, screenSharing: true)))
+        try check(
             "event.sessionEnded",
             ServerEvent.sessionEnded(
                 SessionEndedEvent(error: SwitchboardError(.sessionReplaced, "this device logged in on another connection"))))
@@ -457,6 +465,7 @@ struct GoldenTests {
         let checked: Set<String> = [
             "request.login", "request.logout", "request.ping", "request.profile.set", "request.call.start",
             "request.call.accept", "request.call.reject", "request.call.hangup", "request.call.deviceState",
+            "request.call.deviceState.screen", "event.deviceChanged.screen",
             "request.records.query", "request.records.delete", "request.records.deleteAll", "response.login",
             "response.ping", "response.profile.set", "response.call.start", "response.call.accept", "response.empty",
             "response.records.query", "response.records.delete", "response.error", "response.error.noid",

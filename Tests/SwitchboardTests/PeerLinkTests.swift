@@ -49,26 +49,53 @@ struct PeerLinkTests {
         #expect(await alice.engineState == .stable)
     }
 
-    /// Offers cross: the impolite side ignores the other's offer, the polite side rolls back and
-    /// answers; nothing else is sent.
+    /// Offers cross (both renegotiate after the first exchange): the impolite side ignores the
+    /// other's offer, the polite side rolls back and answers; nothing else is sent.
     @Test func crossingOffers() async throws {
         let (alice, aliceEngine, aliceOut) = Self.link("alice", "bob")
         let (bob, bobEngine, bobOut) = Self.link("bob", "alice")
+        await alice.start()
+        await bob.receive(Self.signal("alice", aliceOut.last!))
+        await alice.receive(Self.signal("bob", bobOut.last!))
+
         await alice.negotiate(iceRestart: false)
         await bob.negotiate(iceRestart: false)
         let aliceOffer = try #require(aliceOut.last)
         let bobOffer = try #require(bobOut.last)
+        #expect(aliceOut.kinds == [.offer, .offer])
+        #expect(bobOut.kinds == [.answer, .offer])
 
         await alice.receive(Self.signal("bob", bobOffer))
-        #expect(aliceOut.kinds == [.offer])
+        #expect(aliceOut.kinds == [.offer, .offer])
         #expect(await aliceEngine.signalingState(peer: "bob") == .haveLocalOffer)
 
         await bob.receive(Self.signal("alice", aliceOffer))
         try await bobEngine.calls.first { $0 == .rolledBack("alice") }
-        #expect(bobOut.kinds == [.offer, .answer])
+        #expect(bobOut.kinds == [.answer, .offer, .answer])
         await alice.receive(Self.signal("bob", bobOut.last!))
         #expect(await aliceEngine.signalingState(peer: "bob") == .stable)
         #expect(await bobEngine.signalingState(peer: "alice") == .stable)
+    }
+
+    /// The polite side's own need for negotiation (an engine that asks as soon as its tracks are
+    /// added) waits for the offerer's first offer, then follows the answer; a need while an offer
+    /// is open waits for the engine to ask again.
+    @Test func thePoliteSideNegotiatesOnlyAfterTheFirstOffer() async throws {
+        let (alice, aliceEngine, aliceOut) = Self.link("alice", "bob")
+        let (bob, _, bobOut) = Self.link("bob", "alice")
+        await bob.negotiate(iceRestart: false)
+        #expect(bobOut.kinds == [])
+
+        await alice.start()
+        await alice.negotiate(iceRestart: false)
+        #expect(aliceOut.kinds == [.offer])
+        #expect(await aliceEngine.signalingState(peer: "bob") == .haveLocalOffer)
+
+        await bob.receive(Self.signal("alice", aliceOut.last!))
+        #expect(bobOut.kinds == [.answer, .offer])
+        await alice.receive(Self.signal("bob", bobOut.sent.withLockedValue { $0[0] }))
+        await alice.receive(Self.signal("bob", bobOut.last!))
+        #expect(aliceOut.kinds == [.offer, .answer])
     }
 
     @Test func aRestartRequestMakesTheOffererRestart() async throws {

@@ -100,9 +100,10 @@ struct ReconnectTests {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
         }
         // While alice is away bob's network gets poor (the server has it once the report is
-        // answered) and his microphone goes off (alice hears of it either way: in the snapshot, or
-        // as an event if it reaches the server after she is back).
+        // answered), his microphone goes off and he shares his screen (alice hears of those either
+        // way: in the snapshot, or as events if they reach the server after she is back).
         s.bob.deviceStore.closeLocalMicrophone()
+        s.bob.deviceStore.startScreenShare(.testPattern)
         try await s.bob.callStore.reportStatus(packetLoss: 5, rtt: 10, bitrate: 100, audioLevel: 0)
         let missedFrom = s.aliceEvents.values.count
 
@@ -112,10 +113,13 @@ struct ReconnectTests {
             $0 == .onRemoteDeviceChanged(callId: call, userId: "bob", microphoneOn: false, cameraOn: false)
         }
         try await s.aliceEvents.first(from: missedFrom) {
+            $0 == .onRemoteScreenShareChanged(callId: call, userId: "bob", sharing: true)
+        }
+        try await s.aliceEvents.first(from: missedFrom) {
             $0 == .onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .poor, volumeLevel: .mute)
         }
         let bob = try #require(s.alice.callStore.state.allParticipants.first { $0.userId == "bob" })
-        #expect(bob.networkQuality == .poor && !bob.microphoneOn)
+        #expect(bob.networkQuality == .poor && !bob.microphoneOn && bob.screenSharing)
         await stop(s)
     }
 

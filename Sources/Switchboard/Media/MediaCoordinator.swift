@@ -3,9 +3,9 @@ import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
 /// Drives the app's media engine from the stores: the call's media while this device is in a
-/// connected call, audio while (with external control) the system's audio session is active, the
-/// microphone and camera from ``DeviceStore``, and, for a ``PeerMediaEngine``, one negotiated peer
-/// connection per other member.
+/// connected call, audio while (with external control) the system's audio session is active, every
+/// ``DeviceStore`` setting, and, for a ``PeerMediaEngine``, one negotiated peer connection per
+/// other member. While connected it reports the engine's statistics to the server once a second.
 final class MediaCoordinator: Sendable {
     /// The connected call as media sees it.
     struct Connection: Equatable, Sendable {
@@ -24,6 +24,8 @@ final class MediaCoordinator: Sendable {
         case localCandidate(IceCandidate)
         case negotiationNeeded
         case restartIce
+        /// The media type is changing on both sides: the offerer negotiates.
+        case expectOffer
     }
 
     private struct Peer {
@@ -39,6 +41,8 @@ final class MediaCoordinator: Sendable {
         var audioRunning = false
         var peers: [UserID: Peer] = [:]
         var iceServers: IceServersResponse?
+        /// Sends the status reports of the connected call.
+        var reports: Task<Void, Never>?
         /// Signals that came before this device's state showed their call connected (the event
         /// and the state travel separately); replayed in order once it does.
         var early: [MediaSignalEvent] = []
@@ -46,9 +50,12 @@ final class MediaCoordinator: Sendable {
 
     /// Most early signals kept (a peer's offer and its candidates, for every member of a big call).
     static let earlySignalLimit = 256
+    /// Time between status reports, ms (SPEC §3: about once a second).
+    static let reportInterval: Int64 = 1_000
 
     private let engine: (any MediaEngine)?
     private let signaling: SignalingClient
+    private let callStore: CallStore
     private let clock: any SwitchboardClock
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
@@ -60,6 +67,7 @@ final class MediaCoordinator: Sendable {
     ) {
         self.engine = engine
         self.signaling = signaling
+        self.callStore = callStore
         self.clock = clock
         self.logger = logger
         guard let engine else { return }
@@ -78,12 +86,7 @@ final class MediaCoordinator: Sendable {
         let devices = Task {
             var last: DeviceStore.State?
             for await device in deviceStore.stateUpdates {
-                if last?.microphoneStatus != device.microphoneStatus {
-                    engine.setMicrophone(on: device.microphoneStatus == .on)
-                }
-                if last?.cameraStatus != device.cameraStatus || last?.isFrontCamera != device.isFrontCamera {
-                    engine.setCamera(on: device.cameraStatus == .on, front: device.isFrontCamera)
-                }
+                Self.apply(device, changedFrom: last, to: engine)
                 last = device
             }
         }
@@ -92,7 +95,32 @@ final class MediaCoordinator: Sendable {
 
     deinit {
         watchers.withLockedValue { $0.forEach { $0.cancel() } }
-        state.withLockedValue { $0.peers.values.forEach { $0.task.cancel() } }
+        state.withLockedValue { state in
+            state.peers.values.forEach { $0.task.cancel() }
+            state.reports?.cancel()
+        }
+    }
+
+    /// Hands the engine every setting that changed (all of them the first time).
+    static func apply(_ device: DeviceStore.State, changedFrom last: DeviceStore.State?, to engine: any MediaEngine) {
+        if last?.microphoneStatus != device.microphoneStatus {
+            engine.setMicrophone(on: device.microphoneStatus == .on)
+        }
+        if last?.microphoneVolume != device.microphoneVolume {
+            engine.setMicrophoneVolume(device.microphoneVolume)
+        }
+        if last?.cameraStatus != device.cameraStatus || last?.isFrontCamera != device.isFrontCamera {
+            engine.setCamera(on: device.cameraStatus == .on, front: device.isFrontCamera)
+        }
+        if last?.videoQuality != device.videoQuality {
+            engine.setVideoQuality(device.videoQuality)
+        }
+        if last?.audioOutput != device.audioOutput {
+            engine.setAudioOutput(device.audioOutput)
+        }
+        if last == nil || last?.screenShare != device.screenShare {
+            engine.setScreenShare(device.screenShare)
+        }
     }
 
     var control: AudioSessionControl {
@@ -133,15 +161,29 @@ final class MediaCoordinator: Sendable {
             update { state in
                 state.connected = nil
                 state.early.removeAll { $0.callId == previous.callId }
+                state.reports?.cancel()
+                state.reports = nil
             }
             engine.callEnded(callId: previous.callId)
         }
         guard let connection else { return }
         if connection.callId != previous?.callId {
+            // The first report's deadline is fixed before the engine hears of the call.
+            let reports = reportStatus(engine: engine)
             engine.callConnected(callId: connection.callId, roomId: connection.roomId, mediaType: connection.mediaType)
-            update { $0.connected = connection }
+            update { state in
+                state.connected = connection
+                state.reports = reports
+            }
         } else {
-            state.withLockedValue { $0.connected = connection }
+            let peers = state.withLockedValue { state in
+                state.connected = connection
+                return Array(state.peers.values)
+            }
+            if previous?.mediaType != connection.mediaType {
+                for peer in peers { peer.inputs.yield(.expectOffer) }
+                engine.callMediaTypeChanged(callId: connection.callId, mediaType: connection.mediaType)
+            }
         }
         guard engine is any PeerMediaEngine else { return }
         // Only members who left are closed: a connection a member's early signal opened stays.
@@ -195,6 +237,7 @@ final class MediaCoordinator: Sendable {
                 case .localCandidate(let candidate): await link.trickle(candidate)
                 case .negotiationNeeded: await link.negotiate(iceRestart: false)
                 case .restartIce: await link.iceFailed()
+                case .expectOffer: await link.expectOffer()
                 }
             }
             await link.close()
@@ -230,6 +273,35 @@ final class MediaCoordinator: Sendable {
         } catch {
             logger.info("no ICE servers", metadata: ["error": "\(error)"])
             return []
+        }
+    }
+
+    // MARK: - status reports
+
+    /// Once a second on the SDK's clock: the engine's statistics, as a status report for the
+    /// server (the others see this member's network quality and volume from it). The next
+    /// deadline is fixed before the report goes out, and a clock that jumps ahead gets one report,
+    /// not one per second it skipped.
+    private func reportStatus(engine: any MediaEngine) -> Task<Void, Never> {
+        let start = clock.now()
+        return Task { [clock, callStore, logger] in
+            var previous: (statistics: MediaStatistics?, at: Int64) = (nil, start)
+            var next = start + Self.reportInterval
+            while !Task.isCancelled {
+                guard (try? await clock.sleep(until: next)) != nil, !Task.isCancelled else { return }
+                let now = clock.now()
+                next = now + Self.reportInterval
+                let statistics = await engine.statistics()
+                let sample = StatusSample(from: previous.statistics, to: statistics, milliseconds: now - previous.at)
+                previous = (statistics, now)
+                do {
+                    try await callStore.reportStatus(
+                        packetLoss: sample.packetLoss, rtt: sample.rtt, bitrate: sample.bitrate,
+                        audioLevel: sample.audioLevel)
+                } catch {
+                    logger.debug("a status report failed", metadata: ["error": "\(error)"])
+                }
+            }
         }
     }
 

@@ -21,6 +21,46 @@ public protocol MediaEngine: Sendable {
     func setMicrophone(on: Bool)
     /// The local camera is on or off, and which one.
     func setCamera(on: Bool, front: Bool)
+    /// Capture volume of the microphone, 0–100 (0 sends silence).
+    func setMicrophoneVolume(_ volume: Int)
+    /// Resolution, frame rate and bitrate of the camera.
+    func setVideoQuality(_ quality: VideoQuality)
+    /// Where and how loud the other members play (and whether at all).
+    func setAudioOutput(_ output: AudioOutput)
+    /// Shares a screen as a second video track (nil: stops sharing). A peer-connection engine
+    /// adds or removes the track and asks for negotiation.
+    func setScreenShare(_ source: ScreenShareSource?)
+    /// The connected call switched media type: video adds the camera track, audio removes it.
+    func callMediaTypeChanged(callId: CallID, mediaType: CallMediaType)
+    /// What the engine measured so far; the SDK asks once a second while a call is connected.
+    func statistics() async -> MediaStatistics
+}
+
+/// How remote audio plays.
+public struct AudioOutput: Equatable, Sendable {
+    public var route: AudioRoute
+    /// Playback volume, 0–100.
+    public var volume: Int
+    /// Every other member is silenced (``DeviceStore/muteAllRemoteAudio(_:)``).
+    public var remoteAudioMuted: Bool
+
+    public init(route: AudioRoute = .earpiece, volume: Int = 100, remoteAudioMuted: Bool = false) {
+        self.route = route
+        self.volume = volume
+        self.remoteAudioMuted = remoteAudioMuted
+    }
+}
+
+/// What a shared screen shows.
+public enum ScreenShareSource: Equatable, Sendable {
+    /// The whole screen: ReplayKit on iOS, the X display in `$DISPLAY` on Linux.
+    case screen
+    /// One display by name (on Linux an X display such as `:1`).
+    case display(String)
+    /// A video file shown as the shared screen (kiosks, bots, tests).
+    case file(String)
+    /// A moving test picture.
+    case testPattern
 }
 
 /// A WebRTC session description.

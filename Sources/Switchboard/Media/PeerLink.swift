@@ -7,12 +7,17 @@ import SwitchboardProtocol
 ///
 /// - In each pair of members, the one whose user id sorts first (byte order) makes the first
 ///   offer as soon as both are in the call, and is the *impolite* peer; the other waits for that
-///   offer and is *polite*.
+///   offer and is *polite*: until it has answered it, its own needs for negotiation wait too
+///   (an engine that asks as soon as tracks are added, as webrtcbin does, would otherwise make
+///   every first negotiation a collision).
 /// - Later renegotiation (a camera added, an ICE restart) may start on either side. When two
 ///   offers cross, the impolite peer ignores the one it receives and the polite peer rolls its own
 ///   back and answers: W3C's "perfect negotiation", so neither side has to retry.
 /// - ICE restart: the side that sees ICE fail restarts it if it is the offerer, or asks the
 ///   offerer to (a `restart` signal), so one side drives every restart.
+/// - An agreed media-type change adds (or removes) a camera on both sides at once: the polite
+///   side waits for the offerer's offer again, which carries both changes, instead of making the
+///   collision certain. (Not every engine can roll back: GStreamer's webrtcbin cannot.)
 actor PeerLink {
     nonisolated let peer: UserID
     nonisolated let polite: Bool
@@ -24,6 +29,10 @@ actor PeerLink {
     private var ignoreOffer = false
     private var settingRemoteAnswerPending = false
     private var closed = false
+    /// The first offer was made (impolite) or answered (polite).
+    private var started: Bool
+    /// The polite side needed negotiation before it started.
+    private var negotiationWaiting = false
 
     /// Whether `me` makes the first offer to `peer`.
     nonisolated static func isOfferer(_ me: UserID, to peer: UserID) -> Bool {
@@ -37,6 +46,7 @@ actor PeerLink {
         self.callId = callId
         self.peer = peer
         self.polite = !Self.isOfferer(me, to: peer)
+        self.started = !polite
         self.engine = engine
         self.send = send
         self.logger = logger
@@ -51,9 +61,21 @@ actor PeerLink {
         closed = true
     }
 
-    /// Makes an offer (the connection needs negotiation, or ICE must restart).
+    /// Both sides are about to change their tracks together: the polite side's own needs for
+    /// negotiation wait for the offerer's next offer, as at the start.
+    func expectOffer() {
+        if polite { started = false }
+    }
+
+    /// Makes an offer (the connection needs negotiation, or ICE must restart). A plain need for
+    /// negotiation waits while an offer is open: WebRTC asks again once the connection is stable.
     func negotiate(iceRestart: Bool) async {
         guard !closed else { return }
+        guard started || iceRestart else {
+            negotiationWaiting = true
+            return
+        }
+        if !iceRestart, await engine.signalingState(peer: peer) != .stable { return }
         makingOffer = true
         defer { makingOffer = false }
         do {
@@ -99,6 +121,13 @@ actor PeerLink {
                 if kind == .offer {
                     let answer = try await engine.setLocalDescription(peer: peer, iceRestart: false)
                     await send(SendMediaSignalRequest(callId: callId, to: peer, kind: .answer, sdp: answer.sdp))
+                    if !started {
+                        started = true
+                        if negotiationWaiting {
+                            negotiationWaiting = false
+                            await negotiate(iceRestart: false)
+                        }
+                    }
                 }
             } catch {
                 settingRemoteAnswerPending = false

@@ -47,11 +47,14 @@ public struct CallParticipantInfo: Equatable, Sendable {
     /// The raw figures of the member's last status report that reached this device (about once a
     /// second); yours from your own reports. Nil before the first one.
     public var statistics: MemberStatistics?
+    /// The member shares a screen (a second video track, shown as a screen tile).
+    public var screenSharing: Bool
 
     public init(
         userId: UserID, nickname: String? = nil, avatarURL: String? = nil, status: CallParticipantStatus = .none,
         microphoneOn: Bool = false, cameraOn: Bool = false, endReason: CallEndReason? = nil,
-        networkQuality: NetworkQuality = .unknown, volumeLevel: VolumeLevel = .mute, statistics: MemberStatistics? = nil
+        networkQuality: NetworkQuality = .unknown, volumeLevel: VolumeLevel = .mute, statistics: MemberStatistics? = nil,
+        screenSharing: Bool = false
     ) {
         self.userId = userId
         self.nickname = nickname
@@ -63,6 +66,7 @@ public struct CallParticipantInfo: Equatable, Sendable {
         self.networkQuality = networkQuality
         self.volumeLevel = volumeLevel
         self.statistics = statistics
+        self.screenSharing = screenSharing
     }
 
     init(_ participant: CallParticipant) {
@@ -70,7 +74,7 @@ public struct CallParticipantInfo: Equatable, Sendable {
             userId: participant.userId, nickname: participant.nickname, avatarURL: participant.avatarURL,
             status: participant.status, microphoneOn: participant.microphoneOn, cameraOn: participant.cameraOn,
             endReason: participant.endReason, networkQuality: participant.networkQuality ?? .unknown,
-            volumeLevel: participant.volumeLevel ?? .mute)
+            volumeLevel: participant.volumeLevel ?? .mute, screenSharing: participant.screenSharing ?? false)
     }
 }
 
@@ -118,6 +122,8 @@ public enum CallStoreEvent: Equatable, Sendable {
     case onCallRecord(CallRecord)
     /// Another member turned their microphone or camera on or off.
     case onRemoteDeviceChanged(callId: CallID, userId: UserID, microphoneOn: Bool, cameraOn: Bool)
+    /// Another member started or stopped sharing a screen (TRTC's sub-stream availability).
+    case onRemoteScreenShareChanged(callId: CallID, userId: UserID, sharing: Bool)
     /// A member's status changed (`waiting` → `accept` → `none`); `reason` says why a member left.
     case onParticipantStatusChanged(callId: CallID, userId: UserID, status: CallParticipantStatus, reason: CallEndReason?)
     /// The other member asks to switch media type; answer with ``CallStore/replyMediaTypeChange(transactionId:agree:)``.

@@ -234,8 +234,9 @@ public final class CallStore: Sendable {
 
     // MARK: - live status
 
-    /// Reports this member's media statistics; call it about once a second while in a call (the
-    /// media engine does). The other members see your network quality and volume level.
+    /// Reports this member's media statistics. With a media engine the SDK does it once a second
+    /// from the engine's statistics; without one, call it about once a second while in a call. The
+    /// other members see your network quality and volume level.
     public func reportStatus(packetLoss: Double, rtt: Int, bitrate: Int, audioLevel: Int) async throws {
         let id = try currentCallId(nil)
         let microphoneOn = devices.state.microphoneStatus == .on
@@ -404,14 +405,20 @@ public final class CallStore: Sendable {
             apply { _ in [.onCallRecord(e.record)] }
         case .deviceChanged(let e):
             apply { state in
+                let wasSharing = state.calls[e.callId]?.info.participant(e.userId)?.screenSharing ?? nil
                 state.updateParticipant(e.callId, e.userId) {
                     $0.microphoneOn = e.microphoneOn
                     $0.cameraOn = e.cameraOn
+                    $0.screenSharing = e.screenSharing ? true : nil
                 }
-                return [
+                var events: [CallStoreEvent] = [
                     .onRemoteDeviceChanged(
                         callId: e.callId, userId: e.userId, microphoneOn: e.microphoneOn, cameraOn: e.cameraOn)
                 ]
+                if (wasSharing ?? false) != e.screenSharing {
+                    events.append(.onRemoteScreenShareChanged(callId: e.callId, userId: e.userId, sharing: e.screenSharing))
+                }
+                return events
             }
         case .memberStatus(let e):
             apply { state in
@@ -504,18 +511,21 @@ public final class CallStore: Sendable {
         return id
     }
 
-    /// Tells the other members this device's microphone and camera state once it is in a call,
-    /// and again on every change while it stays in it.
+    /// Tells the other members this device's microphone, camera and screen-sharing state once it
+    /// is in a call, and again on every change while it stays in it.
     private func reportDevices(for callId: CallID) {
         let task = Task { [weak self, devices, signaling] in
-            var last: (Bool, Bool)?
+            var last: (Bool, Bool, Bool)?
             for await deviceState in devices.stateUpdates {
                 guard let self, self.state.activeCall?.callId == callId else { return }
-                let current = (deviceState.microphoneStatus == .on, deviceState.cameraStatus == .on)
+                let current = (
+                    deviceState.microphoneStatus == .on, deviceState.cameraStatus == .on, deviceState.screenShare != nil
+                )
                 if let last, last == current { continue }
                 last = current
                 _ = try? await signaling.send(
-                    UpdateDeviceStateRequest(callId: callId, microphoneOn: current.0, cameraOn: current.1))
+                    UpdateDeviceStateRequest(
+                        callId: callId, microphoneOn: current.0, cameraOn: current.1, screenSharing: current.2))
             }
         }
         deviceReports.withLockedValue { reports in
@@ -612,6 +622,11 @@ extension CallStore.State {
                     .onRemoteDeviceChanged(
                         callId: info.callId, userId: participant.userId, microphoneOn: participant.microphoneOn,
                         cameraOn: participant.cameraOn))
+            }
+            if (before.screenSharing ?? false) != (participant.screenSharing ?? false) {
+                events.append(
+                    .onRemoteScreenShareChanged(
+                        callId: info.callId, userId: participant.userId, sharing: participant.screenSharing ?? false))
             }
             if before.networkQuality != participant.networkQuality || before.volumeLevel != participant.volumeLevel {
                 events.append(

@@ -10,16 +10,41 @@ public enum AudioRoute: String, Codable, Sendable, CaseIterable {
     case headset
 }
 
-/// Capture quality of the local camera.
+/// Capture quality of the local camera: resolution, frame rate and the encoder's target bitrate.
 public enum VideoQuality: String, Codable, Sendable, CaseIterable {
     case p360
     case p540
     case p720
     case p1080
+
+    public var width: Int {
+        switch self {
+        case .p360: 640
+        case .p540: 960
+        case .p720: 1280
+        case .p1080: 1920
+        }
+    }
+
+    public var height: Int { width * 9 / 16 }
+
+    /// Frames per second (TRTC's call presets use 15).
+    public var frameRate: Int { 15 }
+
+    /// Target bitrate, kbps.
+    public var bitrateKbps: Int {
+        switch self {
+        case .p360: 500
+        case .p540: 900
+        case .p720: 1_500
+        case .p1080: 2_500
+        }
+    }
 }
 
-/// The local microphone, camera and audio route. While you are in a call, microphone and camera
-/// changes reach the other members as remote-device events. `DeviceStore.shared` is the store of
+/// The local microphone, camera, playback and screen sharing. Every setting reaches the media
+/// engine; while you are in a call, microphone, camera and screen-sharing changes reach the other
+/// members as remote-device events. `DeviceStore.shared` is the store of
 /// ``SwitchboardClient/shared``.
 public final class DeviceStore: Sendable {
     public struct State: Equatable, Sendable {
@@ -33,8 +58,19 @@ public final class DeviceStore: Sendable {
         public var audioRoute: AudioRoute = .earpiece
         /// The route you chose for the call (``setAudioRoute(_:)``), while it holds.
         public var chosenAudioRoute: AudioRoute?
+        /// Playback volume of the other members, 0–100.
+        public var audioPlayoutVolume = 100
+        /// Every other member is silenced here (they still hear you).
+        public var remoteAudioMuted = false
+        /// What this device shares as its screen; nil when it does not share.
+        public var screenShare: ScreenShareSource?
 
         public init() {}
+
+        /// How remote audio plays, as the media engine gets it.
+        public var audioOutput: AudioOutput {
+            AudioOutput(route: audioRoute, volume: audioPlayoutVolume, remoteAudioMuted: remoteAudioMuted)
+        }
     }
 
     /// The store of the shared client.
@@ -93,6 +129,25 @@ public final class DeviceStore: Sendable {
             state.audioRoute = route
             state.chosenAudioRoute = choice
         }
+    }
+
+    /// Sets how loud the other members play, clamped to 0–100.
+    public func setAudioPlayoutVolume(_ volume: Int) {
+        cell.update { $0.audioPlayoutVolume = min(100, max(0, volume)) }
+    }
+
+    /// Silences every other member here, or plays them again.
+    public func muteAllRemoteAudio(_ mute: Bool) {
+        cell.update { $0.remoteAudioMuted = mute }
+    }
+
+    /// Shares `source` as a second video track in the call; the other members see who shares.
+    public func startScreenShare(_ source: ScreenShareSource = .screen) {
+        cell.update { $0.screenShare = source }
+    }
+
+    public func stopScreenShare() {
+        cell.update { $0.screenShare = nil }
     }
 
     /// Back to the defaults (after a logout).

@@ -76,6 +76,10 @@ public struct CallTile: Equatable, Sendable {
         case grid
         /// The member tapped in the grid, above the others.
         case enlarged
+        /// Another member's shared screen, above the strip of members (every template).
+        case screen
+        /// A member in the strip below a shared screen.
+        case strip
     }
 
     public var userId: UserID
@@ -112,6 +116,8 @@ public struct CallViewLayout: Equatable, Sendable {
     public static let margin = 16.0
     /// The small tile's size as a share of the view's: a miniature of the view, in either orientation.
     public static let floatingShare = 0.28
+    /// The height of the strip of members below a shared screen, as a share of the view's.
+    public static let stripShare = 0.2
 
     public init(template: CallLayoutTemplate? = nil, settings: CallViewSettings = CallViewSettings()) {
         self.template = template
@@ -195,6 +201,34 @@ public struct CallViewLayout: Equatable, Sendable {
         let me = members[0]
         let connected = state.selfInfo.status == .accept
         let placed: [(CallParticipantInfo, CallTile.Role, LayoutRect)]
+        switch connected ? Self.screenSharer(members) : nil {
+        case let sharer?:
+            placed = Self.screenTiles(sharer, members, in: full)
+        case nil:
+            placed = templateTiles(state, members, in: viewport)
+        }
+        let video = state.activeCall?.mediaType == .video
+        return placed.map { member, role, frame in
+            CallTile(
+                userId: member.userId, isSelf: member.userId == me.userId, role: role, frame: frame,
+                displayName: member.nickname.flatMap { $0.isEmpty ? nil : $0 } ?? member.userId.rawValue,
+                showsVideo: role == .screen || (video && member.cameraOn && member.status == .accept),
+                avatar: settings.avatar(for: member),
+                waitingAnimation: member.status == .waiting && member.userId != me.userId
+                    ? settings.waitingAnimationPath : nil,
+                volumeIcon: settings.volumeIcon(for: member.volumeLevel),
+                networkQualityIcon: settings.networkQualityIcon(for: member.networkQuality))
+        }
+    }
+
+    /// The template's tiles: float, pip or grid.
+    private func templateTiles(
+        _ state: CallStore.State, _ members: [CallParticipantInfo], in viewport: LayoutSize
+    ) -> [(CallParticipantInfo, CallTile.Role, LayoutRect)] {
+        let full = LayoutRect(x: 0, y: 0, width: viewport.width, height: viewport.height)
+        let me = members[0]
+        let connected = state.selfInfo.status == .accept
+        let placed: [(CallParticipantInfo, CallTile.Role, LayoutRect)]
         switch effectiveTemplate(for: state) {
         case .float:
             guard connected, let peer = Self.featured(state, members) else {
@@ -209,18 +243,29 @@ public struct CallViewLayout: Equatable, Sendable {
         case .grid:
             placed = gridTiles(members, enlarged: enlargedMember(in: state), in: full)
         }
-        let video = state.activeCall?.mediaType == .video
-        return placed.map { member, role, frame in
-            CallTile(
-                userId: member.userId, isSelf: member.userId == me.userId, role: role, frame: frame,
-                displayName: member.nickname.flatMap { $0.isEmpty ? nil : $0 } ?? member.userId.rawValue,
-                showsVideo: video && member.cameraOn && member.status == .accept,
-                avatar: settings.avatar(for: member),
-                waitingAnimation: member.status == .waiting && member.userId != me.userId
-                    ? settings.waitingAnimationPath : nil,
-                volumeIcon: settings.volumeIcon(for: member.volumeLevel),
-                networkQualityIcon: settings.networkQualityIcon(for: member.networkQuality))
-        }
+        return placed
+    }
+
+    /// The member whose screen is shown: the first other member in the call who shares one (your
+    /// own shared screen is not shown back to you).
+    static func screenSharer(_ members: [CallParticipantInfo]) -> CallParticipantInfo? {
+        members.dropFirst().first { $0.screenSharing && $0.status == .accept }
+    }
+
+    /// A shared screen fills the view above a strip of square member tiles (you first), centred,
+    /// smaller when too many to fit.
+    static func screenTiles(
+        _ sharer: CallParticipantInfo, _ members: [CallParticipantInfo], in area: LayoutRect
+    ) -> [(CallParticipantInfo, CallTile.Role, LayoutRect)] {
+        let stripHeight = (area.height * stripShare).rounded()
+        let screen = LayoutRect(x: area.x, y: area.y, width: area.width, height: area.height - stripHeight)
+        let side = min(stripHeight, area.width / Double(members.count))
+        let left = area.x + (area.width - side * Double(members.count)) / 2
+        let top = screen.maxY + (stripHeight - side) / 2
+        return [(sharer, .screen, screen)]
+            + members.enumerated().map { index, member in
+                (member, .strip, LayoutRect(x: left + side * Double(index), y: top, width: side, height: side))
+            }
     }
 
     /// The member other than you the single large tile shows: the other member in a one-to-one

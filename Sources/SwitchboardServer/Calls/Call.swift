@@ -28,6 +28,9 @@ extension CallStateMachine {
             var isDown = false
             var quality: NetworkQuality = .unknown
             var volume: VolumeLevel?
+            /// Shares a screen (a second video track). Optional: journals from before screen
+            /// sharing lack it.
+            var screenSharing: Bool?
             /// The credit, in ms, for relaying this member's raw statistics, and when it was last
             /// topped up (see ``CallStateMachine/statsRelayInterval``).
             var statsCredit: Int64?
@@ -151,7 +154,8 @@ extension CallStateMachine {
                         endReason: member.departure?.reason, nickname: member.profile?.nickname,
                         avatarURL: member.profile?.avatarURL,
                         networkQuality: presence.flatMap { $0.quality == .unknown ? nil : $0.quality },
-                        volumeLevel: presence?.volume)
+                        volumeLevel: presence?.volume,
+                        screenSharing: presence?.screenSharing == true ? true : nil)
                 })
         }
 

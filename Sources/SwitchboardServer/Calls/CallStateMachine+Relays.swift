@@ -4,7 +4,9 @@ import SwitchboardProtocol
 /// WebRTC signals, and network quality and volume from their status reports, with the reports'
 /// raw figures.
 extension CallStateMachine {
-    mutating func updateDevice(_ command: CallCommand, microphoneOn: Bool?, cameraOn: Bool?, out: inout CallOutput) {
+    mutating func updateDevice(
+        _ command: CallCommand, microphoneOn: Bool?, cameraOn: Bool?, screenSharing: Bool?, out: inout CallOutput
+    ) {
         switch lookup(command, joined: true) {
         case .failure(let error):
             out.answer(.failure(error))
@@ -12,6 +14,7 @@ extension CallStateMachine {
             var call = found
             if let microphoneOn { call.members[index].microphoneOn = microphoneOn }
             if let cameraOn { call.members[index].cameraOn = cameraOn }
+            if let screenSharing { call.members[index].updatePresence { $0.screenSharing = screenSharing } }
             let volume = call.members[index].presence?.volume
             let mutedNow = microphoneOn == false && volume != nil && volume != .mute
             if mutedNow { call.members[index].updatePresence { $0.volume = .mute } }
@@ -20,7 +23,8 @@ extension CallStateMachine {
             let member = call.members[index]
             let event = ServerEvent.deviceChanged(
                 DeviceChangedEvent(
-                    callId: call.id, userId: member.userId, microphoneOn: member.microphoneOn, cameraOn: member.cameraOn))
+                    callId: call.id, userId: member.userId, microphoneOn: member.microphoneOn, cameraOn: member.cameraOn,
+                    screenSharing: member.presence?.screenSharing == true))
             for other in call.members where other.isActive && other.userId != member.userId {
                 out.append(.send(event, to: call.recipient(other)))
             }

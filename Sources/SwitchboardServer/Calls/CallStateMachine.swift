@@ -59,8 +59,8 @@ struct CallStateMachine: Sendable {
             reject(command, now: now, out: &out)
         case .hangup(let command):
             hangup(command, now: now, out: &out)
-        case .updateDevice(let command, let microphoneOn, let cameraOn):
-            updateDevice(command, microphoneOn: microphoneOn, cameraOn: cameraOn, out: &out)
+        case .updateDevice(let command, let microphoneOn, let cameraOn, let screenSharing):
+            updateDevice(command, microphoneOn: microphoneOn, cameraOn: cameraOn, screenSharing: screenSharing, out: &out)
         case .changeMediaType(let command, let mediaType, let transaction):
             changeMediaType(command, mediaType, transaction, now: now, out: &out)
         case .replyMediaType(let command, let transaction, let agree):

@@ -196,7 +196,7 @@ enum CallEvent: Equatable, Sendable, Codable {
     case accept(CallCommand)
     case reject(CallCommand)
     case hangup(CallCommand)
-    case updateDevice(CallCommand, microphoneOn: Bool?, cameraOn: Bool?)
+    case updateDevice(CallCommand, microphoneOn: Bool?, cameraOn: Bool?, screenSharing: Bool? = nil)
     case changeMediaType(CallCommand, CallMediaType, TransactionID)
     case replyMediaType(CallCommand, TransactionID, agree: Bool)
     case cancelMediaType(CallCommand, TransactionID)

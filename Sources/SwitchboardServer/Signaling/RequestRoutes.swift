@@ -79,7 +79,7 @@ extension SignalingSession {
                 await session.call(
                     .updateDevice(
                         session.command(identity, request.callId), microphoneOn: request.microphoneOn,
-                        cameraOn: request.cameraOn), id: id)
+                        cameraOn: request.cameraOn, screenSharing: request.screenSharing), id: id)
             },
             RequestRoute.session(ChangeMediaTypeRequest.self, idempotent: true) { session, request, identity, id in
                 let transaction = TransactionID(rawValue: UUID().uuidString.lowercased())

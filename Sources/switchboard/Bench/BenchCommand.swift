@@ -17,7 +17,18 @@ struct BenchCommand: AsyncParsableCommand {
             on 127.0.0.1 with a temporary SQLite database and no abuse limits. With --server, pass the app's \
             --app-id and --secret and run the server with --no-rate-limits. Build with `swift build -c release`.
             """,
-        subcommands: [Echo.self, Invite.self, Lifecycle.self, Connections.self, Login.self, JSON.self])
+        subcommands: BenchCommand.scenarios)
+
+    /// The scenarios; `media` needs the GStreamer trait.
+    static var scenarios: [any ParsableCommand.Type] {
+        var scenarios: [any ParsableCommand.Type] = [
+            Echo.self, Invite.self, Lifecycle.self, Connections.self, Login.self, JSON.self,
+        ]
+        #if GStreamer
+        scenarios.append(Media.self)
+        #endif
+        return scenarios
+    }
 
     struct Options: ParsableArguments {
         @Option(help: "A running server, host:port (default: start one).")

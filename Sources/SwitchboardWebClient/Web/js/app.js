@@ -33,6 +33,9 @@ const state = {
   speaker: null,
   microphoneOn: true,
   cameraOn: true,
+  screenSharing: false,
+  /** A media-type change the other member asked for, waiting for this user's answer. */
+  mediaChangeAsked: null,
   own: { quality: "unknown", volume: "mute" },
   problems: [],
   lastStats: {},
@@ -41,6 +44,7 @@ const state = {
 let signaling = null;
 let media = null;
 const remoteStreams = new Map();
+const remoteScreens = new Map();
 let statsTimer = null;
 let lastBytesSent = 0;
 
@@ -187,17 +191,56 @@ async function toggleCamera() {
   render();
 }
 
+async function toggleScreenShare() {
+  if (!media) return;
+  try {
+    if (state.screenSharing) {
+      media.stopScreenShare();
+      state.screenSharing = false;
+    } else {
+      await media.startScreenShare();
+      state.screenSharing = true;
+    }
+  } catch (error) {
+    $("call-error").textContent = `Screen sharing: ${error.message}`;
+  }
+  reportDevices();
+  render();
+}
+
+/** Asks the other member to switch the call to the other media type. */
+async function requestMediaChange() {
+  const call = activeCall();
+  if (!call) return;
+  const mediaType = call.info.mediaType === "video" ? "audio" : "video";
+  try {
+    await signaling.request("call.changeMediaType", { callId: call.info.callId, mediaType });
+  } catch (error) {
+    $("call-error").textContent = `${error.message} (${error.code})`;
+  }
+}
+
+/** The user's answer to the other member's media-type change, as a phone asks it. */
+function answerMediaChange(agree) {
+  const asked = state.mediaChangeAsked;
+  state.mediaChangeAsked = null;
+  render();
+  if (asked) signaling.post("call.replyMediaType", { callId: asked.callId, transactionId: asked.transactionId, agree });
+}
+
 function reportDevices() {
   const call = activeCall();
   if (!call || myStatus(call.info) !== "accept") return;
   updateParticipant(call.info.callId, state.me, (p) => {
     p.microphoneOn = state.microphoneOn;
     p.cameraOn = state.cameraOn && call.info.mediaType === "video";
+    p.screenSharing = state.screenSharing || undefined;
   });
   signaling.post("call.deviceState", {
     callId: call.info.callId,
     microphoneOn: state.microphoneOn,
     cameraOn: state.cameraOn && call.info.mediaType === "video",
+    screenSharing: state.screenSharing,
   });
 }
 
@@ -226,6 +269,7 @@ function onEvent({ event, data }) {
       updateParticipant(data.callId, data.userId, (p) => {
         p.microphoneOn = data.microphoneOn;
         p.cameraOn = data.cameraOn;
+        p.screenSharing = data.screenSharing || undefined;
       });
       break;
     case "memberStatus":
@@ -239,8 +283,17 @@ function onEvent({ event, data }) {
       if (media?.callId === data.callId) media.handleSignal(data);
       break;
     case "mediaTypeChangeRequested":
-      // This client keeps a call's media type; it declines, and the asker hears so at once.
-      signaling.post("call.replyMediaType", { callId: data.callId, transactionId: data.transactionId, agree: false });
+      // Asked as a phone asks; no answer within the server's timeout counts as declined.
+      state.mediaChangeAsked = data;
+      break;
+    case "mediaTypeChangeResult":
+      if (state.mediaChangeAsked?.transactionId === data.transactionId) state.mediaChangeAsked = null;
+      if (data.result === "agreed" && media?.callId === data.callId) {
+        // As the SDK does (CallPlus): switching to video turns the camera on, to audio off.
+        state.cameraOn = data.mediaType === "video";
+        media.setMediaType(data.mediaType);
+        updateParticipant(data.callId, state.me, (p) => (p.cameraOn = state.cameraOn));
+      }
       break;
     case "callRecord":
       state.records = [data.record, ...state.records.filter((r) => r.callId !== data.record.callId)];
@@ -295,11 +348,19 @@ function startMedia(info) {
     iceServers: signaling.request("media.iceServers").then((r) => r.iceServers).catch(() => []),
     ...options,
     send: (peer, signal) => signaling.post("call.media", { callId: info.callId, to: peer, ...signal }),
-    onRemoteStream: (peer, stream) => {
+    onRemoteStream: (peer, stream, screen) => {
       remoteStreams.set(peer, stream);
+      remoteScreens.set(peer, screen);
       render();
     },
   });
+  media.onScreenShareEnded = () => {
+    if (!state.screenSharing) return;
+    media?.stopScreenShare();
+    state.screenSharing = false;
+    reportDevices();
+    render();
+  };
   media.ready.then(() => render());
   lastBytesSent = 0;
   statsTimer = setInterval(reportStatus, 1000);
@@ -310,7 +371,10 @@ function stopMedia() {
   statsTimer = null;
   media?.close();
   media = null;
+  state.screenSharing = false;
+  state.mediaChangeAsked = null;
   remoteStreams.clear();
+  remoteScreens.clear();
   state.speaker = null;
 }
 
@@ -324,7 +388,7 @@ async function reportStatus() {
   if (!entries.length || media?.callId !== callId) return;
   const packetLoss = Math.min(100, Math.max(...entries.map((e) => e.packetLoss)));
   const rtt = Math.max(...entries.map((e) => e.rtt));
-  const sent = entries.reduce((sum, e) => sum + e.bytesSent.audio + e.bytesSent.video, 0);
+  const sent = entries.reduce((sum, e) => sum + e.bytesSent.audio + e.bytesSent.video + e.bytesSent.screen, 0);
   const bitrate = lastBytesSent ? Math.max(0, Math.round(((sent - lastBytesSent) * 8) / 1000)) : 0;
   lastBytesSent = sent;
   const audioLevel = state.microphoneOn ? Math.min(100, Math.max(...entries.map((e) => e.audioLevel))) : 0;
@@ -411,6 +475,12 @@ function renderCall(call) {
   $("mute").textContent = state.microphoneOn ? "Mute" : "Unmute";
   $("mute").setAttribute("aria-pressed", String(!state.microphoneOn));
   $("camera").hidden = info.mediaType !== "video";
+  $("share").textContent = state.screenSharing ? "Stop sharing" : "Share screen";
+  $("share").setAttribute("aria-pressed", String(state.screenSharing));
+  $("switch-media").textContent = info.mediaType === "video" ? "Switch to audio" : "Switch to video";
+  $("switch-media").hidden = info.callType !== "oneToOne";
+  $("media-change").hidden = !state.mediaChangeAsked;
+  if (state.mediaChangeAsked) $("media-change-type").textContent = state.mediaChangeAsked.mediaType;
   $("camera").textContent = state.cameraOn ? "Camera off" : "Camera on";
   $("camera").setAttribute("aria-pressed", String(!state.cameraOn));
   $("layout").value = state.view.template;
@@ -419,14 +489,17 @@ function renderCall(call) {
   const viewport = { width: stage.clientWidth, height: stage.clientHeight };
   if (state.view.floatingOrigin) state.view.floatingOrigin = clampFloating(state.view.floatingOrigin, viewport);
   const placed = tiles(info, state.me, state.speaker, viewport, state.view);
-  const keep = new Set(placed.map((t) => t.userId));
-  for (const node of [...stage.children]) if (!keep.has(node.dataset.user)) node.remove();
+  // A member's screen is a tile of its own, next to the member's tile.
+  const key = (tile) => (tile.role === "screen" ? `screen:${tile.userId}` : tile.userId);
+  const keep = new Set(placed.map(key));
+  for (const node of [...stage.children]) if (!keep.has(node.dataset.key)) node.remove();
   placed.forEach((tile, index) => {
     const member = info.participants.find((p) => p.userId === tile.userId) ?? { userId: tile.userId };
-    let node = stage.querySelector(`.tile[data-user="${CSS.escape(tile.userId)}"]`);
+    let node = stage.querySelector(`.tile[data-key="${CSS.escape(key(tile))}"]`);
     if (!node) {
       node = document.createElement("div");
       node.className = "tile";
+      node.dataset.key = key(tile);
       node.dataset.user = tile.userId;
       node.innerHTML = `<video autoplay playsinline></video><div class="avatar"></div><div class="waiting">calling…</div><span class="label"></span><span class="indicators"></span>`;
       makeTappable(node);
@@ -439,15 +512,17 @@ function renderCall(call) {
       zIndex: String(index + 1),
     });
     const isSelf = tile.userId === state.me;
+    const screen = tile.role === "screen";
     const video = node.querySelector("video");
-    const stream = isSelf ? media?.localStream : remoteStreams.get(tile.userId);
+    const stream = screen ? remoteScreens.get(tile.userId) : isSelf ? media?.localStream : remoteStreams.get(tile.userId);
     if (stream && video.srcObject !== stream) video.srcObject = stream;
-    video.muted = isSelf;
-    const cameraOn = info.mediaType === "video" && (isSelf ? state.cameraOn : member.cameraOn && member.status === "accept");
+    // The screen tile shows the picture only; the member's own tile plays their audio.
+    video.muted = isSelf || screen;
+    const cameraOn = screen || (info.mediaType === "video" && (isSelf ? state.cameraOn : member.cameraOn && member.status === "accept"));
     video.hidden = !cameraOn;
     node.querySelector(".avatar").textContent = cameraOn ? "" : (member.nickname || tile.userId).slice(0, 1).toUpperCase();
     node.querySelector(".waiting").hidden = member.status !== "waiting" || isSelf;
-    node.querySelector(".label").textContent = (member.nickname || tile.userId) + (isSelf ? " (you)" : "");
+    node.querySelector(".label").textContent = (member.nickname || tile.userId) + (isSelf ? " (you)" : "") + (screen ? "'s screen" : "");
     const microphoneOn = isSelf ? state.microphoneOn : member.microphoneOn !== false;
     const quality = isSelf ? state.own.quality : member.networkQuality;
     const volume = isSelf ? state.own.volume : member.volumeLevel ?? "mute";
@@ -527,6 +602,10 @@ function wire() {
   $("hangup").addEventListener("click", () => hangup().catch(() => {}));
   $("mute").addEventListener("click", toggleMicrophone);
   $("camera").addEventListener("click", toggleCamera);
+  $("share").addEventListener("click", toggleScreenShare);
+  $("switch-media").addEventListener("click", requestMediaChange);
+  $("media-change-agree").addEventListener("click", () => answerMediaChange(true));
+  $("media-change-decline").addEventListener("click", () => answerMediaChange(false));
   $("layout").addEventListener("change", (event) => {
     state.view.template = event.target.value;
     render();
@@ -548,6 +627,8 @@ window.switchboard = {
     return !!media;
   },
   tiles: () => [...document.querySelectorAll("#stage .tile")].map((n) => ({ user: n.dataset.user, role: n.dataset.role })),
+  /** Whether the screen tile of `user` plays a picture. */
+  screenPlaying: (user) => (document.querySelector(`.tile[data-key="screen:${CSS.escape(user)}"] video`)?.videoWidth ?? 0) > 0,
 };
 
 wire();

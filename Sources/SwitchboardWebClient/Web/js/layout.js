@@ -21,6 +21,27 @@ export function featured(others, speaker) {
   return others.find((p) => p.userId === speaker) ?? others.find((p) => p.status === "accept") ?? others[0] ?? null;
 }
 
+/** The strip of members below a shared screen: 20 % of the view's height. */
+export const STRIP_SHARE = 0.2;
+
+/** The member whose screen is shown: the first other member in the call who shares one. */
+export function screenSharer(shown) {
+  return shown.slice(1).find((p) => p.screenSharing && p.status === "accept") ?? null;
+}
+
+/** A shared screen fills the view above a strip of square member tiles (you first), centred. */
+export function screenTiles(sharer, shown, viewport) {
+  const strip = Math.round(viewport.height * STRIP_SHARE);
+  const screen = { x: 0, y: 0, width: viewport.width, height: viewport.height - strip };
+  const side = Math.min(strip, viewport.width / shown.length);
+  const left = (viewport.width - side * shown.length) / 2;
+  const top = screen.height + (strip - side) / 2;
+  return [
+    { userId: sharer.userId, role: "screen", frame: screen },
+    ...shown.map((p, i) => ({ userId: p.userId, role: "strip", frame: { x: left + side * i, y: top, width: side, height: side } })),
+  ];
+}
+
 /** The small tile: a miniature of the view at 28 % of its size. */
 export function floatingSize(viewport) {
   return { width: Math.round(viewport.width * FLOATING_SHARE), height: Math.round(viewport.height * FLOATING_SHARE) };
@@ -52,8 +73,8 @@ export function cells(count, area) {
 }
 
 /**
- * The tiles to draw, back to front: `{userId, role, frame}` with role main, floating, grid or
- * enlarged. `view` holds the user's choices: `{template, swapped, enlarged, floatingOrigin}`.
+ * The tiles to draw, back to front: `{userId, role, frame}` with role main, floating, grid,
+ * enlarged, or screen and strip while another member shares a screen. `view` holds the user's choices: `{template, swapped, enlarged, floatingOrigin}`.
  */
 export function tiles(call, me, speaker, viewport, view = {}) {
   const shown = members(call, me);
@@ -61,6 +82,8 @@ export function tiles(call, me, speaker, viewport, view = {}) {
   const full = { x: 0, y: 0, width: viewport.width, height: viewport.height };
   const self = shown[0];
   const connected = self.status === "accept";
+  const sharer = connected ? screenSharer(shown) : null;
+  if (sharer) return screenTiles(sharer, shown, viewport);
   const template = view.template && view.template !== "auto" ? view.template : automaticTemplate(shown.length);
   if (template === "float") {
     const peer = connected ? featured(shown.slice(1), speaker) : null;

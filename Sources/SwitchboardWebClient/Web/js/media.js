@@ -8,6 +8,10 @@
 //   back and answers (W3C "perfect negotiation").
 // - ICE restart: the side that sees ICE fail restarts it when it is the offerer, or asks the
 //   offerer with a `restart` signal.
+// - An agreed media-type change adds (or removes) a camera on both sides at once: the polite
+//   side waits for the offerer's offer again, which carries both changes.
+// - A shared screen is a second video track in a stream of its own; the microphone and camera
+//   share one stream. Receivers tell the screen by its stream id (a=msid), as the Swift engine does.
 
 /** Whether `me` makes the first offer to `peer` (byte order of the ids, ASCII for valid ids). */
 export function isOfferer(me, peer) {
@@ -20,6 +24,22 @@ export function networkQuality(packetLoss, rtt) {
   const lossLevel = packetLoss < 1 ? 0 : packetLoss < 3 ? 1 : packetLoss < 8 ? 2 : packetLoss < 15 ? 3 : 4;
   const rttLevel = rtt < 100 ? 0 : rtt < 200 ? 1 : rtt < 400 ? 2 : rtt < 800 ? 3 : 4;
   return levels[Math.max(lossLevel, rttLevel)];
+}
+
+/**
+ * The mids of the sections of `sdp` that carry a shared screen: video whose stream (a=msid, or
+ * the msid of an a=ssrc line) is not the stream of the first audio section.
+ */
+export function screenMids(sdp) {
+  const sections = sdp.split(/\r?\n(?=m=)/).filter((s) => s.startsWith("m="));
+  const info = sections.map((section) => {
+    const kind = section.slice(2).split(" ")[0];
+    const mid = section.match(/^a=mid:(\S+)/m)?.[1] ?? null;
+    const stream = section.match(/^a=msid:(\S+)/m)?.[1] ?? section.match(/^a=ssrc:\d+ msid:(\S+)/m)?.[1] ?? null;
+    return { kind, mid, stream };
+  });
+  const audioStream = info.find((i) => i.kind === "audio")?.stream ?? null;
+  return new Set(info.filter((i) => i.kind === "video" && i.stream && i.stream !== audioStream).map((i) => i.mid));
 }
 
 /** The volume level of SPEC §3 for an audio level 0–100. */
@@ -40,19 +60,21 @@ class Peer {
     this.settingRemoteAnswerPending = false;
     this.chain = Promise.resolve();
     this.stream = new MediaStream();
+    this.screen = new MediaStream();
     const pc = new RTCPeerConnection({
       iceServers: session.iceServers,
       iceTransportPolicy: session.relayOnly ? "relay" : "all",
     });
     this.pc = pc;
     this.senders = {};
-    for (const track of session.localStream.getTracks()) {
-      this.senders[track.kind] = pc.addTrack(track, session.localStream);
-      if (!session.enabled[track.kind]) this.senders[track.kind].replaceTrack(null);
-    }
-    pc.ontrack = ({ track }) => {
-      this.stream.addTrack(track);
-      session.onRemoteStream(id, this.stream);
+    for (const track of session.localStream.getTracks()) this.addSender(track.kind, track, session.localStream);
+    if (session.screenTrack) this.addSender("screen", session.screenTrack, session.screenStream);
+    pc.ontrack = ({ track, transceiver }) => {
+      const sdp = pc.remoteDescription?.sdp ?? "";
+      const stream = track.kind === "video" && screenMids(sdp).has(transceiver.mid) ? this.screen : this.stream;
+      stream.addTrack(track);
+      track.addEventListener("ended", () => stream.removeTrack(track));
+      session.onRemoteStream(id, this.stream, this.screen);
     };
     pc.onicecandidate = ({ candidate }) => {
       if (candidate && !session.keepCandidate(candidate)) return;
@@ -110,7 +132,7 @@ class Peer {
         if (!this.started) {
           this.started = true;
           // Tracks the offer had no place for still need a negotiation of their own.
-          if (pc.getTransceivers().some((t) => t.mid === null)) await this.negotiate();
+          if (pc.getTransceivers().some((t) => t.mid === null && !t.stopped)) await this.negotiate();
         }
       }
     } else if (signal.kind === "candidate") {
@@ -126,6 +148,32 @@ class Peer {
 
   replaceTrack(kind, track) {
     return this.senders[kind]?.replaceTrack(track);
+  }
+
+  /**
+   * Sends a local track (`audio`, `video` or `screen`); the connection then renegotiates. A
+   * screen always gets a section of its own (addTrack could reuse the section the other member's
+   * screen came in, which an engine that cannot reactivate sections, webrtcbin, then refuses).
+   */
+  addSender(kind, track, stream) {
+    this.senders[kind] =
+      kind === "screen"
+        ? this.pc.addTransceiver(track, { direction: "sendonly", streams: [stream] }).sender
+        : this.pc.addTrack(track, stream);
+    if (kind !== "screen" && !this.session.enabled[kind]) this.senders[kind].replaceTrack(null);
+  }
+
+  /** Stops sending a kind of track; the connection renegotiates. */
+  removeSender(kind) {
+    const sender = this.senders[kind];
+    if (!sender) return;
+    delete this.senders[kind];
+    this.pc.removeTrack(sender);
+  }
+
+  /** Both sides are about to change their tracks together: the polite side waits for the offer. */
+  expectOffer() {
+    if (this.polite) this.started = false;
   }
 
   close() {
@@ -153,6 +201,8 @@ export class MediaSession {
     this.onRemoteStream = onRemoteStream;
     this.peers = new Map();
     this.localStream = new MediaStream();
+    this.screenStream = null;
+    this.screenTrack = null;
     this.enabled = { audio: true, video: mediaType === "video" };
     this.closed = false;
     // Capture and the ICE servers come first; signals and peers that arrive meanwhile wait, in order.
@@ -223,6 +273,52 @@ export class MediaSession {
     for (const peer of this.peers.values()) peer.serially(() => peer.iceFailed());
   }
 
+  /**
+   * The call's media type changed (both members agreed): the camera is added to every connection
+   * (video) or removed from it (audio), and each connection renegotiates, the offerer first.
+   */
+  setMediaType(mediaType) {
+    return this.whenReady(async () => {
+      if (mediaType === this.mediaType) return;
+      this.mediaType = mediaType;
+      for (const peer of this.peers.values()) peer.expectOffer();
+      if (mediaType === "video") {
+        const camera = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 360 } });
+        const track = camera.getVideoTracks()[0];
+        this.localStream.addTrack(track);
+        this.enabled.video = true;
+        for (const peer of this.peers.values()) peer.addSender("video", track, this.localStream);
+      } else {
+        for (const track of this.localStream.getVideoTracks()) {
+          track.stop();
+          this.localStream.removeTrack(track);
+        }
+        this.enabled.video = false;
+        for (const peer of this.peers.values()) peer.removeSender("video");
+      }
+    });
+  }
+
+  /** Shares the screen (`getDisplayMedia`) as a second video track to every member. */
+  async startScreenShare() {
+    await this.ready;
+    if (this.screenTrack) return;
+    const stream = await navigator.mediaDevices.getDisplayMedia({ video: true, audio: false });
+    this.screenStream = stream;
+    this.screenTrack = stream.getVideoTracks()[0];
+    // The browser's own "stop sharing" ends the track.
+    this.screenTrack.addEventListener("ended", () => this.onScreenShareEnded?.());
+    for (const peer of this.peers.values()) peer.addSender("screen", this.screenTrack, stream);
+  }
+
+  stopScreenShare() {
+    if (!this.screenTrack) return;
+    for (const peer of this.peers.values()) peer.removeSender("screen");
+    this.screenTrack.stop();
+    this.screenTrack = null;
+    this.screenStream = null;
+  }
+
   /** Turns sending of a kind on or off without renegotiating: muted audio sends nothing. */
   async setEnabled(kind, on) {
     this.enabled[kind] = on;
@@ -232,19 +328,44 @@ export class MediaSession {
     await Promise.all([...this.peers.values()].map((peer) => peer.replaceTrack(kind, on ? track : null)));
   }
 
-  /** Per-peer byte counters, round trip, loss and the kind of the selected candidate pair. */
+  /**
+   * Per peer: byte counters, what was decoded (audio samples and energy, video and screen frames
+   * and their size), round trip, loss and the kind of the selected candidate pair.
+   */
   async stats() {
     const result = {};
     for (const [id, peer] of this.peers) {
       const report = await peer.pc.getStats();
+      const screens = screenMids(peer.pc.remoteDescription?.sdp ?? "");
       const entry = {
-        bytesReceived: { audio: 0, video: 0 }, bytesSent: { audio: 0, video: 0 }, rtt: 0, packetLoss: 0,
-        audioLevel: 0, localCandidateType: null, remoteCandidateType: null, iceConnectionState: peer.pc.iceConnectionState,
+        bytesReceived: { audio: 0, video: 0, screen: 0 }, bytesSent: { audio: 0, video: 0, screen: 0 },
+        framesDecoded: { video: 0, screen: 0 }, frameWidth: { video: 0, screen: 0 }, frameHeight: { video: 0, screen: 0 },
+        sentFrameWidth: 0, totalSamplesReceived: 0, totalAudioEnergy: 0, receivedAudioLevel: 0,
+        rtt: 0, packetLoss: 0, audioLevel: 0, localCandidateType: null, remoteCandidateType: null,
+        iceConnectionState: peer.pc.iceConnectionState,
       };
+      const screenSenders = new Set(peer.senders.screen ? [peer.senders.screen.track?.id] : []);
       let pair = null;
       for (const stat of report.values()) {
-        if (stat.type === "inbound-rtp") entry.bytesReceived[stat.kind] += stat.bytesReceived ?? 0;
-        if (stat.type === "outbound-rtp") entry.bytesSent[stat.kind] += stat.bytesSent ?? 0;
+        if (stat.type === "inbound-rtp") {
+          const kind = stat.kind === "video" && screens.has(stat.mid) ? "screen" : stat.kind;
+          entry.bytesReceived[kind] += stat.bytesReceived ?? 0;
+          if (stat.kind === "video") {
+            entry.framesDecoded[kind] += stat.framesDecoded ?? 0;
+            entry.frameWidth[kind] = stat.frameWidth ?? entry.frameWidth[kind];
+            entry.frameHeight[kind] = stat.frameHeight ?? entry.frameHeight[kind];
+          } else {
+            entry.totalSamplesReceived += stat.totalSamplesReceived ?? 0;
+            entry.totalAudioEnergy += stat.totalAudioEnergy ?? 0;
+            entry.receivedAudioLevel = Math.max(entry.receivedAudioLevel, Math.round((stat.audioLevel ?? 0) * 100));
+          }
+        }
+        if (stat.type === "outbound-rtp") {
+          const source = report.get(stat.mediaSourceId);
+          const kind = stat.kind === "video" && source && screenSenders.has(source.trackIdentifier) ? "screen" : stat.kind;
+          entry.bytesSent[kind] += stat.bytesSent ?? 0;
+          if (kind === "video") entry.sentFrameWidth = stat.frameWidth ?? entry.sentFrameWidth;
+        }
         if (stat.type === "remote-inbound-rtp" && stat.kind === "audio") {
           entry.packetLoss = Math.max(0, (stat.fractionLost ?? 0) * 100);
         }
@@ -271,5 +392,6 @@ export class MediaSession {
     for (const peer of this.peers.values()) peer.close();
     this.peers.clear();
     for (const track of this.localStream.getTracks()) track.stop();
+    this.screenTrack?.stop();
   }
 }

@@ -37,7 +37,7 @@ const STRUCTS = {
   Participant: {
     userId: "string", status: "Status", inviterId: "string?", microphoneOn: "bool", cameraOn: "bool",
     endReason: "EndReason?", nickname: "string?", avatarURL: "string?", networkQuality: "Quality?",
-    volumeLevel: "Volume?",
+    volumeLevel: "Volume?", screenSharing: "bool?",
   },
   CallInfo: {
     callId: "string", roomId: "string", callType: "CallType", mediaType: "MediaType", callerId: "string",
@@ -80,7 +80,7 @@ export const REQUESTS = {
   "call.hangup": [CALL, {}],
   "call.join": [CALL, { call: "CallInfo" }],
   "call.invite": [{ callId: "string", participantIds: "[string]" }, { busyUserIds: "[string]", call: "CallInfo" }],
-  "call.deviceState": [{ callId: "string", microphoneOn: "bool?", cameraOn: "bool?" }, {}],
+  "call.deviceState": [{ callId: "string", microphoneOn: "bool?", cameraOn: "bool?", screenSharing: "bool?" }, {}],
   "call.changeMediaType": [{ callId: "string", mediaType: "MediaType" }, { transactionId: "string" }],
   "call.replyMediaType": [{ callId: "string", transactionId: "string", agree: "bool" }, {}],
   "call.cancelMediaType": [{ callId: "string", transactionId: "string" }, {}],
@@ -113,7 +113,7 @@ export const EVENTS = {
   callUpdated: { call: "CallInfo" },
   callEnded: { callId: "string", mediaType: "MediaType", reason: "EndReason", userId: "string?" },
   callRecord: { record: "Record" },
-  deviceChanged: { callId: "string", userId: "string", microphoneOn: "bool", cameraOn: "bool" },
+  deviceChanged: { callId: "string", userId: "string", microphoneOn: "bool", cameraOn: "bool", screenSharing: "bool" },
   mediaTypeChangeRequested: { callId: "string", transactionId: "string", mediaType: "MediaType", userId: "string" },
   mediaTypeChangeResult: {
     callId: "string", transactionId: "string", mediaType: "MediaType", userId: "string", result: "ChangeResult",

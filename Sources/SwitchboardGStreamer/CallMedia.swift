@@ -1,0 +1,247 @@
+#if GStreamer
+import CGStreamer
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import Switchboard
+import SwitchboardProtocol
+
+/// A local track: a source and its encoder in one bin, feeding a tee that every peer connection
+/// takes a branch from (one encoding for the whole mesh).
+final class CaptureChain: @unchecked Sendable {
+    let kind: TrackKind
+    private(set) var bin: Element
+    let tee: Element
+
+    init(kind: TrackKind, description: String, pipeline: Element) throws {
+        self.kind = kind
+        bin = try Self.make(description)
+        tee = try Element.make("tee", name: "\(kind.rawValue)-tee")
+        tee.set("allow-not-linked", true)
+        try pipeline.add(bin)
+        try pipeline.add(tee)
+        try bin.link(to: tee)
+        tee.syncStateWithParent()
+        bin.syncStateWithParent()
+    }
+
+    func child(_ name: String) -> Element? { bin.child(name) }
+
+    /// The source-and-encoder bin. A file source is not live: starting it in the running call's
+    /// pipeline is an asynchronous state change, which the bin keeps to itself (otherwise the
+    /// whole pipeline would wait in PAUSED for a preroll its network elements never give).
+    private static func make(_ description: String) throws -> Element {
+        let bin = try Element.bin(description, output: "encoder")
+        bin.set("async-handling", true)
+        return bin
+    }
+
+    /// Swaps the source and encoder bin (front and back camera); the tee and the peers' branches stay.
+    func replace(with description: String, in pipeline: Element) throws {
+        let next = try Self.make(description)
+        bin.setState(GST_STATE_NULL)
+        if let output = bin.staticPad("src"), let input = output.peer { output.unlink(from: input) }
+        pipeline.remove(bin)
+        try pipeline.add(next)
+        try next.link(to: tee)
+        next.syncStateWithParent()
+        bin = next
+    }
+
+    /// Asks the encoder for a key frame (after the camera comes back, for a new receiver).
+    func requestKeyFrame() {
+        guard kind.isVideo, let output = bin.child("encoder")?.staticPad("src") else { return }
+        _ = output.send(sb_force_key_unit_event())
+    }
+
+    func remove(from pipeline: Element) {
+        bin.setState(GST_STATE_NULL)
+        tee.setState(GST_STATE_NULL)
+        pipeline.remove(bin)
+        pipeline.remove(tee)
+    }
+
+    static func audio(_ source: AudioSource) -> String {
+        "\(source.launchDescription) ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=1 ! "
+            + "volume name=volume ! level name=capture-level interval=100000000 post-messages=true ! "
+            + "valve name=gate drop=true ! opusenc name=encoder bitrate=32000 frame-size=20"
+    }
+
+    static func video(_ source: VideoSource, width: Int, height: Int, frameRate: Int, bitrateKbps: Int) -> String {
+        "\(source.launchDescription) ! videoconvert ! videoscale ! videorate ! "
+            + "capsfilter name=caps caps=\"\(rawVideoCaps(width: width, height: height, frameRate: frameRate))\" ! "
+            + "valve name=gate drop=false ! "
+            + "vp8enc name=encoder deadline=1 cpu-used=8 end-usage=cbr target-bitrate=\(bitrateKbps * 1000) "
+            + "keyframe-max-dist=60 lag-in-frames=0 error-resilient=default threads=2"
+    }
+
+    static func rawVideoCaps(width: Int, height: Int, frameRate: Int) -> String {
+        "video/x-raw,format=I420,width=\(width),height=\(height),framerate=\(frameRate)/1,pixel-aspect-ratio=1/1"
+    }
+}
+
+/// The media of one connected call: one pipeline with the local tracks and one
+/// ``PeerConnection`` per other member. Used from the engine's job queue, one job at a time.
+actor CallMedia {
+    struct Slot {
+        var connection: PeerConnection
+        var events: PeerConnectionEvents
+        var ice: IcePolicy
+        var generation: Int
+        /// What replaced connections of this peer counted, added to the current one's numbers.
+        var carried: PeerStatistics
+    }
+
+    let pipeline: Element
+    let router = LevelRouter()
+    private let bus: BusWatch
+    private let configuration: GStreamerMediaEngine.Configuration
+    private let logger: Logger
+    private(set) var chains: [TrackKind: CaptureChain] = [:]
+    private(set) var slots: [UserID: Slot] = [:]
+    private let localLevel = LockedLevel()
+
+    private let emit: @Sendable (MediaEvent) -> Void
+
+    init(
+        configuration: GStreamerMediaEngine.Configuration, logger: Logger,
+        emit: @escaping @Sendable (MediaEvent) -> Void
+    ) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.emit = emit
+        pipeline = try Element.make("pipeline", name: "switchboard-call")
+        let router = self.router
+        bus = BusWatch(pipeline: pipeline) { [logger] message in
+            switch message {
+            case .level(let source, let rms): router.deliver(source: source, rms: rms)
+            case .error(let text, let source): logger.error("GStreamer", metadata: ["element": "\(source)", "error": "\(text)"])
+            case .warning(let text, let source):
+                logger.debug("GStreamer warning", metadata: ["element": "\(source)", "warning": "\(text)"])
+            }
+        }
+        router.route("capture-level") { [localLevel] level in localLevel.set(level) }
+        pipeline.setState(GST_STATE_PLAYING)
+    }
+
+    /// The microphone's level as sent (0 while muted or before audio starts).
+    nonisolated var localAudioLevel: Int { localLevel.value }
+
+    // MARK: - local tracks
+
+    func chain(_ kind: TrackKind) -> CaptureChain? { chains[kind] }
+
+    /// Starts a local track and sends it to every peer.
+    func addTrack(_ kind: TrackKind, description: String) throws {
+        guard chains[kind] == nil else { return }
+        let chain = try CaptureChain(kind: kind, description: description, pipeline: pipeline)
+        chains[kind] = chain
+        for slot in slots.values {
+            try slot.connection.attach(kind, tee: chain.tee)
+            slot.events.negotiationNeeded()
+        }
+    }
+
+    /// Stops a local track: every peer stops sending it (and renegotiates).
+    func removeTrack(_ kind: TrackKind) async {
+        guard let chain = chains.removeValue(forKey: kind) else { return }
+        for slot in slots.values {
+            await slot.connection.detach(kind)
+            slot.events.negotiationNeeded()
+        }
+        chain.remove(from: pipeline)
+    }
+
+    // MARK: - peers
+
+    func connection(_ peer: UserID) throws -> PeerConnection {
+        guard let slot = slots[peer] else { throw GStreamerError("no connection to \(peer)") }
+        return slot.connection
+    }
+
+    func openPeer(_ peer: UserID, ice: IcePolicy, events: PeerConnectionEvents) throws {
+        guard slots[peer] == nil else { return }
+        let connection = try makeConnection(peer, generation: 1, ice: ice, events: events)
+        slots[peer] = Slot(connection: connection, events: events, ice: ice, generation: 1, carried: PeerStatistics())
+    }
+
+    private func makeConnection(
+        _ peer: UserID, generation: Int, ice: IcePolicy, events: PeerConnectionEvents
+    ) throws -> PeerConnection {
+        let connection = try PeerConnection(
+            peer: peer, name: "peer-\(peer.rawValue)-\(generation)", pipeline: pipeline, ice: ice, events: events,
+            router: router, recordDirectory: configuration.recordDirectory, playback: configuration.playback,
+            logger: logger, emit: emit)
+        for kind in TrackKind.allCases {
+            if let chain = chains[kind] { try connection.attach(kind, tee: chain.tee) }
+        }
+        return connection
+    }
+
+    /// A fresh connection to `peer` in place of the current one: what webrtcbin needs where
+    /// WebRTC restarts ICE (new ICE credentials and, here, a new DTLS session too).
+    func replaceConnection(_ peer: UserID) async throws -> PeerConnection {
+        guard var slot = slots[peer] else { throw GStreamerError("no connection to \(peer)") }
+        let old = slot.connection
+        slot.carried = slot.carried.adding(await old.statistics())
+        slot.generation += 1
+        slot.connection = try makeConnection(peer, generation: slot.generation, ice: slot.ice, events: slot.events)
+        slots[peer] = slot
+        logger.debug("replaced the connection", metadata: ["peer": "\(peer)", "generation": "\(slot.generation)"])
+        await old.close()
+        return slot.connection
+    }
+
+    func closePeer(_ peer: UserID) async {
+        guard let slot = slots.removeValue(forKey: peer) else { return }
+        await slot.connection.close()
+    }
+
+    func setOutput(volume: Int, muted: Bool) {
+        for slot in slots.values { slot.connection.setOutput(volume: volume, muted: muted) }
+    }
+
+    func statistics() async -> MediaStatistics {
+        var peers: [UserID: PeerStatistics] = [:]
+        for (peer, slot) in slots {
+            peers[peer] = slot.carried.adding(await slot.connection.statistics())
+        }
+        return MediaStatistics(localAudioLevel: localAudioLevel, peers: peers)
+    }
+
+    /// Ends the call's media: every connection closes (recordings get their ends), then the pipeline.
+    func close() async {
+        for peer in Array(slots.keys) { await closePeer(peer) }
+        pipeline.setState(GST_STATE_NULL)
+        await bus.stop()
+    }
+}
+
+/// The microphone level, written by the bus thread.
+private final class LockedLevel: Sendable {
+    private let box = NIOLockedValueBox(0)
+    func set(_ value: Int) { box.withLockedValue { $0 = value } }
+    var value: Int { box.withLockedValue { $0 } }
+}
+
+extension PeerStatistics {
+    /// Counters summed (a replaced connection's and its successor's); the latest levels, sizes and times.
+    func adding(_ later: PeerStatistics) -> PeerStatistics {
+        PeerStatistics(
+            audio: audio.adding(later.audio), video: video.adding(later.video), screen: screen.adding(later.screen),
+            roundTripTimeMs: later.roundTripTimeMs ?? roundTripTimeMs,
+            localCandidateType: later.localCandidateType ?? localCandidateType)
+    }
+}
+
+extension TrackStatistics {
+    func adding(_ later: TrackStatistics) -> TrackStatistics {
+        TrackStatistics(
+            packetsSent: packetsSent + later.packetsSent, bytesSent: bytesSent + later.bytesSent,
+            packetsReceived: packetsReceived + later.packetsReceived, bytesReceived: bytesReceived + later.bytesReceived,
+            packetsLost: packetsLost + later.packetsLost, jitterMs: later.jitterMs, codec: later.codec ?? codec,
+            level: later.level, playoutLevel: later.playoutLevel, framesDecoded: framesDecoded + later.framesDecoded,
+            frameWidth: later.frameWidth, frameHeight: later.frameHeight)
+    }
+}
+#endif

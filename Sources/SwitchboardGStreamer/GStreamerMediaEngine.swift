@@ -1,0 +1,434 @@
+#if GStreamer
+import CGStreamer
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import Switchboard
+import SwitchboardProtocol
+
+/// A WebRTC media engine for Linux (and macOS with Homebrew's GStreamer) on GStreamer's
+/// `webrtcbin`: Opus audio and VP8 video, ICE with the server's STUN/TURN servers and trickled
+/// candidates, a shared screen as a second video track. Sources are a tone, a file, a test
+/// pattern, or a microphone, camera or X display where one exists; every received track is
+/// measured (level, frames decoded, size) and may be recorded (WAV, WebM).
+///
+/// Plug it into the SDK: `SwitchboardConfiguration(mediaEngine: GStreamerMediaEngine())`; the SDK
+/// runs the negotiation (``PeerLink``'s rules) and reports the statistics.
+///
+/// Where webrtcbin 1.22 falls short of the `PeerMediaEngine` contract, the engine bridges:
+/// - ICE restart: webrtcbin reuses its ICE credentials, so a restart (asked by the SDK, or a
+///   remote offer with new credentials) replaces the peer's whole connection, which renegotiates
+///   ICE and DTLS; its statistics carry on from the old one.
+/// - Rollback (offers crossed, this side polite): webrtcbin refuses rollback descriptions, so a
+///   fresh connection answers. The SDK keeps that rare: after a media-type change the polite side
+///   waits for the offerer's offer, which carries both new cameras.
+/// - Payload types: webrtcbin answers with the offer's but sends its payloaders', so before
+///   answering, the engine sets them to the offer's.
+///
+/// All work on the pipeline runs in one ordered job queue; GStreamer's threads only touch the
+/// thread-safe parts (receiving chains, counters) and hand events to the SDK.
+public final class GStreamerMediaEngine: PeerMediaEngine {
+    public struct Configuration: Sendable {
+        /// What the microphone sends.
+        public var audioSource: AudioSource
+        /// What the (front) camera sends.
+        public var videoSource: VideoSource
+        /// The back camera for `switchCamera(isFront: false)`; the front one when nil.
+        public var backCameraSource: VideoSource?
+        /// Received tracks are written here as `<user>-audio.wav`, `<user>-video.webm` and
+        /// `<user>-screen.webm`; nil records nothing.
+        public var recordDirectory: URL?
+        /// A gst-launch sink for received audio (`autoaudiosink`, `pulsesink device=…`); nil
+        /// measures it and drops it (bots, servers without sound). On Linux both audio routes
+        /// play here: there is no earpiece.
+        public var playback: String?
+        /// Relayed (TURN) candidates only, as `iceTransportPolicy: "relay"`.
+        public var relayOnly: Bool
+        /// ICE on 127.0.0.1 only, and only loopback candidates from peers (tests keep traffic there).
+        public var loopbackOnly: Bool
+        /// Frame size, rate and bitrate of a shared screen.
+        public var screenQuality: (width: Int, height: Int, frameRate: Int, bitrateKbps: Int)
+
+        public init(
+            audioSource: AudioSource = .tone(), videoSource: VideoSource = .pattern(),
+            backCameraSource: VideoSource? = nil, recordDirectory: URL? = nil, playback: String? = nil,
+            relayOnly: Bool = false, loopbackOnly: Bool = false,
+            screenQuality: (width: Int, height: Int, frameRate: Int, bitrateKbps: Int) = (960, 540, 10, 800)
+        ) {
+            self.audioSource = audioSource
+            self.videoSource = videoSource
+            self.backCameraSource = backCameraSource
+            self.recordDirectory = recordDirectory
+            self.playback = playback
+            self.relayOnly = relayOnly
+            self.loopbackOnly = loopbackOnly
+            self.screenQuality = screenQuality
+        }
+    }
+
+    /// The settings the SDK handed over, applied to whatever call is running.
+    struct Settings: Sendable {
+        var microphoneOn = false
+        var microphoneVolume = 100
+        var cameraOn = false
+        var frontCamera = true
+        var quality = VideoQuality.p720
+        var output = AudioOutput()
+        var screen: ScreenShareSource?
+        var audioRunning = false
+        var mediaType = CallMediaType.audio
+    }
+
+    public let configuration: Configuration
+    private let logger: Logger
+    private let jobs: JobQueue
+    private let core: Core
+    private let broadcaster = EventBroadcaster()
+
+    public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "switchboard.gstreamer")) {
+        _ = GStreamer.initialized
+        self.configuration = configuration
+        self.logger = logger
+        self.jobs = JobQueue()
+        self.core = Core(configuration: configuration, logger: logger, emit: { [broadcaster] in broadcaster.publish($0) })
+        // Loading webrtcbin's and the codecs' plugins takes a few hundred milliseconds the first
+        // time; done now, in the background, the first call does not wait for it.
+        Task.detached(priority: .utility) { _ = GStreamer.preloaded }
+    }
+
+    /// What the engine observes from now on (tracks starting and ending, sizes, levels, ICE).
+    public var events: AsyncStream<MediaEvent> { broadcaster.subscribe() }
+
+    /// Whether this machine has what the engine needs (webrtcbin, its ICE and DTLS elements, the
+    /// Opus and VP8 elements); the missing element names otherwise.
+    public static func missingElements() -> [String] {
+        _ = GStreamer.initialized
+        let needed = [
+            "webrtcbin", "nicesrc", "nicesink", "dtlssrtpenc", "opusenc", "opusdec", "rtpopuspay", "rtpopusdepay",
+            "vp8enc", "vp8dec", "rtpvp8pay", "rtpvp8depay", "audiotestsrc", "videotestsrc", "level", "volume", "valve",
+            "wavenc", "webmmux",
+        ]
+        return needed.filter { name in
+            guard let factory = gst_element_factory_find(name) else { return true }
+            gst_object_unref(UnsafeMutableRawPointer(factory))
+            return false
+        }
+    }
+
+    private func run(_ job: @escaping @Sendable (Core) async -> Void) {
+        jobs.enqueue { [core] in await job(core) }
+    }
+
+    private func perform<Value: Sendable>(_ job: @escaping @Sendable (Core) async throws -> Value) async throws -> Value {
+        try await jobs.perform { [core] in try await job(core) }
+    }
+
+    // MARK: - MediaEngine
+
+    public func callConnected(callId: CallID, roomId: RoomID, mediaType: CallMediaType) {
+        run { await $0.start(callId: callId, mediaType: mediaType) }
+    }
+
+    public func callEnded(callId: CallID) { run { await $0.stop(callId: callId) } }
+    public func startAudio() { run { await $0.update { $0.audioRunning = true } } }
+    public func stopAudio() { run { await $0.update { $0.audioRunning = false } } }
+    public func setMicrophone(on: Bool) { run { await $0.update { $0.microphoneOn = on } } }
+    public func setMicrophoneVolume(_ volume: Int) { run { await $0.update { $0.microphoneVolume = volume } } }
+    public func setVideoQuality(_ quality: VideoQuality) { run { await $0.update { $0.quality = quality } } }
+    public func setAudioOutput(_ output: AudioOutput) { run { await $0.update { $0.output = output } } }
+    public func setScreenShare(_ source: ScreenShareSource?) { run { await $0.update { $0.screen = source } } }
+
+    public func setCamera(on: Bool, front: Bool) {
+        run {
+            await $0.update { settings in
+                settings.cameraOn = on
+                settings.frontCamera = front
+            }
+        }
+    }
+
+    public func callMediaTypeChanged(callId: CallID, mediaType: CallMediaType) {
+        run { await $0.update { $0.mediaType = mediaType } }
+    }
+
+    public func statistics() async -> MediaStatistics {
+        (try? await perform { await $0.statistics() }) ?? MediaStatistics()
+    }
+
+    /// When the first audio frame from `peer` was decoded in the current call (for latency measurements).
+    public func firstAudioFrame(from peer: UserID) async -> ContinuousClock.Instant? {
+        try? await perform { await $0.firstAudioFrame(from: peer) }
+    }
+
+    // MARK: - PeerMediaEngine
+
+    public func openPeer(_ peer: UserID, iceServers: [IceServer], events: PeerConnectionEvents) {
+        run { await $0.openPeer(peer, iceServers: iceServers, events: events) }
+    }
+
+    public func closePeer(_ peer: UserID) { run { await $0.closePeer(peer) } }
+
+    public func setLocalDescription(peer: UserID, iceRestart: Bool) async throws -> SessionDescription {
+        try await perform { try await $0.setLocalDescription(peer: peer, iceRestart: iceRestart) }
+    }
+
+    public func setRemoteDescription(_ description: SessionDescription, peer: UserID) async throws {
+        try await perform { try await $0.setRemoteDescription(description, peer: peer) }
+    }
+
+    public func addRemoteCandidate(_ candidate: IceCandidate, peer: UserID) async throws {
+        try await perform { try await $0.addRemoteCandidate(candidate, peer: peer) }
+    }
+
+    public func signalingState(peer: UserID) async -> PeerSignalingState {
+        (try? await perform { await $0.signalingState(peer: peer) }) ?? .closed
+    }
+}
+
+extension GStreamerMediaEngine {
+    /// The engine's state; reached only through the job queue, one job at a time.
+    actor Core {
+        private let configuration: Configuration
+        private let logger: Logger
+        private var settings = Settings()
+        private var callId: CallID?
+        private var media: CallMedia?
+        private let emit: @Sendable (MediaEvent) -> Void
+
+        init(configuration: Configuration, logger: Logger, emit: @escaping @Sendable (MediaEvent) -> Void) {
+            self.configuration = configuration
+            self.logger = logger
+            self.emit = emit
+        }
+
+        func start(callId: CallID, mediaType: CallMediaType) async {
+            if let media { await media.close() }
+            self.callId = callId
+            settings.mediaType = mediaType
+            do {
+                let media = try CallMedia(configuration: configuration, logger: logger, emit: emit)
+                self.media = media
+                try await media.addTrack(.audio, description: CaptureChain.audio(configuration.audioSource))
+                try await apply(to: media, previous: nil)
+            } catch {
+                logger.error("could not start the call's media", metadata: ["callId": "\(callId)", "error": "\(error)"])
+            }
+        }
+
+        func stop(callId: CallID) async {
+            guard self.callId == callId else { return }
+            self.callId = nil
+            await media?.close()
+            media = nil
+        }
+
+        func update(_ change: (inout Settings) -> Void) async {
+            let previous = settings
+            change(&settings)
+            guard let media else { return }
+            do {
+                try await apply(to: media, previous: previous)
+            } catch {
+                logger.error("could not apply a media setting", metadata: ["error": "\(error)"])
+            }
+        }
+
+        /// Brings the pipeline in line with the settings (all of them when `previous` is nil).
+        private func apply(to media: CallMedia, previous: Settings?) async throws {
+            let settings = self.settings
+            if let audio = await media.chain(.audio) {
+                audio.child("volume")?.set("volume", Double(max(0, min(100, settings.microphoneVolume))) / 100)
+                audio.child("volume")?.set("mute", !settings.microphoneOn)
+                audio.child("gate")?.set("drop", !settings.audioRunning)
+            }
+            await media.setOutput(
+                volume: settings.output.volume, muted: settings.output.remoteAudioMuted || !settings.audioRunning)
+
+            // The camera track exists in video calls; the camera switch only gates it.
+            let camera = cameraDescription(settings)
+            let video = await media.chain(.video)
+            if settings.mediaType == .video {
+                if video == nil {
+                    try await media.addTrack(.video, description: camera)
+                } else if let previous {
+                    if previous.frontCamera != settings.frontCamera, configuration.backCameraSource != nil {
+                        try video?.replace(with: camera, in: media.pipeline)
+                    } else if previous.quality != settings.quality {
+                        setQuality(settings.quality, on: video)
+                    }
+                }
+                let wasOn = previous.map { $0.cameraOn && $0.mediaType == .video } ?? false
+                let chain = await media.chain(.video)
+                chain?.child("gate")?.set("drop", !settings.cameraOn)
+                if settings.cameraOn && !wasOn { chain?.requestKeyFrame() }
+            } else if video != nil {
+                await media.removeTrack(.video)
+            }
+
+            if settings.screen != previous?.screen || previous == nil {
+                if await media.chain(.screen) != nil { await media.removeTrack(.screen) }
+                if let screen = settings.screen {
+                    let quality = configuration.screenQuality
+                    try await media.addTrack(
+                        .screen,
+                        description: CaptureChain.video(
+                            VideoSource(screen), width: quality.width, height: quality.height,
+                            frameRate: quality.frameRate, bitrateKbps: quality.bitrateKbps))
+                }
+            }
+        }
+
+        private func cameraDescription(_ settings: Settings) -> String {
+            let source = settings.frontCamera ? configuration.videoSource : configuration.backCameraSource ?? configuration.videoSource
+            let quality = settings.quality
+            return CaptureChain.video(
+                source, width: quality.width, height: quality.height, frameRate: quality.frameRate,
+                bitrateKbps: quality.bitrateKbps)
+        }
+
+        /// A new size and rate through the caps filter (the encoder follows) and a new bitrate.
+        private func setQuality(_ quality: VideoQuality, on chain: CaptureChain?) {
+            chain?.child("caps")?.set(
+                "caps",
+                caps: CaptureChain.rawVideoCaps(width: quality.width, height: quality.height, frameRate: quality.frameRate))
+            chain?.child("encoder")?.set("target-bitrate", Int32(quality.bitrateKbps * 1000))
+        }
+
+        func statistics() async -> MediaStatistics {
+            guard let media else { return MediaStatistics() }
+            var statistics = await media.statistics()
+            if !settings.microphoneOn || !settings.audioRunning { statistics.localAudioLevel = 0 }
+            return statistics
+        }
+
+        func firstAudioFrame(from peer: UserID) async -> ContinuousClock.Instant? {
+            try? await media?.connection(peer).firstAudioFrame
+        }
+
+        func openPeer(_ peer: UserID, iceServers: [IceServer], events: PeerConnectionEvents) async {
+            guard let media else {
+                logger.warning("a peer connection outside a call", metadata: ["peer": "\(peer)"])
+                return
+            }
+            let ice = IcePolicy(servers: iceServers, relayOnly: configuration.relayOnly, loopbackOnly: configuration.loopbackOnly)
+            do {
+                try await media.openPeer(peer, ice: ice, events: events)
+            } catch {
+                logger.error("could not open a peer connection", metadata: ["peer": "\(peer)", "error": "\(error)"])
+            }
+        }
+
+        func closePeer(_ peer: UserID) async {
+            await media?.closePeer(peer)
+        }
+
+        func setLocalDescription(peer: UserID, iceRestart: Bool) async throws -> SessionDescription {
+            guard let media else { throw GStreamerError("no call") }
+            var connection = try await media.connection(peer)
+            if iceRestart, connection.signalingState != .haveRemoteOffer {
+                connection = try await media.replaceConnection(peer)
+            }
+            switch connection.signalingState {
+            case .haveRemoteOffer:
+                return SessionDescription(kind: .answer, sdp: try await connection.createAndSetLocal(GST_WEBRTC_SDP_TYPE_ANSWER))
+            case .stable:
+                return SessionDescription(kind: .offer, sdp: try await connection.createAndSetLocal(GST_WEBRTC_SDP_TYPE_OFFER))
+            case .haveLocalOffer:
+                return SessionDescription(kind: .offer, sdp: connection.pendingOffer ?? "")
+            case .closed:
+                throw GStreamerError("the connection to \(peer) is closed")
+            }
+        }
+
+        func setRemoteDescription(_ description: SessionDescription, peer: UserID) async throws {
+            guard let media else { throw GStreamerError("no call") }
+            var connection = try await media.connection(peer)
+            guard description.kind == .offer else {
+                try await connection.setRemote(GST_WEBRTC_SDP_TYPE_ANSWER, description.sdp)
+                return
+            }
+            // Offers crossed and this side is polite: WebRTC rolls its own offer back, which
+            // webrtcbin cannot (no version accepts a rollback description); a fresh connection
+            // answers instead, a full ICE and DTLS restart for the peer.
+            if connection.signalingState == .haveLocalOffer {
+                logger.info("offers crossed: a new connection answers", metadata: ["peer": "\(peer)"])
+                connection = try await media.replaceConnection(peer)
+            }
+            // New ICE credentials in the offer: the peer restarts ICE, which webrtcbin cannot
+            // follow on its connection; a fresh one answers.
+            let offered = SessionDescriptionText(description.sdp).ufrag
+            if let current = connection.remoteUfrag, let offered, current != offered {
+                connection = try await media.replaceConnection(peer)
+            }
+            try await connection.setRemote(GST_WEBRTC_SDP_TYPE_OFFER, description.sdp)
+        }
+
+        func addRemoteCandidate(_ candidate: IceCandidate, peer: UserID) async throws {
+            guard let media else { throw GStreamerError("no call") }
+            try await media.connection(peer).addRemoteCandidate(candidate)
+        }
+
+        func signalingState(peer: UserID) async -> PeerSignalingState {
+            (try? await media?.connection(peer).signalingState) ?? .closed
+        }
+    }
+}
+
+/// Hands each event to every subscriber (bounded: a subscriber that does not read loses the oldest).
+final class EventBroadcaster: Sendable {
+    private let subscribers = NIOLockedValueBox<(next: Int, continuations: [Int: AsyncStream<MediaEvent>.Continuation])>(
+        (0, [:]))
+
+    func subscribe() -> AsyncStream<MediaEvent> {
+        let (stream, continuation) = AsyncStream<MediaEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+        let id = subscribers.withLockedValue { state in
+            state.next += 1
+            state.continuations[state.next] = continuation
+            return state.next
+        }
+        continuation.onTermination = { [subscribers] _ in
+            subscribers.withLockedValue { _ = $0.continuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func publish(_ event: MediaEvent) {
+        for continuation in subscribers.withLockedValue({ Array($0.continuations.values) }) { continuation.yield(event) }
+    }
+}
+
+/// Runs jobs one after another, in the order they were enqueued, each to its end (awaits
+/// included) before the next starts.
+final class JobQueue: Sendable {
+    private let continuation: AsyncStream<@Sendable () async -> Void>.Continuation
+    private let worker: Task<Void, Never>
+
+    init() {
+        let (stream, continuation) = AsyncStream<@Sendable () async -> Void>.makeStream()
+        self.continuation = continuation
+        worker = Task {
+            for await job in stream { await job() }
+        }
+    }
+
+    deinit {
+        continuation.finish()
+    }
+
+    func enqueue(_ job: @escaping @Sendable () async -> Void) {
+        continuation.yield(job)
+    }
+
+    func perform<Value: Sendable>(_ job: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            enqueue {
+                do {
+                    continuation.resume(returning: try await job())
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+}
+#endif

@@ -1,0 +1,652 @@
+#if GStreamer
+import CGStreamer
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import Switchboard
+import SwitchboardProtocol
+
+/// How the engine's peer connections use ICE.
+struct IcePolicy: Sendable {
+    var servers: [IceServer]
+    /// Only relayed candidates (TURN), as `iceTransportPolicy: "relay"`.
+    var relayOnly: Bool
+    /// Host candidates on 127.0.0.1 only, and only loopback candidates from peers (tests).
+    var loopbackOnly: Bool
+}
+
+/// One WebRTC peer connection (a `webrtcbin`) to one other member inside the call's pipeline:
+/// a branch from each local track's tee into it, a receiving chain for each track it gets, the
+/// negotiation steps the SDK asks for, and its statistics.
+///
+/// webrtcbin cannot restart ICE (its offers reuse the ICE credentials) nor roll back an offer,
+/// so the engine replaces the whole connection where WebRTC would do either (see
+/// ``GStreamerMediaEngine``).
+final class PeerConnection: @unchecked Sendable {
+    /// A local track this connection sends: its webrtcbin pad and transceiver, and the branch from
+    /// the track's tee while the track exists.
+    private struct Sender {
+        var pad: Pad
+        var transceiver: OpaqueObject
+        var payloadType: Int
+        var ssrc: UInt32
+        /// The local track's tee.
+        var tee: Element
+        /// The queue and payloader from the tee to the pad, once connected.
+        var branch: Branch?
+    }
+
+    private struct Branch {
+        var bin: Element
+        var teePad: Pad
+    }
+
+    private struct State {
+        var senders: [TrackKind: Sender] = [:]
+        var tracks: [(pad: Int, track: ReceivedTrack)] = []
+        var localSDP: SessionDescriptionText?
+        var localText: String?
+        var remoteSDP: SessionDescriptionText?
+        var closed = false
+        var handlers: [gulong] = []
+        var output = (volume: 100, muted: false)
+        /// This side's DTLS role once negotiated (`active` or `passive`): later offers must name it.
+        var dtlsRole: String?
+        /// Frames decoded by tracks that ended (a screen that stopped, a camera removed).
+        var endedFrames: [TrackKind: Int] = [:]
+    }
+
+    /// Default payload types of our offers (the peer's offer decides when it offers first).
+    static let opusPayloadType = 96
+    static let vp8PayloadType = 97
+
+    let peer: UserID
+    let webrtc: Element
+    private let pipeline: Element
+    private let events: PeerConnectionEvents
+    private let ice: IcePolicy
+    private let router: LevelRouter
+    private let recordDirectory: URL?
+    private let playback: String?
+    private let name: String
+    private let logger: Logger
+    private let emit: @Sendable (MediaEvent) -> Void
+    private let state = NIOLockedValueBox(State())
+
+    init(
+        peer: UserID, name: String, pipeline: Element, ice: IcePolicy, events: PeerConnectionEvents, router: LevelRouter,
+        recordDirectory: URL?, playback: String?, logger: Logger, emit: @escaping @Sendable (MediaEvent) -> Void
+    ) throws {
+        self.peer = peer
+        self.emit = emit
+        self.name = name
+        self.pipeline = pipeline
+        self.events = events
+        self.ice = ice
+        self.router = router
+        self.recordDirectory = recordDirectory
+        self.playback = playback
+        self.logger = logger
+        webrtc = try Element.make("webrtcbin", name: name)
+        webrtc.set("bundle-policy", "max-bundle")
+        // The jitter buffer: webrtcbin's 200 ms, 50 on loopback where nothing arrives late.
+        webrtc.set("latency", UInt32(ice.loopbackOnly ? 50 : 200))
+        if ice.relayOnly { webrtc.set("ice-transport-policy", "relay") }
+        for server in ice.servers {
+            for url in server.urls {
+                if url.hasPrefix("stun:") {
+                    webrtc.set("stun-server", "stun://" + url.dropFirst("stun:".count))
+                } else if let uri = Self.turnURI(url, username: server.username, credential: server.credential) {
+                    if sb_webrtc_add_turn_server(webrtc.pointer, uri) == 0 {
+                        logger.warning("webrtcbin refused a TURN server", metadata: ["url": "\(url)"])
+                    }
+                }
+            }
+        }
+        try pipeline.add(webrtc)
+        if sb_webrtc_configure_agent(webrtc.pointer, ice.loopbackOnly ? "127.0.0.1" : nil) == 0 {
+            logger.warning("could not set up the ICE agent", metadata: ["loopbackOnly": "\(ice.loopbackOnly)"])
+        }
+        connectSignals()
+        webrtc.syncStateWithParent()
+    }
+
+    /// `turn:host:port?transport=udp` with coturn REST credentials as webrtcbin's
+    /// `turn://user:pass@host:port?transport=udp` (user and password percent-escaped: the user
+    /// name has a colon, the password base64 characters).
+    static func turnURI(_ url: String, username: String?, credential: String?) -> String? {
+        let scheme: String
+        if url.hasPrefix("turns:") {
+            scheme = "turns"
+        } else if url.hasPrefix("turn:") {
+            scheme = "turn"
+        } else {
+            return nil
+        }
+        let rest = url.dropFirst(scheme.count + 1)
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        func escape(_ value: String?) -> String {
+            value?.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+        }
+        return "\(scheme)://\(escape(username)):\(escape(credential))@\(rest)"
+    }
+
+    // MARK: - signals
+
+    /// What the signal handlers reach: the connection, weakly (its element may outlive it briefly).
+    private final class Handlers: @unchecked Sendable {
+        weak var connection: PeerConnection?
+        init(_ connection: PeerConnection) { self.connection = connection }
+    }
+
+    private func connectSignals() {
+        let release: GClosureNotify = { data, _ in Unmanaged<Handlers>.fromOpaque(data!).release() }
+        func box() -> UnsafeMutableRawPointer { Unmanaged.passRetained(Handlers(self)).toOpaque() }
+        let handlers = [
+            sb_connect_element(
+                webrtc.raw, "on-negotiation-needed",
+                { _, data in Unmanaged<Handlers>.fromOpaque(data!).takeUnretainedValue().connection?.negotiationNeeded() },
+                box(), release),
+            sb_connect_candidate(
+                webrtc.raw,
+                { _, mline, candidate, data in
+                    guard let candidate else { return }
+                    Unmanaged<Handlers>.fromOpaque(data!).takeUnretainedValue().connection?
+                        .localCandidate(mline: Int(mline), String(cString: candidate))
+                }, box(), release),
+            sb_connect_notify(
+                webrtc.raw, "notify::ice-connection-state",
+                { _, _, data in Unmanaged<Handlers>.fromOpaque(data!).takeUnretainedValue().connection?.iceStateChanged() },
+                box(), release),
+            sb_connect_pad(
+                webrtc.raw, "pad-added",
+                { _, pad, data in
+                    guard let pad else { return }
+                    Unmanaged<Handlers>.fromOpaque(data!).takeUnretainedValue().connection?.padAdded(pad)
+                }, box(), release),
+            sb_connect_pad(
+                webrtc.raw, "pad-removed",
+                { _, pad, data in
+                    guard let pad else { return }
+                    Unmanaged<Handlers>.fromOpaque(data!).takeUnretainedValue().connection?.padRemoved(pad)
+                }, box(), release),
+        ]
+        state.withLockedValue { $0.handlers = handlers }
+    }
+
+    private func negotiationNeeded() {
+        guard !state.withLockedValue({ $0.closed }) else { return }
+        events.negotiationNeeded()
+    }
+
+    private func localCandidate(mline: Int, _ line: String) {
+        if ice.loopbackOnly, CandidateLine(line)?.isLoopback != true { return }
+        let (mid, ufrag, closed) = state.withLockedValue { state in
+            let media = state.localSDP?.media
+            return (media.flatMap { mline < $0.count ? $0[mline].mid : nil }, state.localSDP?.ufrag, state.closed)
+        }
+        guard !closed else { return }
+        events.localCandidate(IceCandidate(candidate: line, sdpMid: mid, sdpMLineIndex: mline, usernameFragment: ufrag))
+    }
+
+    private func iceStateChanged() {
+        let value = GstWebRTCICEConnectionState(rawValue: UInt32(webrtc.enumValue("ice-connection-state")))
+        guard !state.withLockedValue({ $0.closed }) else { return }
+        let names: [UInt32: String] = [
+            GST_WEBRTC_ICE_CONNECTION_STATE_NEW.rawValue: "new", GST_WEBRTC_ICE_CONNECTION_STATE_CHECKING.rawValue: "checking",
+            GST_WEBRTC_ICE_CONNECTION_STATE_CONNECTED.rawValue: "connected",
+            GST_WEBRTC_ICE_CONNECTION_STATE_COMPLETED.rawValue: "completed",
+            GST_WEBRTC_ICE_CONNECTION_STATE_FAILED.rawValue: "failed",
+            GST_WEBRTC_ICE_CONNECTION_STATE_DISCONNECTED.rawValue: "disconnected",
+            GST_WEBRTC_ICE_CONNECTION_STATE_CLOSED.rawValue: "closed",
+        ]
+        emit(.connectionState(peer, names[value.rawValue] ?? "\(value.rawValue)"))
+        if value == GST_WEBRTC_ICE_CONNECTION_STATE_FAILED { events.iceFailed() }
+    }
+
+    /// A track arrives: decode it, measure it, record it. Runs on webrtcbin's thread, and links
+    /// before returning so no data meets an unlinked pad.
+    private func padAdded(_ raw: UnsafeMutablePointer<GstPad>) {
+        guard gst_pad_get_direction(raw) == GST_PAD_SRC else { return }
+        let pad = Pad(adopting: UnsafeMutablePointer(OpaquePointer(gst_object_ref(UnsafeMutableRawPointer(raw)))))
+        let transceiver = sb_get_object(pad.raw, "transceiver").map(OpaqueObject.init(adopting:))
+        let mid = transceiver?.string("mid")
+        let (remote, count, output) = state.withLockedValue { ($0.remoteSDP, $0.tracks.count, $0.output) }
+        // The transceiver knows audio from video (its codec preferences say); the peer's
+        // description tells a screen from the camera. (webrtcbin may add the pads of an offer's
+        // own transceivers before the answer came: then it is the camera, as a screen always
+        // comes in a section of its own.)
+        let transceiverKind = transceiver.map { GstWebRTCKind(rawValue: UInt32($0.enumValue("kind"))) }
+        let section = mid.flatMap { remote?.media(mid: $0) }
+        var kind: TrackKind =
+            transceiverKind == GST_WEBRTC_KIND_AUDIO || (transceiverKind != GST_WEBRTC_KIND_VIDEO && section?.kind == "audio")
+            ? .audio : .video
+        if kind == .video, let mid, remote?.isScreen(mid: mid) == true { kind = .screen }
+        do {
+            let track = try receiver(kind, pad: pad, mid: mid, number: count, output: output)
+            try pad.link(to: try input(of: track))
+            state.withLockedValue { $0.tracks.append((Int(bitPattern: raw), track)) }
+            logger.debug("receiving", metadata: ["peer": "\(peer)", "kind": "\(kind)", "mid": "\(mid ?? "?")"])
+        } catch {
+            logger.error("could not receive a track", metadata: ["peer": "\(peer)", "error": "\(error)"])
+        }
+    }
+
+    /// A receiving chain for `pad`, in the pipeline and started, not yet linked.
+    private func receiver(
+        _ kind: TrackKind, pad: Pad, mid: String?, number: Int, output: (volume: Int, muted: Bool)
+    ) throws -> ReceivedTrack {
+        let recording = recordDirectory.map { Self.recordingURL(in: $0, peer: peer, kind: kind) }
+        let track = try ReceivedTrack(
+            peer: peer, kind: kind, source: pad, mid: mid, name: "\(name)-in\(number)", recording: recording,
+            playback: playback, router: router, emit: emit)
+        track.setOutput(volume: output.volume, muted: output.muted)
+        try pipeline.add(track.bin)
+        track.bin.syncStateWithParent()
+        track.whenEnded { [weak self, weak track] in
+            guard let self, let track else { return }
+            Task { await self.replaceEnded(track) }
+        }
+        return track
+    }
+
+    private func input(of track: ReceivedTrack) throws -> Pad {
+        guard let input = track.bin.staticPad("sink") else { throw GStreamerError("a receiving chain without input") }
+        return input
+    }
+
+    /// The sender stopped a track (webrtcbin ended its stream): it ends here (its recording is
+    /// complete), and a fresh chain takes the pad, so that the track may come back on the same
+    /// transceiver and no data ever meets an unlinked pad.
+    private func replaceEnded(_ ended: ReceivedTrack) async {
+        let current = state.withLockedValue { state -> (Int, (volume: Int, muted: Bool))? in
+            guard !state.closed, state.tracks.contains(where: { $0.track === ended }) else { return nil }
+            return (state.tracks.count, state.output)
+        }
+        guard let (count, output) = current else { return }
+        do {
+            let next = try receiver(ended.kind, pad: ended.source, mid: ended.mid, number: count, output: output)
+            let (oldInput, newInput) = (try input(of: ended), try input(of: next))
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                ended.source.whenIdle {
+                    ended.source.unlink(from: oldInput)
+                    try? ended.source.link(to: newInput)
+                    continuation.resume()
+                }
+            }
+            state.withLockedValue { state in
+                if let index = state.tracks.firstIndex(where: { $0.track === ended }) { state.tracks[index].track = next }
+            }
+        } catch {
+            logger.error("could not renew a receiving chain", metadata: ["peer": "\(peer)", "error": "\(error)"])
+        }
+        let frames = ended.snapshot.framesDecoded
+        state.withLockedValue { $0.endedFrames[ended.kind, default: 0] += frames }
+        await ended.finish()
+        pipeline.remove(ended.bin)
+    }
+
+    /// The peer stopped sending a track (a shared screen ended): its chain ends.
+    private func padRemoved(_ raw: UnsafeMutablePointer<GstPad>) {
+        let key = Int(bitPattern: raw)
+        let removed = state.withLockedValue { state -> ReceivedTrack? in
+            guard let index = state.tracks.firstIndex(where: { $0.pad == key }) else { return nil }
+            return state.tracks.remove(at: index).track
+        }
+        guard let removed else { return }
+        let pipeline = self.pipeline
+        Task {
+            await removed.finish()
+            pipeline.remove(removed.bin)
+        }
+    }
+
+    /// `<dir>/<peer>-<kind>.wav|webm`, numbered when the name is taken (a screen shared twice, a
+    /// connection replaced).
+    static func recordingURL(in directory: URL, peer: UserID, kind: TrackKind) -> URL {
+        let suffix = kind == .audio ? "wav" : "webm"
+        var candidate = directory.appendingPathComponent("\(peer.rawValue)-\(kind.rawValue).\(suffix)")
+        var number = 2
+        while FileManager.default.fileExists(atPath: candidate.path) {
+            candidate = directory.appendingPathComponent("\(peer.rawValue)-\(kind.rawValue)-\(number).\(suffix)")
+            number += 1
+        }
+        // Claimed now, so that two tracks starting together get different names.
+        _ = FileManager.default.createFile(atPath: candidate.path, contents: nil)
+        return candidate
+    }
+
+    // MARK: - local tracks
+
+    /// Sends a local track: a new webrtcbin pad and transceiver, fed from the track's tee once
+    /// its payload type is settled (``connectSenders()``). (A track that comes back after
+    /// ``detach(_:)`` gets a new transceiver too: webrtcbin cannot turn an inactive one active.)
+    func attach(_ kind: TrackKind, tee: Element) throws {
+        guard state.withLockedValue({ $0.senders[kind] }) == nil else { return }
+        let payloadType = kind == .audio ? Self.opusPayloadType : Self.vp8PayloadType
+        let ssrc = UInt32.random(in: 1...UInt32.max)
+        let pad = try webrtc.requestPad("sink_%u", caps: Self.caps(kind, payloadType: payloadType))
+        pad.set("msid", kind == .screen ? "switchboard-screen" : "switchboard")
+        guard let raw = sb_get_object(pad.raw, "transceiver") else { throw GStreamerError("pad without a transceiver") }
+        let transceiver = OpaqueObject(adopting: raw)
+        // A screen only goes out: the peer's own screen comes in a section of its own.
+        if kind == .screen { transceiver.set("direction", "sendonly") }
+        transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType, ssrc: ssrc))
+        let sender = Sender(pad: pad, transceiver: transceiver, payloadType: payloadType, ssrc: ssrc, tee: tee, branch: nil)
+        state.withLockedValue { $0.senders[kind] = sender }
+    }
+
+    /// Feeds every sender not fed yet, with its payload type. webrtcbin checks the caps a pad
+    /// carries against the transceiver's codec preferences, so a pad carries nothing until the
+    /// payload type is the one negotiated: ours when offering, the offer's when answering.
+    private func connectSenders() throws {
+        let waiting = state.withLockedValue { $0.senders.filter { $0.value.branch == nil } }
+        for (kind, var sender) in waiting {
+            let payloader = kind == .audio ? "rtpopuspay" : "rtpvp8pay"
+            let bin = try Element.bin(
+                "queue leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=500000000 ! "
+                    + "\(payloader) name=payloader pt=\(sender.payloadType) ssrc=\(sender.ssrc) mtu=1200")
+            try pipeline.add(bin)
+            guard let output = bin.staticPad("src"), let input = bin.staticPad("sink") else {
+                throw GStreamerError("a send branch without pads")
+            }
+            try output.link(to: sender.pad)
+            // Started before the tee feeds it: a buffer pushed into a branch that is not yet
+            // playing is refused as "flushing", and the tee would pass that up to the source,
+            // which then stops for every peer.
+            bin.syncStateWithParent()
+            let teePad = try sender.tee.requestPad("src_%u")
+            try teePad.link(to: input)
+            // A receiver that starts now needs a key frame to decode from.
+            if kind.isVideo { _ = teePad.send(sb_force_key_unit_event()) }
+            sender.branch = Branch(bin: bin, teePad: teePad)
+            state.withLockedValue { $0.senders[kind] = sender }
+        }
+    }
+
+    /// Stops sending a local track: its branch leaves the tee (once no buffer is in flight there),
+    /// its transceiver goes inactive for good and its pad is released. The caller renegotiates.
+    func detach(_ kind: TrackKind) async {
+        guard let sender = state.withLockedValue({ $0.senders.removeValue(forKey: kind) }) else { return }
+        sender.transceiver.set("direction", "inactive")
+        if let branch = sender.branch { await Self.remove(branch, tee: sender.tee, from: pipeline) }
+        webrtc.releaseRequestPad(sender.pad)
+    }
+
+    private static func remove(_ branch: Branch, tee: Element, from pipeline: Element) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let input = branch.bin.staticPad("sink")
+            branch.teePad.whenIdle { [teePad = branch.teePad] in
+                if let input { teePad.unlink(from: input) }
+                tee.releaseRequestPad(teePad)
+                continuation.resume()
+            }
+        }
+        branch.bin.setState(GST_STATE_NULL)
+        pipeline.remove(branch.bin)
+    }
+
+    /// The RTP caps a track is offered with. With its SSRC, webrtcbin names the stream in
+    /// `a=ssrc` lines, which is how the receiving side maps it to its section in a bundle.
+    static func caps(_ kind: TrackKind, payloadType: Int, ssrc: UInt32? = nil) -> String {
+        let base =
+            kind == .audio
+            ? "application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,encoding-params=(string)2,payload=\(payloadType)"
+            : "application/x-rtp,media=video,encoding-name=VP8,clock-rate=90000,payload=\(payloadType),"
+                + "rtcp-fb-nack-pli=(boolean)true,rtcp-fb-ccm-fir=(boolean)true"
+        return base + (ssrc.map { ",ssrc=(uint)\($0)" } ?? "")
+    }
+
+    // MARK: - negotiation
+
+    var signalingState: PeerSignalingState {
+        switch GstWebRTCSignalingState(rawValue: UInt32(webrtc.enumValue("signaling-state"))) {
+        case GST_WEBRTC_SIGNALING_STATE_STABLE: .stable
+        case GST_WEBRTC_SIGNALING_STATE_HAVE_LOCAL_OFFER: .haveLocalOffer
+        case GST_WEBRTC_SIGNALING_STATE_HAVE_REMOTE_OFFER: .haveRemoteOffer
+        default: .closed
+        }
+    }
+
+    /// The local offer in effect (have-local-offer), as sent.
+    var pendingOffer: String? { state.withLockedValue { $0.localText } }
+
+    /// The peer's ICE username fragment of the current remote description.
+    var remoteUfrag: String? { state.withLockedValue { $0.remoteSDP?.ufrag } }
+
+    /// Creates an offer (or the answer to the remote offer), applies it and returns its text
+    /// with `a=msid` lines added for browsers.
+    func createAndSetLocal(_ type: GstWebRTCSDPType) async throws -> String {
+        let field = type == GST_WEBRTC_SDP_TYPE_OFFER ? "offer" : "answer"
+        if type == GST_WEBRTC_SDP_TYPE_OFFER { try connectSenders() }
+        var text = try await awaitPromise(
+            extract: { reply in
+                if let error = replyError(reply) { throw error }
+                guard let description = sb_reply_description(reply, field) else {
+                    throw GStreamerError("webrtcbin made no \(field)")
+                }
+                defer { gst_webrtc_session_description_free(description) }
+                return GStreamer.text(of: description)
+            },
+            start: { promise in
+                if type == GST_WEBRTC_SDP_TYPE_OFFER {
+                    sb_webrtc_create_offer(webrtc.pointer, promise)
+                } else {
+                    sb_webrtc_create_answer(webrtc.pointer, promise)
+                }
+            })
+        // Answering an offer that leaves the DTLS role open, be the server: the offerer then
+        // starts the handshake, which it can only once it has the answer, when this side is
+        // ready for it. (An answering DTLS client may send its first message to an offerer that
+        // still drops it, and wait a second or more to resend.) Later offers name the roles taken.
+        if type == GST_WEBRTC_SDP_TYPE_ANSWER, state.withLockedValue({ $0.remoteSDP?.offersEitherDTLSRole }) == true {
+            text = text.replacingOccurrences(of: "a=setup:active", with: "a=setup:passive")
+        }
+        // An offer after the first names the role negotiated then: browsers refuse anything else,
+        // and webrtcbin copies a role from an earlier description (its own unchanged answer).
+        if type == GST_WEBRTC_SDP_TYPE_OFFER, let role = state.withLockedValue({ $0.dtlsRole }) {
+            for other in ["actpass", "active", "passive"] where other != role {
+                text = text.replacingOccurrences(of: "a=setup:\(other)", with: "a=setup:\(role)")
+            }
+        }
+        // Known before gathering starts, so that candidates carry their mid and ufrag.
+        state.withLockedValue { $0.localSDP = SessionDescriptionText(text) }
+        try await apply(type, text, local: true)
+        if type == GST_WEBRTC_SDP_TYPE_ANSWER {
+            let role = SessionDescriptionText(text).media.first?.setup
+            state.withLockedValue { $0.dtlsRole = role }
+            try connectSenders()
+        }
+        // The camera and microphone share a stream, a screen has its own: how receivers tell
+        // them apart.
+        let streams = state.withLockedValue { state in
+            state.senders.reduce(into: [UInt32: (stream: String, track: String)]()) { streams, sender in
+                streams[sender.value.ssrc] = (
+                    sender.key == .screen ? "switchboard-screen" : "switchboard", sender.key.rawValue
+                )
+            }
+        }
+        let sent = SessionDescriptionText.addingMsid(streams, to: text)
+        logger.trace("local description", metadata: ["peer": "\(peer)", "sdp": "\(sent)"])
+        state.withLockedValue { $0.localText = type == GST_WEBRTC_SDP_TYPE_OFFER ? sent : nil }
+        return sent
+    }
+
+    /// Applies the peer's description. Before an offer, the transceivers are made to fit it: our
+    /// tracks take the payload types it uses, and each section nothing of ours sends on gets a
+    /// receive-only transceiver limited to Opus or VP8.
+    func setRemote(_ type: GstWebRTCSDPType, _ text: String) async throws {
+        // webrtcbin also takes the candidates written in a description: keep those on loopback only.
+        let text = ice.loopbackOnly ? SessionDescriptionText.keepingLoopbackCandidates(text) : text
+        let sdp = SessionDescriptionText(text)
+        logger.trace("remote description", metadata: ["peer": "\(peer)", "sdp": "\(text)"])
+        if type == GST_WEBRTC_SDP_TYPE_OFFER { prepare(for: sdp) }
+        state.withLockedValue { $0.remoteSDP = sdp }
+        try await apply(type, text, local: false)
+        if type == GST_WEBRTC_SDP_TYPE_ANSWER {
+            // The answerer took one role; this side has the other.
+            let role = sdp.media.first?.setup.map { $0 == "active" ? "passive" : "active" }
+            state.withLockedValue { state in
+                state.localText = nil
+                state.dtlsRole = role ?? state.dtlsRole
+            }
+        }
+    }
+
+    private func apply(_ type: GstWebRTCSDPType, _ text: String, local: Bool) async throws {
+        let description = try GStreamer.description(type, sdp: text)
+        defer { gst_webrtc_session_description_free(description) }
+        try await awaitPromise(
+            extract: { reply in if let error = replyError(reply) { throw error } },
+            start: { sb_webrtc_set_description(webrtc.pointer, local ? 1 : 0, description, $0) })
+    }
+
+    private func prepare(for offer: SessionDescriptionText) {
+        let senders = state.withLockedValue { $0.senders }
+        var claimed = Set(senders.values.compactMap { $0.transceiver.string("mid") })
+        var unassigned = senders.filter { $0.value.transceiver.string("mid") == nil && $0.value.branch == nil }
+        // Existing transceivers of ours that were made for receiving keep their sections too.
+        claimed.formUnion(receivingMids())
+        for section in offer.media where !section.rejected {
+            guard let mid = section.mid, !claimed.contains(mid), section.kind == "audio" || section.kind == "video" else {
+                continue
+            }
+            let encoding = section.kind == "audio" ? "OPUS" : "VP8"
+            guard let payloadType = section.payloadTypes[encoding] else { continue }
+            let wanted: [TrackKind] = section.kind == "audio" ? [.audio] : [.video, .screen]
+            let canSend = section.direction == "sendrecv" || section.direction == "recvonly"
+            if canSend, let kind = wanted.first(where: { unassigned[$0] != nil }), var sender = unassigned[kind] {
+                // Our track answers this section, with its payload type (its pad carries
+                // nothing yet: it is connected after the answer).
+                unassigned[kind] = nil
+                sender.payloadType = payloadType
+                sender.transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType, ssrc: sender.ssrc))
+                state.withLockedValue { $0.senders[kind] = sender }
+            } else {
+                let kind: TrackKind = section.kind == "audio" ? .audio : .video
+                let caps = gst_caps_from_string(Self.caps(kind, payloadType: payloadType))
+                if let transceiver = sb_webrtc_add_transceiver(
+                    webrtc.pointer, GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, caps)
+                {
+                    gst_object_unref(UnsafeMutableRawPointer(transceiver))
+                }
+                if let caps { gst_caps_unref(caps) }
+            }
+            claimed.insert(mid)
+        }
+    }
+
+    /// The mids of transceivers that only receive (made for earlier offers).
+    private func receivingMids() -> Set<String> {
+        Set(state.withLockedValue { $0.tracks.compactMap(\.track.mid) })
+    }
+
+    func addRemoteCandidate(_ candidate: IceCandidate) {
+        guard !candidate.candidate.isEmpty else { return }
+        if ice.loopbackOnly, CandidateLine(candidate.candidate)?.isLoopback != true { return }
+        let mline =
+            candidate.sdpMLineIndex
+            ?? candidate.sdpMid.flatMap { mid in
+                state.withLockedValue { $0.remoteSDP?.media.firstIndex { $0.mid == mid } }
+            } ?? 0
+        sb_webrtc_add_ice_candidate(webrtc.pointer, guint(max(0, mline)), candidate.candidate)
+    }
+
+    // MARK: - playback and statistics
+
+    func setOutput(volume: Int, muted: Bool) {
+        let tracks = state.withLockedValue { state in
+            state.output = (volume, muted)
+            return state.tracks.map(\.track)
+        }
+        for track in tracks { track.setOutput(volume: volume, muted: muted) }
+    }
+
+    /// The statistics of this connection, plus the received tracks' own measurements.
+    func statistics() async -> PeerStatistics {
+        let entries =
+            (try? await awaitPromise(
+                extract: { WebRTCStatsEntry.parse($0) }, start: { sb_webrtc_get_stats(webrtc.pointer, $0) })) ?? []
+        let (senders, tracks, endedFrames) = state.withLockedValue { state in
+            (state.senders.mapValues { (ssrc: $0.ssrc, active: $0.branch != nil) }, state.tracks.map(\.track),
+             state.endedFrames)
+        }
+        var result = PeerStatistics()
+        var rtt: Double?
+        for kind in TrackKind.allCases {
+            var stats = TrackStatistics(framesDecoded: endedFrames[kind] ?? 0)
+            if let sender = senders[kind] {
+                if let outbound = entries.first(GST_WEBRTC_STATS_OUTBOUND_RTP, ssrc: sender.ssrc) {
+                    stats.packetsSent = outbound.packetsSent
+                    stats.bytesSent = outbound.bytesSent
+                }
+                if let remote = entries.first(GST_WEBRTC_STATS_REMOTE_INBOUND_RTP, ssrc: sender.ssrc),
+                    let seconds = remote.roundTripTime, seconds > 0
+                {
+                    rtt = max(rtt ?? 0, seconds)
+                }
+            }
+            for track in tracks where track.kind == kind {
+                let counters = track.snapshot
+                if let inbound = entries.first(GST_WEBRTC_STATS_INBOUND_RTP, ssrc: track.ssrc) {
+                    stats.packetsReceived += inbound.packetsReceived
+                    stats.bytesReceived += inbound.bytesReceived
+                    stats.packetsLost += inbound.packetsLost
+                    stats.jitterMs = max(stats.jitterMs, inbound.jitter * 1000)
+                }
+                stats.framesDecoded += counters.framesDecoded
+                stats.level = max(stats.level, counters.level)
+                stats.playoutLevel = max(stats.playoutLevel, counters.outputLevel)
+                if counters.width > 0 {
+                    stats.frameWidth = counters.width
+                    stats.frameHeight = counters.height
+                }
+            }
+            if stats.packetsSent > 0 || stats.packetsReceived > 0 || stats.framesDecoded > 0 {
+                stats.codec = kind == .audio ? "opus" : "VP8"
+            }
+            switch kind {
+            case .audio: result.audio = stats
+            case .video: result.video = stats
+            case .screen: result.screen = stats
+            }
+        }
+        result.roundTripTimeMs = rtt.map { Int(($0 * 1000).rounded()) }
+        result.localCandidateType = entries.selectedLocalCandidateType
+        return result
+    }
+
+    /// When the first audio frame from the peer was decoded.
+    var firstAudioFrame: ContinuousClock.Instant? {
+        state.withLockedValue { $0.tracks.map(\.track) }.filter { $0.kind == .audio }.compactMap { $0.snapshot.firstFrame }.min()
+    }
+
+    // MARK: - closing
+
+    /// Tears the connection down: local branches leave their tees, the webrtcbin stops,
+    /// recordings get their ends; everything leaves the pipeline.
+    func close() async {
+        let (senders, tracks, handlers) = state.withLockedValue { state in
+            state.closed = true
+            defer {
+                state.tracks = []
+                state.senders = [:]
+                state.handlers = []
+            }
+            return (
+                state.senders.values.compactMap { sender in sender.branch.map { ($0, sender.tee) } },
+                state.tracks.map(\.track), state.handlers
+            )
+        }
+        for handler in handlers { sb_disconnect(webrtc.raw, handler) }
+        for (branch, tee) in senders { await Self.remove(branch, tee: tee, from: pipeline) }
+        // webrtcbin stops first, so nothing pushes into chains that are stopping; the
+        // recordings' ends are sent into the chains directly.
+        webrtc.setState(GST_STATE_NULL)
+        for track in tracks { await track.finish() }
+        for track in tracks { pipeline.remove(track.bin) }
+        pipeline.remove(webrtc)
+    }
+}
+#endif

@@ -1,0 +1,136 @@
+import Foundation
+import SwitchboardProtocol
+import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
+import Testing
+
+/// `switchboard call`, the terminal client: with the GStreamer trait two of them call each other
+/// through a server and each decodes the other's audio; without it, it says how to get it.
+struct CallCommandTests {
+    #if GStreamer
+    @Test func refusesArgumentsThatDoNotMakeACall() throws {
+        let neither = try CLITests.run(["call", "--app-id", "1", "--secret", "s", "--user", "alice"])
+        #expect(neither.status == 64)
+        #expect(neither.stderr.contains("give either --to ID[,ID…] or --answer"))
+        let noCredentials = try CLITests.run(["call", "--app-id", "1", "--user", "alice", "--answer"])
+        #expect(noCredentials.status == 64 && noCredentials.stderr.contains("--secret or --user-sig"))
+        let badServer = try CLITests.run([
+            "call", "--app-id", "1", "--secret", "s", "--user", "alice", "--answer", "--server", "http://x",
+        ])
+        #expect(badServer.status == 64 && badServer.stderr.contains("ws://"))
+    }
+
+    /// Two processes through a real server: bob answers, alice calls; once each one's status line
+    /// shows the other's audio with a level, alice hangs up (a line on her stdin). Both exit 0 and
+    /// their summaries show the other's audio decoded, with energy in it.
+    @Test(.tags(.gstreamer)) func twoCallsDecodeEachOther() async throws {
+        let server = try await TestServer.start()
+        // UserSigs from the server's (test) clock, which the server checks them against.
+        func arguments(_ user: String) -> [String] {
+            [
+                "call", "--server", server.url.absoluteString, "--app-id", "\(server.app.sdkAppID)", "--user", user,
+                "--user-sig", server.userSig(user), "--json", "--loopback",
+            ]
+        }
+        let bob = try Spawned(arguments("bob") + ["--answer", "--audio-source", "tone"])
+        // bob is waiting before alice calls: his second line says so.
+        try await bob.output.first(timeout: .seconds(30)) { $0.contains("\"waiting\"") }
+        let alice = try Spawned(arguments("alice") + ["--to", "bob"])
+        for (process, peer) in [(alice, "bob"), (bob, "alice")] {
+            try await process.output.first(timeout: .seconds(30)) { line in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    object["event"] as? String == "status",
+                    let member = (object["members"] as? [String: Any])?[peer] as? [String: Any]
+                else { return false }
+                return Int(member["audioLevel"] as? String ?? "") ?? 0 > 0
+            }
+        }
+        alice.send("hangup")
+        let (aliceStatus, aliceOutput) = await alice.finish()
+        let (bobStatus, bobOutput) = await bob.finish()
+        #expect(aliceStatus == 0, "\(aliceOutput)")
+        #expect(bobStatus == 0, "\(bobOutput)")
+        for (output, peer) in [(aliceOutput, "bob"), (bobOutput, "alice")] {
+            let last = try #require(output.split(separator: "\n").last)
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+            #expect(summary["endReason"] as? String == "hangup")
+            #expect(summary["callId"] as? String != nil)
+            let member = try #require((summary["members"] as? [String: Any])?[peer] as? [String: Any])
+            let audio = try #require(member["audio"] as? [String: Any])
+            #expect((audio["framesDecoded"] as? Int ?? 0) > 0)
+            #expect((audio["packetsReceived"] as? Int ?? 0) > 0)
+            #expect((audio["level"] as? Int ?? 0) > 0)
+        }
+        await server.stop()
+    }
+    #else
+    @Test func aBuildWithoutMediaSaysHowToGetIt() throws {
+        let output = try CLITests.run(["call", "--app-id", "1", "--secret", "s", "--user", "alice", "--to", "bob"])
+        #expect(output.status == 3)
+        #expect(output.stderr.contains("built without the GStreamer trait"))
+        #expect(output.stderr.contains("swift build --traits GStreamer"))
+    }
+    #endif
+}
+
+#if GStreamer
+extension Tag {
+    /// Needs GStreamer (the `GStreamer` trait).
+    @Tag static var gstreamer: Self
+}
+
+/// A `switchboard` process fed through stdin, whose output lines are recorded as they come (read
+/// on a thread of its own: reading blocks).
+final class Spawned: Sendable {
+    let output: Recorder<String>
+    private let input: FileHandle
+    private let finished: Task<(Int32, String), Never>
+
+    init(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = CLITests.binary
+        process.arguments = arguments
+        let out = Pipe()
+        let stdin = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = stdin
+        input = stdin.fileHandleForWriting
+        let (lines, continuation) = AsyncStream<String>.makeStream()
+        output = Recorder(lines)
+        try process.run()
+        finished = Task.detached {
+            await withCheckedContinuation { (result: CheckedContinuation<(Int32, String), Never>) in
+                Thread.detachNewThread {
+                    var text = ""
+                    var pending = Data()
+                    while true {
+                        let chunk = out.fileHandleForReading.availableData
+                        if chunk.isEmpty { break }
+                        pending.append(chunk)
+                        while let newline = pending.firstIndex(of: 10) {
+                            let line = String(decoding: pending[..<newline], as: UTF8.self)
+                            pending.removeSubrange(...newline)
+                            text += line + "\n"
+                            continuation.yield(line)
+                        }
+                    }
+                    continuation.finish()
+                    process.waitUntilExit()
+                    result.resume(returning: (process.terminationStatus, text))
+                }
+            }
+        }
+    }
+
+    /// A command line on the process's stdin.
+    func send(_ line: String) {
+        input.write(Data((line + "\n").utf8))
+    }
+
+    func finish() async -> (Int32, String) {
+        await finished.value
+    }
+}
+#endif
