@@ -84,7 +84,10 @@ class Servers:
              f"--pidfile={self.directory}/turn.pid", f"--userdb={self.directory}/turndb",
              "--log-file=stdout", "--simple-log"],
             stdout=turn_log, stderr=subprocess.STDOUT))
-        server_log = open(os.path.join(self.directory, "server.log"), "w")
+        self.start_switchboard()
+
+    def start_switchboard(self):
+        server_log = open(os.path.join(self.directory, "server.log"), "a")
         self.files.append(server_log)
         self.processes.append(subprocess.Popen(
             [ARGS.binary, "serve", "--port", str(self.port), "--database", f"{self.directory}/switchboard.sqlite",
@@ -93,9 +96,19 @@ class Servers:
             stdout=server_log, stderr=subprocess.STDOUT))
         wait_until(self.healthy, timeout=30, what="the server to answer /health")
 
-    def healthy(self):
+    def restart_switchboard(self):
+        """A deploy: SIGTERM (a graceful shutdown), then a new process on the same port and database."""
+        server = self.processes.pop()
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+        self.start_switchboard()
+
+    def health(self):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as response:
-            return response.status == 200
+            return json.load(response) if response.status == 200 else None
+
+    def healthy(self):
+        return self.health() is not None
 
     def url(self, query=""):
         return f"http://127.0.0.1:{self.port}/?loopback=1{query}"
@@ -182,6 +195,12 @@ class Page:
         field.clear()
         field.send_keys(callee)
         self.click("call-video" if media == "video" else "call-audio")
+
+    def record_result(self, call_id):
+        """The result of the call's record in the list, once it shows."""
+        selector = f"#records li[data-call-id='{call_id}']"
+        wait_until(lambda: self.driver.find_elements(By.CSS_SELECTOR, selector), what=f"the record on {self.user}'s page")
+        return self.driver.find_element(By.CSS_SELECTOR, selector).get_attribute("data-result")
 
     def screenshot(self, name):
         os.makedirs(ARGS.artifacts, exist_ok=True)
@@ -342,6 +361,12 @@ class Harness(unittest.TestCase):
         self.pages.append(page)
         return page
 
+    def logged_in(self, *users, query=""):
+        pages = [self.page(user, query) for user in users]
+        for page in pages:
+            page.log_in()
+        return pages
+
     def swift(self, user, *arguments, relay=False):
         call = SwiftCall(user, *arguments, relay=relay)
         self.calls.append(call)
@@ -397,10 +422,7 @@ class BrowserTests(Harness):
     # MARK: calls
 
     def video_call(self, query, caller, callee, shots):
-        alice = self.page(caller, query)
-        bob = self.page(callee, query)
-        alice.log_in()
-        bob.log_in()
+        alice, bob = self.logged_in(caller, callee, query=query)
 
         alice.call(callee, "video")
         wait_until(lambda: bob.visible("incoming"), what=f"{callee}'s incoming call screen")
@@ -473,10 +495,7 @@ class BrowserTests(Harness):
             self.assertEqual(page.element("end-reason").get_attribute("data-reason"), "hangup")
         self.assertIn(f"by {caller}", bob.element("end-reason").text)
         for page in (alice, bob):
-            wait_until(lambda: page.driver.find_elements(By.CSS_SELECTOR, f"#records li[data-call-id='{call_id}']"),
-                       what=f"the record on {page.user}'s page")
-            record = page.driver.find_element(By.CSS_SELECTOR, f"#records li[data-call-id='{call_id}']")
-            self.assertEqual(record.get_attribute("data-result"), "answered")
+            self.assertEqual(page.record_result(call_id), "answered")
         alice.screenshot(f"{shots}-{caller}-after")
         return stats
 
@@ -488,11 +507,51 @@ class BrowserTests(Harness):
         for user, entry in stats.items():
             self.assertEqual(entry["localCandidateType"], "relay", f"{user}'s selected candidate")
 
+    def test_a_server_restart_keeps_the_call(self):
+        nina, omar = self.logged_in("nina", "omar")
+        nina.call("omar", "video")
+        wait_until(lambda: omar.visible("incoming"), what="omar's incoming call screen")
+        omar.click("accept")
+        wait_until(lambda: nina.visible("call-view") and omar.visible("call-view"), what="both in the call")
+        pairs = ((nina, "omar"), (omar, "nina"))
+        for page, peer in pairs:
+            wait_until(lambda: page.peer_stats(peer), what=f"{page.user}'s connection to {peer}")
+            grows_by(lambda: decoded(page, peer)["video"], f"{page.user}'s decoded frames from {peer}")
+        call_id = nina.js("return window.switchboard.activeCall().info.callId")
+        before = {page.user: page.peer_stats(peer) for page, peer in pairs}
+
+        # A deploy. Media goes peer to peer, so it never stops; the pages reconnect to the new
+        # process, which restored the call from its journal.
+        SERVER.restart_switchboard()
+        wait_until(lambda: (SERVER.health() or {}).get("devices") == 2, timeout=30,
+                   what="both pages logged in to the new process")
+        self.assertEqual(SERVER.health().get("activeCalls"), 1)
+        for page, peer in pairs:
+            wait_until(lambda: page.js("return window.switchboard.state.status") == "loggedIn",
+                       what=f"{page.user}'s page back online")
+            self.assertTrue(page.visible("call-view"), f"{page.user} still in the call")
+            self.assertEqual(page.js("return window.switchboard.activeCall().info.callId"), call_id)
+            # The same connection (no new one, no ICE restart): same candidate pair, and its
+            # counters went on from where they were.
+            now = page.peer_stats(peer)
+            self.assertEqual(now["candidatePair"], before[page.user]["candidatePair"])
+            self.assertGreaterEqual(now["framesDecoded"]["video"], before[page.user]["framesDecoded"]["video"])
+            grows_by(lambda: decoded(page, peer)["video"], f"{page.user}'s decoded frames from {peer} after the restart")
+            grows_by(lambda: decoded(page, peer)["samples"], f"{page.user}'s decoded audio from {peer} after the restart")
+
+        # The new process runs the call: a mute reaches the other side, a hang-up ends it for both.
+        nina.click("mute")
+        wait_until(lambda: omar.js(
+            "return document.querySelector(`.tile[data-user='nina'] .indicators`).dataset.microphone") == "off",
+            what="omar to see nina's microphone off through the new process")
+        nina.click("hangup")
+        for page in (nina, omar):
+            wait_until(lambda: page.visible("end-reason"), what=f"the end on {page.user}'s page")
+            self.assertEqual(page.element("end-reason").get_attribute("data-reason"), "hangup")
+            self.assertEqual(page.record_result(call_id), "answered")
+
     def test_a_rejected_audio_call(self):
-        erin = self.page("erin")
-        frank = self.page("frank")
-        erin.log_in()
-        frank.log_in()
+        erin, frank = self.logged_in("erin", "frank")
         erin.call("frank", "audio")
         wait_until(lambda: frank.visible("incoming"), what="frank's incoming call screen")
         self.assertEqual(frank.element("incoming-media").text, "audio")

@@ -341,7 +341,7 @@ export class MediaSession {
         bytesReceived: { audio: 0, video: 0, screen: 0 }, bytesSent: { audio: 0, video: 0, screen: 0 },
         framesDecoded: { video: 0, screen: 0 }, frameWidth: { video: 0, screen: 0 }, frameHeight: { video: 0, screen: 0 },
         sentFrameWidth: 0, totalSamplesReceived: 0, totalAudioEnergy: 0, receivedAudioLevel: 0,
-        rtt: 0, packetLoss: 0, audioLevel: 0, localCandidateType: null, remoteCandidateType: null,
+        rtt: 0, packetLoss: 0, audioLevel: 0, localCandidateType: null, remoteCandidateType: null, candidatePair: null,
         iceConnectionState: peer.pc.iceConnectionState,
       };
       const screenSenders = new Set(peer.senders.screen ? [peer.senders.screen.track?.id] : []);
@@ -381,6 +381,7 @@ export class MediaSession {
         entry.rtt = Math.round((pair.currentRoundTripTime ?? 0) * 1000);
         entry.localCandidateType = report.get(pair.localCandidateId)?.candidateType ?? null;
         entry.remoteCandidateType = report.get(pair.remoteCandidateId)?.candidateType ?? null;
+        entry.candidatePair = pair.id;
       }
       result[id] = entry;
     }
