@@ -8,7 +8,7 @@ import SwitchboardProtocol
 extension CallKitStateMachine {
     mutating func perform(_ id: ActionID, _ action: SystemCallAction, _ context: Context) -> [Effect] {
         switch action {
-        case .answer(let uuid): answer(id, uuid)
+        case .answer(let uuid): answer(id, uuid, context)
         case .end(let uuid): end(id, uuid)
         case .setMuted(let uuid, let muted): mute(id, uuid, muted)
         case .start(let uuid, _, _): start(id, uuid, context)
@@ -17,7 +17,14 @@ extension CallKitStateMachine {
         }
     }
 
-    private mutating func answer(_ id: ActionID, _ uuid: UUID) -> [Effect] {
+    private mutating func answer(_ id: ActionID, _ uuid: UUID, _ context: Context) -> [Effect] {
+        if var call = calls[uuid], call.answeredInApp, call.phase == .answering {
+            // The app's own answer coming back: the SDK is in the call already, and the microphone
+            // stays as the app set it (the call screen's mute button follows it).
+            call.phase = .connected
+            calls[uuid] = call
+            return [.configureAudio(video: call.video), .fulfill(id)] + reconcileMute(context)
+        }
         guard var call = calls[uuid], let callId = call.callId, call.direction == .incoming,
             call.phase == .ringing || call.phase == .reporting
         else { return [.fail(id)] }
@@ -130,7 +137,13 @@ extension CallKitStateMachine {
                 calls[uuid]?.appMuteRequests.remove(at: index)
             }
             return []
-        case .answer, .setHeld:
+        case .answer(let uuid):
+            // The system would not take the app's answer: without it the call gets no audio, so it
+            // is hung up, as a call the system would not start is.
+            guard let call = calls[uuid], call.answeredInApp, let callId = call.callId else { return [] }
+            remove(uuid, reason: .failed)
+            return [.reportEnded(uuid, .failed), .sdk(.hangup(callId, then: nil))]
+        case .setHeld:
             return []
         }
     }

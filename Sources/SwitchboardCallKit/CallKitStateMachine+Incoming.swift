@@ -74,10 +74,14 @@ extension CallKitStateMachine {
             remove(uuid, reason: reason)
             return [.reportEnded(uuid, reason)]
         }
-        if call.phase == .reporting {
-            call.phase = .ringing
+        guard call.phase == .reporting else { return [] }
+        if call.answeredInApp {
+            call.phase = .answering
             calls[uuid] = call
+            return [.request(.answer(uuid: uuid))]
         }
+        call.phase = .ringing
+        calls[uuid] = call
         return []
     }
 

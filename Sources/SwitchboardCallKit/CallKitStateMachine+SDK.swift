@@ -3,9 +3,9 @@ import Switchboard
 import SwitchboardProtocol
 
 /// What the SDK reports about calls, turned into the system's terms: calls placed in the app become
-/// start transactions, outgoing calls connect, ends get the system's reason (or become end
-/// transactions when this device ended them), and the call screen's mute button follows the
-/// microphone.
+/// start transactions, calls answered in the app answer transactions, outgoing calls connect, ends
+/// get the system's reason (or become end transactions when this device ended them), and the call
+/// screen's mute button follows the microphone.
 extension CallKitStateMachine {
     /// The app placed a call through the SDK directly: tell the system with a start transaction,
     /// whose action then only confirms.
@@ -30,7 +30,17 @@ extension CallKitStateMachine {
         case .outgoing:
             call.phase = .connected
             return [.reportConnected(uuid)]
-        default:
+        case .ringing:
+            // Answered in the app while the call screen rings: the system learns it as an answer
+            // transaction (which stops the ringing and lets it activate the audio session).
+            call.phase = .answering
+            call.answeredInApp = true
+            return [.request(.answer(uuid: uuid))]
+        case .reporting:
+            // The same, once the system has shown the call (``reportCompleted(_:_:)``).
+            call.answeredInApp = true
+            return []
+        case .answering, .connected, .ending:
             return []
         }
     }

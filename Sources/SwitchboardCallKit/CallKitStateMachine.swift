@@ -129,6 +129,9 @@ struct CallKitStateMachine: Sendable {
         var endAfterReport: SystemCallEndReason?
         /// The SDK placed the call already (the app called `CallStore.calls` itself).
         var placedBySDK = false
+        /// The app accepted the call through the SDK (`CallStore.accept` from its own screen): the
+        /// system is asked to answer it, and that answer action only confirms.
+        var answeredInApp = false
         /// The app asked for this call through the system; the start action will place it.
         var awaitsPlacing = false
         /// The call connected before its start action completed.

@@ -332,6 +332,33 @@ import Testing
         await h.stop()
     }
 
+    /// The app's own incoming-call screen accepts through the SDK while the system's call screen
+    /// rings: the system is told with an answer transaction (its ringing stops, it may activate
+    /// audio), and the SDK accepts once.
+    @Test func aCallAnsweredInTheAppIsAnsweredOnTheSystemToo() async throws {
+        let h = try await CallKitHarness.start(pushToken: false)
+        let phone = try await h.phone(login: true)
+        let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
+        let uuid = UUID(callId: call.callId)
+        try await phone.system.records.first { if case .ringing(uuid, _) = $0 { true } else { false } }
+
+        try await phone.client.callStore.accept()
+        try await phone.system.records.first { $0 == .fulfilled(.answer(uuid: uuid)) }
+        #expect(phone.system.records.values.contains(.transaction(.answer(uuid: uuid))))
+        #expect(phone.system.records.values.contains(.audioConfigured(video: true)))
+        try await h.aliceEvents.first(where: isStarted)
+        phone.system.activateAudioSession()
+        try await phone.media.calls.first { $0 == .startAudio }
+
+        // Still in the call on both sides (a second accept would have failed the answer and ended
+        // it on the system): alice's hang-up is the end the system hears.
+        try await h.alice.callStore.hangup()
+        try await phone.system.records.first { $0 == .ended(uuid, .remoteEnded) }
+        #expect(phone.system.records.values.filter(\.isEnd) == [.ended(uuid, .remoteEnded)])
+        #expect(phone.system.problems() == [])
+        await h.stop()
+    }
+
     // MARK: - how calls end
 
     /// Each way a ringing call ends elsewhere maps to the system's reason.

@@ -358,6 +358,47 @@ struct CallKitStateMachineTests {
             expected: ["report connected c1"]),
     ]
 
+    /// The app shows its own incoming-call screen and accepts through the SDK while the system's
+    /// call screen rings too.
+    static let answeredInApp: [Row] = [
+        Row(
+            name: "a call answered in the app reaches the system as an answer transaction",
+            setup: ringing,
+            input: started("c1"),
+            expected: ["request answer c1"]),
+        Row(
+            name: "whose action only confirms: audio configured, no second accept",
+            setup: ringing + [started("c1")],
+            input: answer(1, "c1"),
+            expected: ["configure audio audio", "fulfill #1"]),
+        Row(
+            name: "whose action also shows the app's mute",
+            setup: ringing + [started("c1")],
+            input: answer(1, "c1"),
+            microphoneOff: true,
+            expected: ["configure audio audio", "fulfill #1", "request setMuted c1 on"]),
+        Row(
+            name: "answered before the system showed the call: the transaction waits for the report",
+            setup: [received("c1")],
+            input: started("c1"),
+            expected: []),
+        Row(
+            name: "and goes out when the report completes",
+            setup: [received("c1"), started("c1")],
+            input: reported("c1"),
+            expected: ["request answer c1"]),
+        Row(
+            name: "if the system refuses it the call is hung up",
+            setup: ringing + [started("c1")],
+            input: .transactionRefused(.answer(uuid: uuid("c1"))),
+            expected: ["report ended c1 failed", "sdk hangup c1"]),
+        Row(
+            name: "ended in the app afterwards: an end transaction",
+            setup: ringing + [started("c1"), answer(1, "c1")],
+            input: ended("c1", .hangup, by: "bob"),
+            expected: ["request end c1"]),
+    ]
+
     static let ends: [Row] = [
         Row(
             name: "the other side hangs up: the system hears remoteEnded",
@@ -423,6 +464,7 @@ struct CallKitStateMachineTests {
     @Test(arguments: actions) func systemActions(_ row: Row) { check(row) }
     @Test(arguments: mute) func muteWithoutEchoes(_ row: Row) { check(row) }
     @Test(arguments: outgoing) func outgoingCalls(_ row: Row) { check(row) }
+    @Test(arguments: answeredInApp) func callsAnsweredInTheApp(_ row: Row) { check(row) }
     @Test(arguments: ends) func howCallsEnd(_ row: Row) { check(row) }
 
     // MARK: - running a row
