@@ -17,6 +17,11 @@ import SwitchboardProtocol
 ///
 /// Bounded: at most ``maxOutbox`` messages wait to be written (while the database does not answer);
 /// beyond that the oldest are dropped and logged (clients resynchronise on their next login).
+///
+/// Clean: every message taken leaves a dead row, which each later take of its target would visit
+/// again until the table is vacuumed (a take cost 1.5 ms instead of 0.05 ms after 20 s at 300
+/// calls/s, far more than everything else the cluster asks of PostgreSQL, and autovacuum looks
+/// only once a minute). So a node vacuums the table after every ``vacuumEvery`` messages it took.
 final class ClusterBus: Sendable {
     let node: String
     let channel: String
@@ -24,6 +29,7 @@ final class ClusterBus: Sendable {
     private let location: PostgresStorage.Location
     private let logger: Logger
     static let maxOutbox = 100_000
+    static let vacuumEvery = 500
 
     private struct Outbox {
         var messages: [(target: String, body: String)] = []
@@ -37,6 +43,9 @@ final class ClusterBus: Sendable {
         var handler: (@Sendable ([BusMessage]) async -> Void)?
         var listener: Task<Void, Never>?
         var stopped = false
+        /// Messages taken since the last vacuum started.
+        var takenSinceVacuum = 0
+        var vacuuming = false
     }
 
     private let outbox = NIOLockedValueBox(Outbox())
@@ -202,6 +211,7 @@ final class ClusterBus: Sendable {
             return
         }
         guard !rows.isEmpty else { return }
+        vacuumIfDue(taken: rows.count)
         rows.sort { $0.0 < $1.0 }
         var messages: [BusMessage] = []
         messages.reserveCapacity(rows.count)
@@ -213,6 +223,29 @@ final class ClusterBus: Sendable {
             }
         }
         await handler(messages)
+    }
+}
+
+extension ClusterBus {
+    /// Vacuums the message table in the background once enough messages were taken (one vacuum at
+    /// a time here; one that another node or autovacuum is running is skipped).
+    fileprivate func vacuumIfDue(taken: Int) {
+        let start = inbox.withLockedValue { inbox -> Bool in
+            inbox.takenSinceVacuum += taken
+            guard inbox.takenSinceVacuum >= Self.vacuumEvery, !inbox.vacuuming, !inbox.stopped else { return false }
+            inbox.takenSinceVacuum = 0
+            inbox.vacuuming = true
+            return true
+        }
+        guard start else { return }
+        Task {
+            do {
+                try await client.query("VACUUM (SKIP_LOCKED) switchboard_messages", logger: logger)
+            } catch {
+                logger.warning("cluster message table not vacuumed", metadata: ["error": "\(error)"])
+            }
+            inbox.withLockedValue { $0.vacuuming = false }
+        }
     }
 }
 
