@@ -41,9 +41,11 @@ import Testing
     }
 
     /// Every message taken leaves a dead row; the bus vacuums them away as it goes, so the table
-    /// holds about what is in flight, not everything that ever went through it. (Without the
-    /// vacuum, 10,000 small messages leave the table at 1.2 MB here, and each take visits every
-    /// dead row of its target again.)
+    /// holds about what is in flight, not everything that ever went through it. Without the vacuum,
+    /// 15,000 small messages leave the table (with its indexes) at about 1.8 MB here, and each take
+    /// visits every dead row of its target again; with it, 180–280 KB (the vacuum runs in the
+    /// background, so how far the table grows between two depends on the machine's load: the bound
+    /// is well above that and well below the table without it).
     @Test(.timeLimit(.minutes(1))) func theMessageTableStaysTheSizeOfWhatIsInFlight() async throws {
         let logger = Logger(label: "test.bus")
         let url = try await PostgresTestDatabase.create()
@@ -54,7 +56,7 @@ import Testing
         let inbox = Inbox()
         receiver.start { inbox.take($0) }
 
-        let rounds = 20
+        let rounds = 30
         let perRound = ClusterBus.vacuumEvery
         for round in 1...rounds {
             for _ in 0..<perRound { sender.send(.appsChanged, to: "b") }
@@ -65,7 +67,7 @@ import Testing
 
         let bytes = try await Self.tableSize(storage)
         print("message table after \(rounds * perRound) messages: \(bytes) bytes")
-        #expect(bytes <= 256 * 1024, "the message table holds \(bytes) bytes after \(rounds * perRound) messages")
+        #expect(bytes <= 768 * 1024, "the message table holds \(bytes) bytes after \(rounds * perRound) messages")
         await receiver.stop()
         await storage.shutdown()
     }
