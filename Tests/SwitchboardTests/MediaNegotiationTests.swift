@@ -119,6 +119,45 @@ struct MediaNegotiationTests {
         await server.stop()
     }
 
+    /// An agreed switch to video: the polite side waits for the offerer's offer, which carries
+    /// both cameras' changes, then offers its own camera. The server sends the result, then the
+    /// call's new state, and the offer comes right behind; but this device applies call state
+    /// through its state updates, which may come after the offer was taken (seen under load in the
+    /// GStreamer tests: the polite side then waited for a second offer that never came, and its
+    /// camera never went out). The offer must be taken as the one that carries the switch
+    /// whenever the state shows up.
+    ///
+    /// Made to happen in that order: what bob's connection delivers is handed to him in that order
+    /// here (the result and alice's offer, then the call's new state), as the client does.
+    @Test func theOfferThatCarriesAnAgreedSwitchIsTakenAsSuchWhenTheStateComesLate() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        let call = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
+        try await bob.events.first(where: isReceived)
+        try await bob.client.callStore.accept()
+        try await bob.media.calls.first { if case .connected("alice", _, _) = $0 { true } else { false } }
+        let deliver = try #require(bob.client.signaling.handlers.withLockedValue { $0.event })
+        var snapshot = try #require(bob.client.callStore.state.calls[call]?.info)
+        snapshot.mediaType = .video
+
+        deliver(
+            .mediaTypeChangeResult(
+                MediaTypeChangeResultEvent(
+                    callId: call, transactionId: "switch", mediaType: .video, userId: "bob", result: .agreed)))
+        deliver(
+            .mediaSignal(
+                MediaSignalEvent(callId: call, from: "alice", kind: .offer, sdp: "offer alice→bob #2 ice=alice-1")))
+        try await bob.media.calls.matches(2) { if case .local("alice", let d) = $0, d.kind == .answer { true } else { false } }
+        deliver(.callUpdated(CallUpdatedEvent(call: snapshot)))
+
+        // bob's engine adds his camera and asks to negotiate: he offers it.
+        try await bob.media.calls.first { $0 == .mediaTypeChanged(call, .video) }
+        bob.media.needsNegotiation(with: "alice")
+        try await bob.media.calls.first { if case .local("alice", let d) = $0, d.kind == .offer { true } else { false } }
+        await server.stop()
+    }
+
     @Test func iceRestartsAreDrivenByTheOfferer() async throws {
         let server = try await TestServer.start()
         let alice = try await Self.member(server, "alice")

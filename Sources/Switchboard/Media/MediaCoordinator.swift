@@ -132,16 +132,30 @@ final class MediaCoordinator: Sendable {
         update { $0.sessionActive = active }
     }
 
-    /// A server event: media signals go to their peer connection.
+    /// A server event: media signals go to their peer connection, and so does an agreed change of
+    /// media type. That one goes with the signals, in the order the server sent them, not with the
+    /// call's state (which this device's state updates deliver later): the offerer's offer that
+    /// carries the change comes right after it, and a polite side that learnt of the change only
+    /// after answering that offer would wait for another offer that never comes.
     func handle(_ event: ServerEvent) {
-        guard case .mediaSignal(let signal) = event, engine is any PeerMediaEngine else { return }
-        state.withLockedValue { state in
-            if state.connected?.callId == signal.callId {
-                peer(signal.from, callId: signal.callId, in: &state)?.yield(.signal(signal))
-            } else {
-                state.early.append(signal)
-                if state.early.count > Self.earlySignalLimit { state.early.removeFirst() }
+        guard engine is any PeerMediaEngine else { return }
+        switch event {
+        case .mediaSignal(let signal):
+            state.withLockedValue { state in
+                if state.connected?.callId == signal.callId {
+                    peer(signal.from, callId: signal.callId, in: &state)?.yield(.signal(signal))
+                } else {
+                    state.early.append(signal)
+                    if state.early.count > Self.earlySignalLimit { state.early.removeFirst() }
+                }
             }
+        case .mediaTypeChangeResult(let change) where change.result == .agreed:
+            state.withLockedValue { state in
+                guard state.connected?.callId == change.callId else { return }
+                for peer in state.peers.values { peer.inputs.yield(.expectOffer) }
+            }
+        default:
+            break
         }
     }
 
@@ -176,12 +190,10 @@ final class MediaCoordinator: Sendable {
                 state.reports = reports
             }
         } else {
-            let peers = state.withLockedValue { state in
-                state.connected = connection
-                return Array(state.peers.values)
-            }
+            state.withLockedValue { $0.connected = connection }
             if previous?.mediaType != connection.mediaType {
-                for peer in peers { peer.inputs.yield(.expectOffer) }
+                // The peer connections were told to expect the offerer's offer when the change was
+                // agreed (``handle(_:)``).
                 engine.callMediaTypeChanged(callId: connection.callId, mediaType: connection.mediaType)
             }
         }
