@@ -58,6 +58,8 @@ public final class FakeMediaEngine: PeerMediaEngine {
     private let continuation: AsyncStream<Call>.Continuation
     private let connections = NIOLockedValueBox<[UserID: Connection]>([:])
     private let statistics = NIOLockedValueBox(MediaStatistics())
+    /// While held, the connection steps the SDK awaits wait here (a slow engine).
+    private let held = NIOLockedValueBox<[CheckedContinuation<Void, Never>]?>(nil)
     /// Everything asked so far.
     public let calls: Recorder<Call>
 
@@ -114,6 +116,7 @@ public final class FakeMediaEngine: PeerMediaEngine {
     }
 
     public func setLocalDescription(peer: UserID, iceRestart: Bool) async throws -> SessionDescription {
+        await waitWhileHeld()
         let (description, events, candidate, renegotiate) = try connections.withLockedValue { connections in
             guard var connection = connections[peer] else { throw FakePeerError(description: "no connection to \(peer)") }
             let remoteRestarted =
@@ -163,6 +166,7 @@ public final class FakeMediaEngine: PeerMediaEngine {
     }
 
     public func setRemoteDescription(_ description: SessionDescription, peer: UserID) async throws {
+        await waitWhileHeld()
         let rolledBack = try connections.withLockedValue { connections -> Bool in
             guard var connection = connections[peer] else { throw FakePeerError(description: "no connection to \(peer)") }
             var rolledBack = false
@@ -191,6 +195,7 @@ public final class FakeMediaEngine: PeerMediaEngine {
     }
 
     public func addRemoteCandidate(_ candidate: IceCandidate, peer: UserID) async throws {
+        await waitWhileHeld()
         try connections.withLockedValue { connections in
             guard var connection = connections[peer] else { throw FakePeerError(description: "no connection to \(peer)") }
             guard connection.remoteUfrag != nil else { throw FakePeerError(description: "candidate before a remote description") }
@@ -202,7 +207,36 @@ public final class FakeMediaEngine: PeerMediaEngine {
     }
 
     public func signalingState(peer: UserID) async -> PeerSignalingState {
-        connections.withLockedValue { $0[peer]?.state ?? .closed }
+        await waitWhileHeld()
+        return connections.withLockedValue { $0[peer]?.state ?? .closed }
+    }
+
+    // MARK: - a slow engine
+
+    /// From now on every connection step the SDK awaits (descriptions, candidates, the signaling
+    /// state) waits until ``releaseOperations()``, as a busy engine's would.
+    public func holdOperations() {
+        held.withLockedValue { if $0 == nil { $0 = [] } }
+    }
+
+    /// Lets the waiting steps go on, in the order they came.
+    public func releaseOperations() {
+        held.withLockedValue { waiting in
+            let resumed = waiting ?? []
+            waiting = nil
+            return resumed
+        }.forEach { $0.resume() }
+    }
+
+    private func waitWhileHeld() async {
+        await withCheckedContinuation { continuation in
+            let wait = held.withLockedValue { waiting -> Bool in
+                guard waiting != nil else { return false }
+                waiting!.append(continuation)
+                return true
+            }
+            if !wait { continuation.resume() }
+        }
     }
 
     // MARK: - what a test does to the network

@@ -158,6 +158,43 @@ struct MediaNegotiationTests {
         await server.stop()
     }
 
+    /// A call ends while its connection is still busy in the engine, and the next call with the
+    /// same member starts at once: the new connection opens only once the old one is closed, so
+    /// the old one's late close (the engine knows connections by member) does not take the new
+    /// one with it. (Seen under load in the GStreamer tests: the eighth call in a row never
+    /// connected.)
+    @Test func aNewCallWithTheSameMemberWaitsForTheOldConnectionToClose() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        let first = try await Self.connect(alice, bob, "alice", "bob")
+
+        // alice's engine is slow: the renegotiation she starts is still inside it at the hang-up.
+        alice.media.holdOperations()
+        alice.media.needsNegotiation(with: "bob")
+        try await alice.client.callStore.hangup()
+        try await alice.media.calls.first { $0 == .callEnded(first) }
+        let second = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
+        try await bob.events.first { if case .onCallReceived(second, _, _, _, _) = $0 { true } else { false } }
+        try await bob.client.callStore.accept()
+        try await alice.media.calls.first { $0 == .callConnected(second, .audio) }
+        alice.media.releaseOperations()
+
+        // The old connection closes, then the new one opens and connects, and stays.
+        try await alice.media.calls.matches(2) { if case .connected("bob", _, _) = $0 { true } else { false } }
+        try await bob.media.calls.matches(2) { if case .connected("alice", _, _) = $0 { true } else { false } }
+        let lifecycle = alice.media.calls.values.compactMap { call -> String? in
+            switch call {
+            case .opened("bob", _): "opened"
+            case .closed("bob"): "closed"
+            default: nil
+            }
+        }
+        #expect(lifecycle == ["opened", "closed", "opened"])
+        #expect(await alice.media.signalingState(peer: "bob") == .stable)
+        await server.stop()
+    }
+
     @Test func iceRestartsAreDrivenByTheOfferer() async throws {
         let server = try await TestServer.start()
         let alice = try await Self.member(server, "alice")

@@ -46,10 +46,17 @@ final class MediaCoordinator: Sendable {
         /// Signals that came before this device's state showed their call connected (the event
         /// and the state travel separately); replayed in order once it does.
         var early: [MediaSignalEvent] = []
+        /// Connections being closed, by member, oldest first: a new connection to the same member
+        /// opens once the old one is closed (the engine knows connections by member, so a late
+        /// close or a late step of the old negotiation would otherwise hit the new connection).
+        var closing: [(user: UserID, task: Task<Void, Never>)] = []
     }
 
     /// Most early signals kept (a peer's offer and its candidates, for every member of a big call).
     static let earlySignalLimit = 256
+    /// Most closing connections remembered; beyond that the oldest are forgotten (their close
+    /// has long been done).
+    static let closingLimit = 256
     /// Time between status reports, ms (SPEC §3: about once a second).
     static let reportInterval: Int64 = 1_000
 
@@ -222,6 +229,7 @@ final class MediaCoordinator: Sendable {
         guard let connection = state.connected, connection.callId == callId, user != connection.me else { return nil }
         if let existing = state.peers[user] { return existing.inputs }
         let (inputs, continuation) = AsyncStream<PeerInput>.makeStream()
+        let previous = state.closing.firstIndex { $0.user == user }.map { state.closing.remove(at: $0).task }
         let signaling = self.signaling
         let logger = self.logger
         let link = PeerLink(
@@ -240,6 +248,7 @@ final class MediaCoordinator: Sendable {
         // One task per connection works through its inputs in order: negotiation steps never
         // interleave, and candidates follow the description they belong to.
         let task = Task { [weak self] in
+            await previous?.value
             let servers = await self?.iceServers() ?? []
             engine.openPeer(user, iceServers: servers, events: events)
             for await input in inputs {
@@ -264,7 +273,12 @@ final class MediaCoordinator: Sendable {
     private func closePeers(_ users: Set<UserID>?) {
         let closing = state.withLockedValue { state -> [Peer] in
             let gone = state.peers.filter { users?.contains($0.key) ?? true }
-            for user in gone.keys { state.peers[user] = nil }
+            for (user, peer) in gone {
+                state.peers[user] = nil
+                state.closing.removeAll { $0.user == user }
+                state.closing.append((user, peer.task))
+            }
+            if state.closing.count > Self.closingLimit { state.closing.removeFirst(state.closing.count - Self.closingLimit) }
             return Array(gone.values)
         }
         // Finishing the inputs lets each task close its connection after what it is doing.
