@@ -25,10 +25,10 @@ import FoundationNetworking
         [
             "--app", "\(sdkAppID):\(secret)", "--database", database, "--node-id", name, "--reconnect-grace", "30",
             "--max-pending-per-ip", "5000", "--rate-limit", "login-per-ip=5000/s:5000",
-        ] + (ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_NODE_LOGS"] == nil ? [] : ["--log-level", "info"])
+        ] + (ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_NODE_LOGS"] == nil ? [] : ["--log-level", "debug"])
     }
 
-    /// SWITCHBOARD_TEST_NODE_LOGS=DIR keeps each node's log (level info) there.
+    /// SWITCHBOARD_TEST_NODE_LOGS=DIR keeps each node's log (level debug: the leader notes where each device is) there.
     static func errorLog(_ name: String) -> URL? {
         ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_NODE_LOGS"].map {
             URL(fileURLWithPath: $0).appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6)).log")
@@ -222,8 +222,20 @@ import FoundationNetworking
                     ] {
                         let from = listener.values.count
                         try await report(client, rtt: rtt)
-                        try await listener.first(from: from, timeout: .seconds(60)) {
-                            $0 == .onMemberStatusChanged(callId: pair.call, userId: name, networkQuality: quality, volumeLevel: .mute)
+                        do {
+                            try await listener.first(from: from, timeout: .seconds(60)) {
+                                $0 == .onMemberStatusChanged(callId: pair.call, userId: name, networkQuality: quality, volumeLevel: .mute)
+                            }
+                        } catch {
+                            let other = name == pair.callerName ? pair.callee : pair.caller
+                            let state = other.callStore.state
+                            Issue.record(
+                                """
+                                call \(pair.call): \(name)'s report (rtt \(rtt)) did not reach the other member, who is \
+                                \(other.loginStore.state.loginStatus), in call \(state.activeCall?.callId.rawValue ?? "none") as \
+                                \(state.selfInfo.status), and heard since: \(listener.values[from...])
+                                """)
+                            throw error
                         }
                     }
                 }

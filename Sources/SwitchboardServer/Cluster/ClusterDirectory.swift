@@ -11,7 +11,24 @@ final class ClusterDirectory: CallDelivery {
     let node: String
     private let local: ConnectionRegistry
     private let bus: ClusterBus
-    private let devices = NIOLockedValueBox<[UserKey: [DeviceID: String]]>([:])
+    /// Where a device is, and when it was noted there (a count of notes, for
+    /// ``disconnected(_:_:on:ifNotedBy:)``).
+    struct Entry: Equatable, Sendable {
+        var node: String
+        var note: UInt64
+    }
+
+    private struct Devices {
+        var byUser: [UserKey: [DeviceID: Entry]] = [:]
+        var notes: UInt64 = 0
+
+        mutating func note(_ user: UserKey, _ device: DeviceID, on node: String) {
+            notes += 1
+            byUser[user, default: [:]][device] = Entry(node: node, note: notes)
+        }
+    }
+
+    private let devices = NIOLockedValueBox(Devices())
 
     init(node: String, local: ConnectionRegistry, bus: ClusterBus) {
         self.node = node
@@ -20,7 +37,7 @@ final class ClusterDirectory: CallDelivery {
     }
 
     func isOnline(_ user: UserKey) -> Bool {
-        devices.withLockedValue { $0[user] != nil }
+        devices.withLockedValue { $0.byUser[user] != nil }
     }
 
     @discardableResult
@@ -28,11 +45,11 @@ final class ClusterDirectory: CallDelivery {
         let nodes: Set<String> = devices.withLockedValue { devices in
             switch recipient {
             case .user(let user):
-                return Set(devices[user]?.values ?? [:].values)
+                return Set(devices.byUser[user]?.values.map(\.node) ?? [])
             case .device(let user, let device):
-                return devices[user]?[device].map { [$0] } ?? []
+                return devices.byUser[user]?[device].map { [$0.node] } ?? []
             case .userExcept(let user, let device):
-                return Set(devices[user]?.filter { $0.key != device }.values ?? [:].values)
+                return Set(devices.byUser[user]?.filter { $0.key != device }.values.map(\.node) ?? [])
             }
         }
         guard !nodes.isEmpty else { return 0 }
@@ -50,18 +67,20 @@ final class ClusterDirectory: CallDelivery {
     /// A device logged in on `node`; returns the node it was on before, if another.
     func connected(_ user: UserKey, _ device: DeviceID, on node: String) -> String? {
         devices.withLockedValue { devices in
-            let previous = devices[user]?[device]
-            devices[user, default: [:]][device] = node
+            let previous = devices.byUser[user]?[device]?.node
+            devices.note(user, device, on: node)
             return previous == node ? nil : previous
         }
     }
 
-    /// A device's connection on `node` closed; false when the device is elsewhere by now.
-    func disconnected(_ user: UserKey, _ device: DeviceID, on node: String) -> Bool {
+    /// A device's connection on `node` closed; false when the device is elsewhere by now. With
+    /// `note`, only if the device was not noted again since (a login that came meanwhile stands).
+    func disconnected(_ user: UserKey, _ device: DeviceID, on node: String, ifNotedBy note: UInt64? = nil) -> Bool {
         devices.withLockedValue { devices in
-            guard devices[user]?[device] == node else { return false }
-            devices[user]?[device] = nil
-            if devices[user]?.isEmpty == true { devices[user] = nil }
+            guard let entry = devices.byUser[user]?[device], entry.node == node else { return false }
+            if let note, entry.note > note { return false }
+            devices.byUser[user]?[device] = nil
+            if devices.byUser[user]?.isEmpty == true { devices.byUser[user] = nil }
             return true
         }
     }
@@ -69,29 +88,29 @@ final class ClusterDirectory: CallDelivery {
     /// The devices on `node`.
     func devices(on node: String) -> [(UserKey, DeviceID)] {
         devices.withLockedValue { devices in
-            devices.flatMap { user, byDevice in byDevice.filter { $0.value == node }.map { (user, $0.key) } }
+            devices.byUser.flatMap { user, byDevice in byDevice.filter { $0.value.node == node }.map { (user, $0.key) } }
         }
     }
 
     /// The connected devices of a user, on any node.
     func devices(for user: UserKey) -> [(UserKey, DeviceID)] {
-        devices.withLockedValue { devices in (devices[user] ?? [:]).keys.sorted().map { (user, $0) } }
+        devices.withLockedValue { devices in (devices.byUser[user] ?? [:]).keys.sorted().map { (user, $0) } }
     }
 
-    /// Every device with its node.
-    func all() -> [(UserKey, DeviceID, String)] {
+    /// Every device with where it is, and the count of notes so far.
+    func all() -> (devices: [(UserKey, DeviceID, Entry)], notes: UInt64) {
         devices.withLockedValue { devices in
-            devices.flatMap { user, byDevice in byDevice.map { (user, $0.key, $0.value) } }
+            (devices.byUser.flatMap { user, byDevice in byDevice.map { (user, $0.key, $0.value) } }, devices.notes)
         }
     }
 
     /// Starts over from what the database says (a new leader).
     func reset(_ known: [ClusterStore.Device]) {
         devices.withLockedValue { devices in
-            devices = [:]
-            for device in known { devices[device.user, default: [:]][device.device] = device.node }
+            devices.byUser = [:]
+            for device in known { devices.note(device.user, device.device, on: device.node) }
         }
     }
 
-    var count: Int { devices.withLockedValue { $0.values.reduce(0) { $0 + $1.count } } }
+    var count: Int { devices.withLockedValue { $0.byUser.values.reduce(0) { $0 + $1.count } } }
 }

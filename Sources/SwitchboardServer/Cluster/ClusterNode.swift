@@ -240,10 +240,15 @@ final class ClusterNode: CallRouter, Service {
         }
         logger.notice("this node leads the cluster", metadata: ["term": "\(term)", "calls": "\(journal.count)"])
         // A device that went away between the read and now: its message came while this node did
-        // not lead yet, but its row is gone.
+        // not lead yet, but its row is gone. Only what was noted before this second read is
+        // checked against it: a login this node took meanwhile (its row written after the read
+        // began) stands.
+        let (noted, notes) = directory.all()
         let present = Set(try await store.devices().map { DeviceKey(user: $0.user, device: $0.device, node: $0.node) })
-        for (user, device, node) in directory.all() where !present.contains(DeviceKey(user: user, device: device, node: node)) {
-            if directory.disconnected(user, device, on: node) { await engine.handle(.deviceOffline(user, device)) }
+        for (user, device, entry) in noted where !present.contains(DeviceKey(user: user, device: device, node: entry.node)) {
+            guard directory.disconnected(user, device, on: entry.node, ifNotedBy: notes) else { continue }
+            logger.debug("device gone while this node took over", metadata: ["user": "\(user)", "device": "\(device)", "node": "\(entry.node)"])
+            await engine.handle(.deviceOffline(user, device))
         }
         for user in await engine.usersInCalls {
             for (owner, device) in directory.devices(for: user) {
@@ -312,6 +317,7 @@ final class ClusterNode: CallRouter, Service {
         }
         for (token, pending) in moved {
             guard case .deviceOnline(let user, let device) = pending.event else { continue }
+            logger.debug("login sent to the new leader", metadata: ["user": "\(user)", "device": "\(device)", "leader": "\(leader)"])
             if leader == id {
                 await connected(user, device, on: id)
                 answered(token, .ok)
@@ -447,12 +453,16 @@ final class ClusterNode: CallRouter, Service {
                 // events the request causes: the requester's node gets them in that order.
                 await engine.handle(event) { reply in self.bus.send(.reply(token: token, reply: reply), to: from) }
             case .deviceOnline(let token, let user, let device, let node):
-                if isLeader { await connected(user, device, on: node) }
+                // Asked once: a node that began to lead between two looks would answer yes for a
+                // device it never noted, and the device would miss every event of its calls.
+                let leading = isLeader
+                if leading { await connected(user, device, on: node) }
                 bus.send(
-                    .reply(token: token, reply: isLeader ? .ok : .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
+                    .reply(token: token, reply: leading ? .ok : .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
                     to: node)
             case .deviceOffline(let user, let device, let node):
                 if isLeader, directory.disconnected(user, device, on: node) {
+                    logger.debug("device offline", metadata: ["user": "\(user)", "device": "\(device)", "node": "\(node)"])
                     await engine.handle(.deviceOffline(user, device))
                 }
             case .logout(let user, let device, let node):
@@ -488,7 +498,10 @@ final class ClusterNode: CallRouter, Service {
     /// A device logged in on `node`: the leader notes it, closes its older connection on another
     /// node, and hands the login to the engine (pending invitations, resumed calls).
     private func connected(_ user: UserKey, _ device: DeviceID, on node: String) async {
-        if let previous = directory.connected(user, device, on: node) {
+        let previous = directory.connected(user, device, on: node)
+        logger.debug(
+            "device noted", metadata: ["user": "\(user)", "device": "\(device)", "node": "\(node)", "previous": "\(previous ?? "-")"])
+        if let previous {
             if previous == id {
                 registry.sink(user, device)?.close(SwitchboardError(.sessionReplaced))
             } else {
@@ -501,6 +514,7 @@ final class ClusterNode: CallRouter, Service {
     /// A node died or left: each of its devices counts as dropped.
     private func dropDevices(on node: String) async {
         for (user, device) in directory.devices(on: node) where directory.disconnected(user, device, on: node) {
+            logger.debug("device dropped with its node", metadata: ["user": "\(user)", "device": "\(device)", "node": "\(node)"])
             await engine.handle(.deviceOffline(user, device))
         }
     }
