@@ -238,6 +238,18 @@ static inline const char *sb_message_source_name(GstMessage *message) {
 
 static inline GstMessageType sb_message_type(GstMessage *message) { return GST_MESSAGE_TYPE(message); }
 
+/* Posts an error from `element` on its bus, as a failing element does. */
+static inline void sb_post_error(GstElement *element, const char *text) {
+    GError *error = g_error_new_literal(GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED, text);
+    gst_element_post_message(element, gst_message_new_error(GST_OBJECT(element), error, text));
+    g_error_free(error);
+}
+
+/* The message source's path in the pipeline ("/GstPipeline:p/GstWebRTCBin:w/..."); g_free it. */
+static inline gchar *sb_message_source_path(GstMessage *message) {
+    return GST_MESSAGE_SRC(message) != NULL ? gst_object_get_path_string(GST_MESSAGE_SRC(message)) : NULL;
+}
+
 static inline const char *sb_object_name(gpointer object) { return GST_OBJECT_NAME(object); }
 
 /// Whether a probe sees the end of the stream.

@@ -5,8 +5,8 @@ import NIOConcurrencyHelpers
 
 /// What the pipeline's bus says that the engine acts on.
 enum BusMessage: Sendable {
-    /// An element failed (the message, and the element's name).
-    case error(String, source: String)
+    /// An element failed (the message, the element's name, and its path in the pipeline).
+    case error(String, source: String, path: String)
     case warning(String, source: String)
     /// A `level` element measured its last interval: the loudest channel's RMS, dB (≤ 0).
     case level(source: String, rms: Double)
@@ -61,7 +61,8 @@ final class BusWatch: Sendable {
             let text = error.map { String(cString: $0.pointee.message) } ?? "unknown"
             if let error { g_error_free(error) }
             let details = GStreamer.takeString(debug).map { " (\($0))" } ?? ""
-            return isError ? .error(text + details, source: source) : .warning(text + details, source: source)
+            let path = GStreamer.takeString(sb_message_source_path(message)) ?? source
+            return isError ? .error(text + details, source: source, path: path) : .warning(text + details, source: source)
         case GST_MESSAGE_ELEMENT:
             guard let structure = gst_message_get_structure(message), gst_structure_has_name(structure, "level") != 0 else {
                 return nil

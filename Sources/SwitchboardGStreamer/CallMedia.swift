@@ -100,6 +100,9 @@ actor CallMedia {
     private(set) var chains: [TrackKind: CaptureChain] = [:]
     private(set) var slots: [UserID: Slot] = [:]
     private let localLevel = LockedLevel()
+    private let transportFailures = TransportFailures()
+    /// Connections whose transport failed and that were reported as failed (once each).
+    private var failed: Set<String> = []
 
     private let emit: @Sendable (MediaEvent) -> Void
 
@@ -112,16 +115,33 @@ actor CallMedia {
         self.emit = emit
         pipeline = try Element.make("pipeline", name: "switchboard-call")
         let router = self.router
+        let transportFailures = self.transportFailures
         bus = BusWatch(pipeline: pipeline) { [logger] message in
             switch message {
             case .level(let source, let rms): router.deliver(source: source, rms: rms)
-            case .error(let text, let source): logger.error("GStreamer", metadata: ["element": "\(source)", "error": "\(text)"])
+            case .error(let text, let source, let path):
+                logger.error("GStreamer", metadata: ["element": "\(source)", "error": "\(text)"])
+                transportFailures.report(path)
             case .warning(let text, let source):
                 logger.debug("GStreamer warning", metadata: ["element": "\(source)", "warning": "\(text)"])
             }
         }
         router.route("capture-level") { [localLevel] level in localLevel.set(level) }
         pipeline.setState(GST_STATE_PLAYING)
+        transportFailures.handler = { [weak self] path in Task { await self?.elementFailed(at: path) } }
+    }
+
+    /// An element failed. One inside a connection's webrtcbin (its ICE transport, DTLS, RTP
+    /// session: seen when a flow error stopped `nicesrc` during a renegotiation under load) leaves
+    /// that connection without media for good: it counts as failed, as when ICE fails, and the
+    /// SDK restarts ICE, for which this engine builds a new connection.
+    private func elementFailed(at path: String) {
+        for (peer, slot) in slots {
+            let bin = "/GstWebRTCBin:\(slot.connection.name)"
+            guard path.hasSuffix(bin) || path.contains(bin + "/"), failed.insert(slot.connection.name).inserted else { continue }
+            logger.warning("a connection's transport failed: restarting it", metadata: ["peer": "\(peer)"])
+            slot.events.iceFailed()
+        }
     }
 
     /// The microphone's level as sent (0 while muted or before audio starts).
@@ -192,6 +212,13 @@ actor CallMedia {
         return slot.connection
     }
 
+    /// Makes the transport of the connection to `peer` fail as webrtcbin's elements do: an error
+    /// posted on the bus from inside its webrtcbin (for tests of what follows).
+    func failTransport(of peer: UserID) throws {
+        guard let slot = slots[peer] else { throw GStreamerError("no connection to \(peer)") }
+        sb_post_error(slot.connection.webrtc.pointer, "the transport failed (a test)")
+    }
+
     func closePeer(_ peer: UserID) async {
         guard let slot = slots.removeValue(forKey: peer) else { return }
         await slot.connection.close()
@@ -215,6 +242,18 @@ actor CallMedia {
         pipeline.setState(GST_STATE_NULL)
         await bus.stop()
     }
+}
+
+/// Where the bus thread reports failed elements, once the call's media can hear of them.
+private final class TransportFailures: Sendable {
+    private let box = NIOLockedValueBox<(@Sendable (String) -> Void)?>(nil)
+
+    var handler: (@Sendable (String) -> Void)? {
+        get { box.withLockedValue { $0 } }
+        set { box.withLockedValue { $0 = newValue } }
+    }
+
+    func report(_ path: String) { handler?(path) }
 }
 
 /// The microphone level, written by the bus thread.

@@ -155,6 +155,12 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
         (try? await perform { await $0.statistics() }) ?? MediaStatistics()
     }
 
+    /// Makes the transport of the connection to `peer` fail (tests: what an engine does when
+    /// webrtcbin's transport stops).
+    func failTransport(of peer: UserID) async throws {
+        try await perform { try await $0.failTransport(of: peer) }
+    }
+
     /// When the first audio frame from `peer` was decoded in the current call (for latency measurements).
     public func firstAudioFrame(from peer: UserID) async -> ContinuousClock.Instant? {
         try? await perform { await $0.firstAudioFrame(from: peer) }
@@ -299,6 +305,11 @@ extension GStreamerMediaEngine {
             var statistics = await media.statistics()
             if !settings.microphoneOn || !settings.audioRunning { statistics.localAudioLevel = 0 }
             return statistics
+        }
+
+        func failTransport(of peer: UserID) async throws {
+            guard let media else { throw GStreamerError("no call") }
+            try await media.failTransport(of: peer)
         }
 
         func firstAudioFrame(from peer: UserID) async -> ContinuousClock.Instant? {

@@ -68,7 +68,8 @@ final class PeerConnection: @unchecked Sendable {
     private let router: LevelRouter
     private let recordDirectory: URL?
     private let playback: String?
-    private let name: String
+    /// The webrtcbin's name in the pipeline (`peer-<user>-<generation>`).
+    let name: String
     private let logger: Logger
     private let emit: @Sendable (MediaEvent) -> Void
     private let state = NIOLockedValueBox(State())

@@ -255,6 +255,32 @@ struct GStreamerEngineTests {
         await server.stop()
     }
 
+    /// An element inside a connection's webrtcbin fails (as `nicesrc` did when a flow error
+    /// stopped it during a renegotiation under load): that connection is failed, ICE restarts on a
+    /// new one, and media flows again, from whichever side the failure came.
+    @Test(arguments: ["alice", "bob"]) func aFailedTransportIsReplaced(on side: String) async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        _ = try await Self.connect(alice, [bob], mediaType: .audio)
+        let before = await Self.frames(alice, "bob", .audio)
+
+        let (failing, peer) = side == "alice" ? (alice, bob.id) : (bob, alice.id)
+        try await failing.engine.failTransport(of: peer)
+        for (member, peer) in [(alice, UserID("bob")), (bob, UserID("alice"))] {
+            do {
+                _ = try await member.media.matches(2, timeout: Self.wait) { $0 == .trackStarted(peer, .audio) }
+            } catch {
+                let seen = member.media.values.filter { if case .audioLevel = $0 { false } else { true } }
+                Issue.record("\(member.id) did not receive \(peer)'s audio again; it saw \(seen)")
+                throw error
+            }
+        }
+        try await Self.barrier(alice, from: "bob", count: 3)
+        #expect(await Self.frames(alice, "bob", .audio) > before)
+        await server.stop()
+    }
+
     /// Three members: each decodes the other two.
     @Test func aGroupCallIsAMesh() async throws {
         let server = try await TestServer.start()

@@ -137,7 +137,7 @@ struct MediaNegotiationTests {
         try await bob.events.first(where: isReceived)
         try await bob.client.callStore.accept()
         try await bob.media.calls.first { if case .connected("alice", _, _) = $0 { true } else { false } }
-        let deliver = try #require(bob.client.signaling.handlers.withLockedValue { $0.event })
+        let deliver = bob.client.signaling.handlers.withLockedValue { $0.event }
         var snapshot = try #require(bob.client.callStore.state.calls[call]?.info)
         snapshot.mediaType = .video
 
