@@ -410,6 +410,12 @@ final class EventBroadcaster: Sendable {
 
 /// Runs jobs one after another, in the order they were enqueued, each to its end (awaits
 /// included) before the next starts.
+///
+/// Unbounded on purpose, and bounded by its callers: a job is never dropped (a lost setting or
+/// description would leave the call wrong), and what can queue is small. Every connection step the
+/// SDK takes (a description, a candidate from the network) awaits its job, so each connection has
+/// at most one of those waiting; the rest are the app's own settings and the SDK's opening and
+/// closing of connections, one per member and change.
 final class JobQueue: Sendable {
     private let continuation: AsyncStream<@Sendable () async -> Void>.Continuation
     private let worker: Task<Void, Never>

@@ -125,12 +125,18 @@ final class StateCell<State: Equatable & Sendable>: Sendable {
     }
 }
 
+/// Most values a stream from ``AsyncStream/observing(_:)`` keeps for a subscriber that does not
+/// keep up; beyond that the oldest are dropped. Far more than an app falls behind (a state change
+/// or an event is a few per call and second), and a bound on what a stalled subscriber holds.
+package let observingBufferLimit = 10_000
+
 extension AsyncStream where Element: Sendable {
-    /// A stream of what `observe` delivers, which stops when the subscriber stops iterating.
+    /// A stream of what `observe` delivers, which stops when the subscriber stops iterating. A
+    /// subscriber more than ``observingBufferLimit`` values behind loses the oldest.
     package static func observing(
         _ observe: (@escaping @Sendable (Element) -> Void) -> @Sendable () -> Void
     ) -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .unbounded)
+        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(observingBufferLimit))
         let stop = observe { continuation.yield($0) }
         continuation.onTermination = { _ in stop() }
         return stream

@@ -53,7 +53,8 @@ struct TerminalCall {
             sdkAppID: SdkAppID(options.appID), secretKey: options.secret ?? "", userID: options.user, expire: 86_400,
             time: Int64(Date().timeIntervalSince1970))
 
-        let (inputs, feed) = AsyncStream<Input>.makeStream()
+        // Bounded as the engine's own events are: a terminal that cannot keep up loses the oldest.
+        let (inputs, feed) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
         let sources = startSources(client: client, engine: engine, feed: feed)
         defer { sources.forEach { $0.cancel() } }
 
