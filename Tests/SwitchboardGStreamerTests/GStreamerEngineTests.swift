@@ -241,17 +241,7 @@ struct GStreamerEngineTests {
         let before = await Self.frames(alice, "bob", .audio)
 
         bob.client.media.reconnected()
-        for (member, peer) in [(alice, UserID("bob")), (bob, UserID("alice"))] {
-            do {
-                _ = try await member.media.matches(2, timeout: Self.wait) { $0 == .trackStarted(peer, .audio) }
-            } catch {
-                let seen = member.media.values.filter { if case .audioLevel = $0 { false } else { true } }
-                Issue.record("\(member.id) did not receive \(peer)'s audio again; it saw \(seen)")
-                throw error
-            }
-        }
-        try await Self.barrier(alice, from: "bob", count: 3)
-        #expect(await Self.frames(alice, "bob", .audio) > before)
+        try await Self.expectAudioAgain(alice, bob, after: before)
         await server.stop()
     }
 
@@ -267,18 +257,24 @@ struct GStreamerEngineTests {
 
         let (failing, peer) = side == "alice" ? (alice, bob.id) : (bob, alice.id)
         try await failing.engine.failTransport(of: peer)
-        for (member, peer) in [(alice, UserID("bob")), (bob, UserID("alice"))] {
+        try await Self.expectAudioAgain(alice, bob, after: before)
+        await server.stop()
+    }
+
+    /// Each side receives the other's audio on a new connection (a second `trackStarted`), and
+    /// alice decodes more of bob's than `before`.
+    static func expectAudioAgain(_ alice: Member, _ bob: Member, after before: Int) async throws {
+        for (member, peer) in [(alice, bob.id), (bob, alice.id)] {
             do {
-                _ = try await member.media.matches(2, timeout: Self.wait) { $0 == .trackStarted(peer, .audio) }
+                _ = try await member.media.matches(2, timeout: wait) { $0 == .trackStarted(peer, .audio) }
             } catch {
                 let seen = member.media.values.filter { if case .audioLevel = $0 { false } else { true } }
                 Issue.record("\(member.id) did not receive \(peer)'s audio again; it saw \(seen)")
                 throw error
             }
         }
-        try await Self.barrier(alice, from: "bob", count: 3)
-        #expect(await Self.frames(alice, "bob", .audio) > before)
-        await server.stop()
+        try await barrier(alice, from: bob.id, count: 3)
+        #expect(await frames(alice, bob.id, .audio) > before)
     }
 
     /// Three members: each decodes the other two.

@@ -21,6 +21,14 @@ import FoundationNetworking
         try await cluster.nodes[node].client(user, deviceId: device)
     }
 
+    /// A cluster of three, with alice and bob each on one of the two nodes that do not lead.
+    static func twoUsersBesideTheLeader() async throws -> (TestCluster, Int, SwitchboardClient, SwitchboardClient) {
+        let cluster = try await TestCluster.start()
+        let leader = try #require(cluster.leaderIndex)
+        let others = (0..<3).filter { $0 != leader }
+        return (cluster, leader, try await client(cluster, others[0], "alice"), try await client(cluster, others[1], "bob"))
+    }
+
     @Test func oneNodeLeadsAndEveryNodeKnowsIt() async throws {
         let cluster = try await TestCluster.start()
         let leader = try #require(cluster.leaderIndex)
@@ -62,11 +70,7 @@ import FoundationNetworking
     /// A call between users on two nodes that are not the leader: ring, accept, the same start
     /// time on both, a media signal relayed, hang-up, a record for each.
     @Test func aCallAcrossNodes() async throws {
-        let cluster = try await TestCluster.start()
-        let leader = try #require(cluster.leaderIndex)
-        let others = (0..<3).filter { $0 != leader }
-        let alice = try await Self.client(cluster, others[0], "alice")
-        let bob = try await Self.client(cluster, others[1], "bob")
+        let (cluster, _, alice, bob) = try await Self.twoUsersBesideTheLeader()
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
 
@@ -252,11 +256,7 @@ import FoundationNetworking
     /// The leader shuts down (a deploy): another node takes the lead on its next heartbeat,
     /// restores the call from the journal and resumes it for the devices still connected elsewhere.
     @Test func aLeaderThatLeavesHandsItsCallsOver() async throws {
-        let cluster = try await TestCluster.start()
-        let leader = try #require(cluster.leaderIndex)
-        let others = (0..<3).filter { $0 != leader }
-        let alice = try await Self.client(cluster, others[0], "alice")
-        let bob = try await Self.client(cluster, others[1], "bob")
+        let (cluster, leader, alice, bob) = try await Self.twoUsersBesideTheLeader()
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
@@ -265,6 +265,7 @@ import FoundationNetworking
         try await aliceEvents.first(where: isStarted)
         let startTime = try #require(alice.callStore.state.activeCall?.startTime)
 
+        let others = (0..<3).filter { $0 != leader }
         await cluster.nodes[leader].stopKeepingFiles()
         for index in others { await cluster.nodes[index].node.clusterHeartbeat() }
         let next = try #require(others.first { cluster.nodes[$0].node.isClusterLeader })
