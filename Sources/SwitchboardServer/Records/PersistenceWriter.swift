@@ -103,9 +103,7 @@ final class PersistenceWriter: Sendable {
             state.flushing = true
             return true
         }
-        if startFlush {
-            Task { await self.flushLoop() }
-        }
+        if startFlush { flushNext() }
     }
 
     /// Returns once everything submitted so far is committed (or given up on).
@@ -120,7 +118,9 @@ final class PersistenceWriter: Sendable {
         }
     }
 
-    private func flushLoop() async {
+    /// Takes the next batch and commits it; the commit's completion takes the one after, on the
+    /// store's thread, until the queue is empty (no task or thread waits while there is nothing).
+    private func flushNext() {
         while true {
             let writes = state.withLockedValue { state -> [Write] in
                 let batch = Array(state.queue.prefix(maxBatch))
@@ -128,24 +128,58 @@ final class PersistenceWriter: Sendable {
                 state.writing = batch.count
                 return batch
             }
-            if writes.isEmpty {
-                let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>]? in
-                    // Writes may have arrived since the batch was taken.
-                    guard state.queue.isEmpty else { return nil }
-                    state.flushing = false
-                    defer { state.idleWaiters = [] }
-                    return state.idleWaiters
+            guard writes.isEmpty else {
+                var batch = Self.batch(writes)
+                batch.fence = fence
+                if batch.unencodable > 0 {
+                    logger.error("could not encode calls for the journal", metadata: ["calls": "\(batch.unencodable)"])
                 }
-                guard let waiters else { continue }
-                waiters.forEach { $0.resume() }
+                commit(batch, attempt: 1, delay: 50)
                 return
             }
-            var batch = Self.batch(writes)
-            batch.fence = fence
-            if batch.unencodable > 0 {
-                logger.error("could not encode calls for the journal", metadata: ["calls": "\(batch.unencodable)"])
+            let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>]? in
+                // Writes may have arrived since the batch was taken.
+                guard state.queue.isEmpty else { return nil }
+                state.flushing = false
+                defer { state.idleWaiters = [] }
+                return state.idleWaiters
             }
-            await write(batch)
+            guard let waiters else { continue }
+            waiters.forEach { $0.resume() }
+            return
+        }
+    }
+
+    /// Commits one batch, retrying a failing database until it is back (backoff on the node's clock).
+    private func commit(_ batch: PersistenceBatch, attempt: Int, delay: Int64) {
+        store.commit(batch) { result in
+            switch result {
+            case .success(let stored):
+                self.state.withLockedValue { $0.writing = 0 }
+                self.onCommitted(stored)
+                self.flushNext()
+            case .failure(let error as ClusterError) where error == .fenced:
+                self.state.withLockedValue { $0.writing = 0 }
+                self.logger.warning("writes refused: another node leads now", metadata: ["ended": "\(batch.ended.count)"])
+                self.onFenced.withLockedValue { $0 }?()
+                self.flushNext()
+            case .failure(let error):
+                self.logger.error(
+                    "database write failed; retrying",
+                    metadata: [
+                        "attempt": "\(attempt)", "ended": "\(batch.ended.count)", "waiting": "\(self.backlog)",
+                        "error": "\(error)",
+                    ])
+                Task {
+                    do {
+                        try await self.clock.sleep(for: .milliseconds(delay))
+                    } catch {
+                        self.logger.critical("writes abandoned: the writer was cancelled", metadata: ["ended": "\(batch.ended.count)"])
+                        return
+                    }
+                    self.commit(batch, attempt: attempt + 1, delay: min(delay * 2, 5_000))
+                }
+            }
         }
     }
 
@@ -171,37 +205,5 @@ final class PersistenceWriter: Sendable {
             }
         }
         return batch
-    }
-
-    /// Writes one batch, retrying a failing database until it is back.
-    private func write(_ batch: PersistenceBatch) async {
-        var delay: Int64 = 50
-        for attempt in 1... {
-            do {
-                let stored = try await store.commit(batch)
-                state.withLockedValue { $0.writing = 0 }
-                onCommitted(stored)
-                return
-            } catch ClusterError.fenced {
-                state.withLockedValue { $0.writing = 0 }
-                logger.warning("writes refused: another node leads now", metadata: ["ended": "\(batch.ended.count)"])
-                onFenced.withLockedValue { $0 }?()
-                return
-            } catch {
-                logger.error(
-                    "database write failed; retrying",
-                    metadata: [
-                        "attempt": "\(attempt)", "ended": "\(batch.ended.count)", "waiting": "\(backlog)",
-                        "error": "\(error)",
-                    ])
-                do {
-                    try await clock.sleep(for: .milliseconds(delay))
-                } catch {
-                    logger.critical("writes abandoned: the writer was cancelled", metadata: ["ended": "\(batch.ended.count)"])
-                    return
-                }
-                delay = min(delay * 2, 5_000)
-            }
-        }
     }
 }

@@ -64,6 +64,10 @@ protocol CallRecordStore: Sendable {
     /// their owner (the end time, moved up by a millisecond past the owner's newest record if needed);
     /// a record that already exists for its owner and call is returned as stored, not duplicated.
     func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord]
+    /// The same commit for ``PersistenceWriter``, answered to `completion` on the store's own
+    /// thread: a store that writes on a thread of its own (SQLite) runs batch after batch there
+    /// without waking another thread for each (the default runs the `async` commit in a task).
+    func commit(_ batch: PersistenceBatch, completion: @escaping @Sendable (Result<[StoredRecord], any Error>) -> Void)
     /// The calls that were in progress when the server last stopped.
     func loadJournal() async throws -> [JournalEntry]
     /// Notes that the server is alive now (for dating the end of calls cut by a crash).
@@ -89,6 +93,16 @@ protocol ChatGroupStore: Sendable {
 }
 
 extension CallRecordStore {
+    func commit(_ batch: PersistenceBatch, completion: @escaping @Sendable (Result<[StoredRecord], any Error>) -> Void) {
+        Task {
+            do {
+                completion(.success(try await commit(batch)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+
     /// Stores records of calls that were never journaled.
     func insertRecords(_ drafts: [RecordDraft]) async throws -> [StoredRecord] {
         try await commit(PersistenceBatch(ended: [EndedCallWrite(callId: CallID(rawValue: ""), records: drafts)]))
