@@ -26,6 +26,8 @@ final class NodeContext: Sendable {
     let gate: ConnectionGate
     /// Head, request, idle and login deadlines of connections, on ``clock``.
     let deadlines: ConnectionDeadlines
+    /// Frames for connections, gathered per event loop.
+    let outboxes = LoopOutboxes()
     let metrics: ServerMetrics
     let push: PushService
     let clock: any SwitchboardClock

@@ -85,10 +85,12 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
             },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
+                    let outbox = node.outboxes.outbox(for: channel.eventLoop)
                     let handler = WebSocketConnectionHandler(
                         limits: limits, maxMessageBytes: NodeContext.hardMessageLimit, metrics: node.metrics,
-                        logger: logger)
-                    let connection = Connection(id: id, remoteAddress: address, channel: channel, handler: handler)
+                        outbox: outbox, logger: logger)
+                    let connection = Connection(
+                        id: id, remoteAddress: address, channel: channel, handler: handler, outbox: outbox)
                     let session = SignalingSession(node: node, connection: connection, logger: logger)
                     let runner = SessionRunner(session: session, channel: channel)
                     session.runner = runner

@@ -14,42 +14,29 @@ final class Connection: EventSink {
     let remoteAddress: String
     let channel: any Channel
     private let handler: NIOLoopBound<WebSocketConnectionHandler>
+    private let outbox: LoopOutbox
     private let closing = NIOLockedValueBox(false)
 
-    init(id: UInt64, remoteAddress: String, channel: any Channel, handler: WebSocketConnectionHandler) {
+    init(id: UInt64, remoteAddress: String, channel: any Channel, handler: WebSocketConnectionHandler, outbox: LoopOutbox) {
         self.id = id
         self.remoteAddress = remoteAddress
         self.channel = channel
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        self.outbox = outbox
     }
 
     func enqueue(_ frame: String) {
-        if channel.eventLoop.inEventLoop {
-            handler.value.send(frame)
-        } else {
-            let handler = self.handler
-            channel.eventLoop.execute { handler.value.send(frame) }
-        }
+        outbox.post(.frame(handler, frame))
     }
 
     /// From now on frames wait in the connection instead of going out (see ``releaseFrames(after:)``).
     func holdFrames() {
-        run { $0.hold() }
+        outbox.post(.step(handler) { $0.hold() })
     }
 
     /// Writes `first` (a login answer), then the frames held since ``holdFrames()``, in order.
     func releaseFrames(after first: String?) {
-        run { $0.release(after: first) }
-    }
-
-    /// Runs on the connection's event loop: at once when already there, else queued in order.
-    private func run(_ body: @escaping @Sendable (WebSocketConnectionHandler) -> Void) {
-        if channel.eventLoop.inEventLoop {
-            body(handler.value)
-        } else {
-            let handler = self.handler
-            channel.eventLoop.execute { body(handler.value) }
-        }
+        outbox.post(.step(handler) { $0.release(after: first) })
     }
 
     func close(_ error: SwitchboardError?) {
@@ -58,8 +45,7 @@ final class Connection: EventSink {
             return !closing
         }
         guard first else { return }
-        let handler = self.handler
-        channel.eventLoop.execute { handler.value.close(error) }
+        outbox.post(.step(handler) { $0.close(error) })
     }
 
     var isClosing: Bool { closing.withLockedValue { $0 } }
@@ -98,8 +84,13 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     /// Frames waiting for a login answer to go first (``hold()``); bounded by the outgoing budget.
     private var held: [String]?
 
-    init(limits: ConnectionLimits, maxMessageBytes: Int, metrics: ServerMetrics, logger: Logger) {
+    private let outbox: LoopOutbox
+    /// Written since the last flush, which the outbox makes at the end of the round.
+    private var awaitingFlush = false
+
+    init(limits: ConnectionLimits, maxMessageBytes: Int, metrics: ServerMetrics, outbox: LoopOutbox, logger: Logger) {
         self.limits = limits
+        self.outbox = outbox
         self.maxMessageBytes = maxMessageBytes
         self.metrics = metrics
         self.logger = logger
@@ -250,7 +241,11 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
         var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
         buffer.writeString(text)
         if !context.channel.isWritable { framesWhileUnwritable += 1 }
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+        if !awaitingFlush {
+            awaitingFlush = true
+            outbox.flushLater(self)
+        }
         let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
         if waiting > limits.outgoingBudgetBytes || framesWhileUnwritable > limits.outgoingBudgetFrames {
             metrics.slowReaderClosed()
@@ -261,6 +256,13 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
             closed = true
             context.close(promise: nil)
         }
+    }
+
+    /// Flushes what ``send(_:)`` wrote this round (called by the outbox).
+    func flush() {
+        awaitingFlush = false
+        guard !closed, let context else { return }
+        context.flush()
     }
 
     /// Ends the session: `sessionEnded` with the error, then the close frame.
