@@ -228,7 +228,8 @@ let package = Package(
                 "SwitchboardServer", "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools",
                 "SwitchboardProtocol", "Switchboard", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .testTarget(

@@ -24,9 +24,27 @@ final class AppDirectory: Sendable {
 
 /// Users' profiles, cached in memory in front of the store (a missing profile is cached too), at
 /// most ``capacity`` of them (``BoundedCache``).
+///
+/// Misses are read in batches: one read is in flight at a time, and the users that other sessions
+/// miss meanwhile are read together by the next one (a storm of logins reads the store once per
+/// few hundred logins instead of once per login; docs/BENCHMARKS.md).
 final class ProfileDirectory: Sendable {
+    private typealias Waiter = (
+        app: SdkAppID, users: [UserID], continuation: CheckedContinuation<[UserID: UserProfile], any Error>
+    )
+
+    private struct Loads {
+        var running = false
+        /// Bounded by the sessions waiting: each waits for one load at a time.
+        var waiting: [Waiter] = []
+    }
+
+    /// Most users one read asks for (a statement's parameters are limited).
+    static let maxUsersPerRead = 500
+
     private let store: any ProfileStore
     private let cache: NIOLockedValueBox<BoundedCache<UserKey, UserProfile>>
+    private let loads = NIOLockedValueBox(Loads())
 
     init(store: any ProfileStore, capacity: Int = 200_000) {
         self.store = store
@@ -35,6 +53,9 @@ final class ProfileDirectory: Sendable {
 
     /// Profiles cached now.
     var cachedCount: Int { cache.withLockedValue { $0.count } }
+
+    /// Sessions waiting for the next read.
+    var waitingCount: Int { loads.withLockedValue { $0.waiting.count } }
 
     /// The profiles of these users; users without one get a bare profile.
     func profiles(app: SdkAppID, users: [UserID]) async throws -> [UserID: UserProfile] {
@@ -47,13 +68,51 @@ final class ProfileDirectory: Sendable {
             }
         }
         guard !missing.isEmpty else { return found }
-        let loaded = try await store.loadProfiles(app: app, users: missing)
-        var fresh = Dictionary(missing.map { ($0, UserProfile(userId: $0)) }, uniquingKeysWith: { a, _ in a })
-        for profile in loaded { fresh[profile.userId] = profile }
+        let loaded = try await withCheckedThrowingContinuation { continuation in
+            let start = loads.withLockedValue { loads in
+                loads.waiting.append((app, missing, continuation))
+                defer { loads.running = true }
+                return !loads.running
+            }
+            if start { Task { await self.runLoads() } }
+        }
+        return found.merging(loaded) { a, _ in a }
+    }
+
+    /// Reads what the waiting sessions missed, batch after batch, until nobody waits.
+    private func runLoads() async {
+        while true {
+            let waiters = loads.withLockedValue { loads -> [Waiter] in
+                if loads.waiting.isEmpty { loads.running = false }
+                defer { loads.waiting = [] }
+                return loads.waiting
+            }
+            guard !waiters.isEmpty else { return }
+            for (app, group) in Dictionary(grouping: waiters, by: \.app) {
+                do {
+                    let fresh = try await load(app: app, users: Array(Set(group.flatMap(\.users))))
+                    for waiter in group {
+                        let own = waiter.users.compactMap { user in fresh[user].map { (user, $0) } }
+                        waiter.continuation.resume(returning: Dictionary(own, uniquingKeysWith: { a, _ in a }))
+                    }
+                } catch {
+                    for waiter in group { waiter.continuation.resume(throwing: error) }
+                }
+            }
+        }
+    }
+
+    /// Reads the users' profiles (bare ones for those without) and caches them.
+    private func load(app: SdkAppID, users: [UserID]) async throws -> [UserID: UserProfile] {
+        var fresh = Dictionary(users.map { ($0, UserProfile(userId: $0)) }, uniquingKeysWith: { a, _ in a })
+        for start in stride(from: 0, to: users.count, by: Self.maxUsersPerRead) {
+            let chunk = Array(users[start..<min(start + Self.maxUsersPerRead, users.count)])
+            for profile in try await store.loadProfiles(app: app, users: chunk) { fresh[profile.userId] = profile }
+        }
         cache.withLockedValue { cache in
             for (user, profile) in fresh { cache.insert(profile, for: UserKey(app: app, user: user)) }
         }
-        return found.merging(fresh) { a, _ in a }
+        return fresh
     }
 
     /// Forgets a cached profile (another node of the cluster changed it).
