@@ -178,6 +178,28 @@ struct StorageTests {
         #expect(page.records == [expected])
     }
 
+    /// One batch of many owners (PostgreSQL writes it in one statement per record an owner has in
+    /// it): every record comes back as stored, the optional fields' absence included.
+    @Test(arguments: StorageTests.kinds) func aBatchOfManyOwnersRoundTripsWithItsEmptyFields(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
+        let owners = (0..<6).map { UserKey(app: Self.app, user: UserID(rawValue: "user-\($0)")) }
+        var drafts = owners.enumerated().map { index, owner in
+            Self.draft(owner, call: "c\(index)", end: 7_000, result: index % 2 == 0 ? .missed : .answered)
+        }
+        drafts[1].record.chatGroupId = "team"
+        drafts[1].record.participantIds = ["user-0", "user-1", "user-2"]
+        drafts.append(Self.draft(owners[0], call: "c-again", end: 7_000))
+        let stored = try await store.insertRecords(drafts)
+        #expect(stored.map(\.owner) == drafts.map(\.owner))
+        #expect(stored.map(\.record.syncTime) == [7_000, 7_000, 7_000, 7_000, 7_000, 7_000, 7_001])
+        #expect(stored[0].record.startTime == nil && stored[0].record.chatGroupId == nil)
+        for owner in owners {
+            let page = try await store.queryRecords(owner: owner, syncTime: -1, count: 10, order: .ascending)
+            #expect(page.records == stored.filter { $0.owner == owner }.map(\.record))
+        }
+    }
+
     @Test(arguments: StorageTests.kinds) func theJournalKeepsCallsInProgressUntilTheyEnd(_ kind: Kind) async throws {
         let test = try await Self.makeStore(kind)
         let store = test.store

@@ -464,50 +464,93 @@ final class PostgresStorage: SwitchboardStorage {
                     "DELETE FROM call_journal WHERE call_id = ANY(\(batch.ended.map(\.callId.rawValue))::text[])",
                     logger: logger)
             }
-            var stored: [StoredRecord] = []
-            for ended in batch.ended {
-                for draft in ended.records {
-                    stored.append(try await Self.insert(draft, connection, logger))
-                }
-            }
-            return stored
+            return try await Self.insert(batch.ended.flatMap(\.records), connection, logger)
         }
     }
 
-    private static func insert(_ draft: RecordDraft, _ connection: PostgresConnection, _ logger: Logger) async throws
-        -> StoredRecord
+    /// Inserts records in as few statements as their owners allow: a statement holds at most one
+    /// record per owner (each record's `syncTime` is computed from the owner's newest one, which a
+    /// statement's own rows do not see), so a batch whose owners are all different is one
+    /// statement, and an owner's second record goes into a second one. Records already stored (a
+    /// retry after a crash) come back as they were stored.
+    private static func insert(_ drafts: [RecordDraft], _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> [StoredRecord]
     {
-        var record = draft.record
-        let app = draft.owner.app.rawValue
-        let user = draft.owner.user.rawValue
-        // syncTime: the end time, moved past the owner's newest record so that it is unique and rising.
-        let inserted = try await connection.query(
-            """
+        var rounds: [[Int]] = []
+        var seen: [UserKey: Int] = [:]
+        for (index, draft) in drafts.enumerated() {
+            let round = seen[draft.owner, default: 0]
+            seen[draft.owner] = round + 1
+            if round == rounds.count { rounds.append([]) }
+            rounds[round].append(index)
+        }
+        var syncTimes: [RecordKey: Int64] = [:]
+        for round in rounds {
+            let records = round.map { drafts[$0] }
+            let rows = try await connection.query(insertStatement(records), logger: logger)
+            for try await (app, user, call, syncTime) in rows.decode((Int64, String, String, Int64).self) {
+                syncTimes[RecordKey(app: app, user: user, call: call)] = syncTime
+            }
+        }
+        var stored: [StoredRecord] = []
+        stored.reserveCapacity(drafts.count)
+        for draft in drafts {
+            var record = draft.record
+            let key = RecordKey(app: draft.owner.app.rawValue, user: draft.owner.user.rawValue, call: record.callId.rawValue)
+            if let syncTime = syncTimes.removeValue(forKey: key) {
+                record.syncTime = syncTime
+                stored.append(StoredRecord(owner: draft.owner, record: record))
+                continue
+            }
+            // Already stored: return what is there.
+            let existing = try await connection.query(
+                """
+                SELECT \(unescaped: recordColumns) FROM call_records
+                WHERE sdk_app_id = \(key.app) AND user_id = \(key.user) AND call_id = \(key.call)
+                """, logger: logger
+            ).decode(RecordRow.self).first { _ in true }
+            stored.append(StoredRecord(owner: draft.owner, record: existing.map(Self.record) ?? record))
+        }
+        return stored
+    }
+
+    private struct RecordKey: Hashable {
+        var app: Int64
+        var user: String
+        var call: String
+    }
+
+    /// One `INSERT … SELECT FROM unnest(…)` for records of different owners. syncTime: the end
+    /// time, moved past the owner's newest record so that it is unique and rising. Arrays cannot
+    /// hold arrays or NULLs here, so participants travel as JSON and the optional columns with a flag.
+    private static func insertStatement(_ drafts: [RecordDraft]) -> PostgresQuery {
+        let records = drafts.map(\.record)
+        let participants = records.map { (try? SwitchboardJSON.encodeString($0.participantIds.map(\.rawValue))) ?? "[]" }
+        return """
             INSERT INTO call_records (sdk_app_id, user_id, call_id, sync_time, room_id, call_type, media_type, caller_id,
                 inviter_id, participant_ids, chat_group_id, direction, result, start_time, end_time, duration, end_reason)
-            VALUES (\(app), \(user), \(record.callId.rawValue),
-                GREATEST(\(record.endTime),
-                    COALESCE((SELECT max(sync_time) FROM call_records WHERE sdk_app_id = \(app) AND user_id = \(user)), -1) + 1),
-                \(record.roomId.rawValue), \(record.callType.rawValue), \(record.mediaType.rawValue),
-                \(record.callerId.rawValue), \(record.inviterId.rawValue), \(record.participantIds.map(\.rawValue)),
-                \(record.chatGroupId?.rawValue), \(record.direction.rawValue), \(record.result.rawValue),
-                \(record.startTime), \(record.endTime), \(Int32(clamping: record.duration)), \(record.endReason.rawValue))
+            SELECT r.app, r.usr, r.call,
+                GREATEST(r.end_time,
+                    COALESCE((SELECT max(c.sync_time) FROM call_records c WHERE c.sdk_app_id = r.app AND c.user_id = r.usr), -1) + 1),
+                r.room, r.call_type, r.media_type, r.caller, r.inviter,
+                ARRAY(SELECT jsonb_array_elements_text(r.participants::jsonb)),
+                CASE WHEN r.has_group THEN r.chat_group END, r.direction, r.result,
+                CASE WHEN r.has_start THEN r.start_time END, r.end_time, r.duration, r.end_reason
+            FROM unnest(
+                \(drafts.map(\.owner.app.rawValue))::bigint[], \(drafts.map(\.owner.user.rawValue))::text[],
+                \(records.map(\.callId.rawValue))::text[], \(records.map(\.roomId.rawValue))::text[],
+                \(records.map(\.callType.rawValue))::text[], \(records.map(\.mediaType.rawValue))::text[],
+                \(records.map(\.callerId.rawValue))::text[], \(records.map(\.inviterId.rawValue))::text[],
+                \(participants)::text[], \(records.map { $0.chatGroupId != nil })::bool[],
+                \(records.map { $0.chatGroupId?.rawValue ?? "" })::text[], \(records.map(\.direction.rawValue))::text[],
+                \(records.map(\.result.rawValue))::text[], \(records.map { $0.startTime != nil })::bool[],
+                \(records.map { $0.startTime ?? 0 })::bigint[], \(records.map(\.endTime))::bigint[],
+                \(records.map { Int32(clamping: $0.duration) })::int[], \(records.map(\.endReason.rawValue))::text[]
+            ) AS r(app, usr, call, room, call_type, media_type, caller, inviter, participants, has_group, chat_group,
+                direction, result, has_start, start_time, end_time, duration, end_reason)
             ON CONFLICT (sdk_app_id, user_id, call_id) DO NOTHING
-            RETURNING sync_time
-            """, logger: logger
-        ).decode(Int64.self).first { _ in true }
-        if let inserted {
-            record.syncTime = inserted
-            return StoredRecord(owner: draft.owner, record: record)
-        }
-        // Already stored (a retry after a crash): return what is there.
-        let existing = try await connection.query(
+            RETURNING sdk_app_id, user_id, call_id, sync_time
             """
-            SELECT \(unescaped: recordColumns) FROM call_records
-            WHERE sdk_app_id = \(app) AND user_id = \(user) AND call_id = \(record.callId.rawValue)
-            """, logger: logger
-        ).decode(RecordRow.self).first { _ in true }
-        return StoredRecord(owner: draft.owner, record: existing.map(Self.record) ?? record)
     }
 
     func loadJournal() async throws -> [JournalEntry] {
