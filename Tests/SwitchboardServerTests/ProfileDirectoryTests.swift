@@ -96,6 +96,20 @@ struct ProfileDirectoryTests {
         #expect(directory.cachedCount == 1)
     }
 
+    /// A profile saved while a read of it is in flight is what the cache keeps: the read, which may
+    /// have seen the old one, is not cached.
+    @Test func aProfileSavedDuringAReadIsNotReplacedByWhatTheReadSaw() async throws {
+        let store = GatedStore()
+        let directory = ProfileDirectory(store: store)
+        let read = Task { try await directory.profiles(app: app, users: ["named-1"]) }
+        try await waitForReads(store, 1)
+        try await directory.save(app: app, UserProfile(userId: "named-1", nickname: "saved"), now: 1)
+        store.gate.open(1)
+        #expect(try await read.value["named-1"]?.nickname == "N named-1")
+        #expect(try await directory.profiles(app: app, users: ["named-1"])["named-1"]?.nickname == "saved")
+        #expect(store.reads.withLockedValue { $0.count } == 1)
+    }
+
     private func waitForReads(_ store: GatedStore, _ count: Int) async throws {
         for _ in 0..<10_000 where store.reads.withLockedValue({ $0.count }) < count { await Task.yield() }
         try #require(store.reads.withLockedValue { $0.count } == count)

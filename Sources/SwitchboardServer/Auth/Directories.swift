@@ -43,16 +43,23 @@ final class ProfileDirectory: Sendable {
     static let maxUsersPerRead = 500
 
     private let store: any ProfileStore
-    private let cache: NIOLockedValueBox<BoundedCache<UserKey, UserProfile>>
+    private struct Cached {
+        var profiles: BoundedCache<UserKey, UserProfile>
+        /// Counts saves and forgets: a read that saw another count when it began may hold a
+        /// profile older than one saved meanwhile, and is not cached.
+        var changes: UInt64 = 0
+    }
+
+    private let cache: NIOLockedValueBox<Cached>
     private let loads = NIOLockedValueBox(Loads())
 
     init(store: any ProfileStore, capacity: Int = 200_000) {
         self.store = store
-        self.cache = NIOLockedValueBox(BoundedCache(capacity: capacity))
+        self.cache = NIOLockedValueBox(Cached(profiles: BoundedCache(capacity: capacity)))
     }
 
     /// Profiles cached now.
-    var cachedCount: Int { cache.withLockedValue { $0.count } }
+    var cachedCount: Int { cache.withLockedValue { $0.profiles.count } }
 
     /// Sessions waiting for the next read.
     var waitingCount: Int { loads.withLockedValue { $0.waiting.count } }
@@ -62,7 +69,7 @@ final class ProfileDirectory: Sendable {
         var found: [UserID: UserProfile] = [:]
         let missing = cache.withLockedValue { cache in
             users.filter { user in
-                guard let profile = cache.value(for: UserKey(app: app, user: user)) else { return true }
+                guard let profile = cache.profiles.value(for: UserKey(app: app, user: user)) else { return true }
                 found[user] = profile
                 return false
             }
@@ -102,26 +109,35 @@ final class ProfileDirectory: Sendable {
         }
     }
 
-    /// Reads the users' profiles (bare ones for those without) and caches them.
+    /// Reads the users' profiles (bare ones for those without) and caches them, unless a profile
+    /// was saved or forgotten while they were read.
     private func load(app: SdkAppID, users: [UserID]) async throws -> [UserID: UserProfile] {
+        let changes = cache.withLockedValue { $0.changes }
         var fresh = Dictionary(users.map { ($0, UserProfile(userId: $0)) }, uniquingKeysWith: { a, _ in a })
         for start in stride(from: 0, to: users.count, by: Self.maxUsersPerRead) {
             let chunk = Array(users[start..<min(start + Self.maxUsersPerRead, users.count)])
             for profile in try await store.loadProfiles(app: app, users: chunk) { fresh[profile.userId] = profile }
         }
         cache.withLockedValue { cache in
-            for (user, profile) in fresh { cache.insert(profile, for: UserKey(app: app, user: user)) }
+            guard cache.changes == changes else { return }
+            for (user, profile) in fresh { cache.profiles.insert(profile, for: UserKey(app: app, user: user)) }
         }
         return fresh
     }
 
     /// Forgets a cached profile (another node of the cluster changed it).
     func forget(_ user: UserKey) {
-        cache.withLockedValue { $0.remove(user) }
+        cache.withLockedValue { cache in
+            cache.profiles.remove(user)
+            cache.changes &+= 1
+        }
     }
 
     func save(app: SdkAppID, _ profile: UserProfile, now: Int64) async throws {
         try await store.saveProfile(app: app, profile, now: now)
-        cache.withLockedValue { $0.insert(profile, for: UserKey(app: app, user: profile.userId)) }
+        cache.withLockedValue { cache in
+            cache.profiles.insert(profile, for: UserKey(app: app, user: profile.userId))
+            cache.changes &+= 1
+        }
     }
 }
