@@ -22,7 +22,7 @@ struct LoopOutboxTests {
         }
     }
 
-    @Test func framesFromAnyThreadKeepTheirOrderAndEachRoundIsFlushedOnce() async throws {
+    @Test(.timeLimit(.minutes(1))) func framesFromAnyThreadKeepTheirOrderAndEachRoundIsFlushedOnce() async throws {
         let channel = NIOAsyncTestingChannel()
         let loop = channel.eventLoop
         let outbox = LoopOutbox(eventLoop: loop)

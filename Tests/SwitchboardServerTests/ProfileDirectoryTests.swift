@@ -55,7 +55,7 @@ struct ProfileDirectoryTests {
 
     private let app = SdkAppID(1_400_000_001)
 
-    @Test func missesWhileAReadIsInFlightGoIntoTheNextReadTogether() async throws {
+    @Test(.timeLimit(.minutes(1))) func missesWhileAReadIsInFlightGoIntoTheNextReadTogether() async throws {
         let store = GatedStore()
         let directory = ProfileDirectory(store: store)
         let first = Task { try await directory.profiles(app: app, users: ["named-0"]) }
@@ -82,7 +82,7 @@ struct ProfileDirectoryTests {
         #expect(store.reads.withLockedValue { $0.count } == 2)
     }
 
-    @Test func aFailedReadFailsOnlyItsSessionsAndTheNextReadGoesOn() async throws {
+    @Test(.timeLimit(.minutes(1))) func aFailedReadFailsOnlyItsSessionsAndTheNextReadGoesOn() async throws {
         let store = GatedStore()
         store.failing.withLockedValue { $0 = ["broken"] }
         let directory = ProfileDirectory(store: store)
@@ -98,7 +98,7 @@ struct ProfileDirectoryTests {
 
     /// A profile saved while a read of it is in flight is what the cache keeps: the read, which may
     /// have seen the old one, is not cached.
-    @Test func aProfileSavedDuringAReadIsNotReplacedByWhatTheReadSaw() async throws {
+    @Test(.timeLimit(.minutes(1))) func aProfileSavedDuringAReadIsNotReplacedByWhatTheReadSaw() async throws {
         let store = GatedStore()
         let directory = ProfileDirectory(store: store)
         let read = Task { try await directory.profiles(app: app, users: ["named-1"]) }
