@@ -84,6 +84,10 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
     private let jobs: JobQueue
     private let core: Core
     private let broadcaster = EventBroadcaster()
+    /// The settings the app asked for last, and whether a job to apply them waits. A change queues
+    /// a job only when none waits, and that job applies the latest settings: a burst of changes
+    /// while the engine is busy (a pipeline being built) is one job, not one per change.
+    private let latest = NIOLockedValueBox((settings: Settings(), queued: false))
 
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "switchboard.gstreamer")) {
         _ = GStreamer.initialized
@@ -123,32 +127,60 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
         try await jobs.perform { [core] in try await job(core) }
     }
 
+    private func update(_ change: @escaping @Sendable (inout Settings) -> Void) {
+        let queue = latest.withLockedValue { latest -> Bool in
+            change(&latest.settings)
+            defer { latest.queued = true }
+            return !latest.queued
+        }
+        guard queue else { return }
+        run { [latest] core in
+            let settings = latest.withLockedValue { latest in
+                latest.queued = false
+                return latest.settings
+            }
+            await core.use(settings)
+        }
+    }
+
+    /// Jobs waiting to run (tests: what a burst of settings queues).
+    var waitingJobs: Int { jobs.waiting }
+
+    /// The settings the engine last took from the app (tests).
+    func appliedSettings() async throws -> Settings {
+        try await perform { await $0.settings }
+    }
+
+    /// Runs `body` as one of the engine's jobs (tests: an engine busy with a long step).
+    func runAsJob(_ body: @escaping @Sendable () async -> Void) async throws {
+        try await jobs.perform { await body() }
+    }
+
     // MARK: - MediaEngine
 
     public func callConnected(callId: CallID, roomId: RoomID, mediaType: CallMediaType) {
+        update { $0.mediaType = mediaType }
         run { await $0.start(callId: callId, mediaType: mediaType) }
     }
 
     public func callEnded(callId: CallID) { run { await $0.stop(callId: callId) } }
-    public func startAudio() { run { await $0.update { $0.audioRunning = true } } }
-    public func stopAudio() { run { await $0.update { $0.audioRunning = false } } }
-    public func setMicrophone(on: Bool) { run { await $0.update { $0.microphoneOn = on } } }
-    public func setMicrophoneVolume(_ volume: Int) { run { await $0.update { $0.microphoneVolume = volume } } }
-    public func setVideoQuality(_ quality: VideoQuality) { run { await $0.update { $0.quality = quality } } }
-    public func setAudioOutput(_ output: AudioOutput) { run { await $0.update { $0.output = output } } }
-    public func setScreenShare(_ source: ScreenShareSource?) { run { await $0.update { $0.screen = source } } }
+    public func startAudio() { update { $0.audioRunning = true } }
+    public func stopAudio() { update { $0.audioRunning = false } }
+    public func setMicrophone(on: Bool) { update { $0.microphoneOn = on } }
+    public func setMicrophoneVolume(_ volume: Int) { update { $0.microphoneVolume = volume } }
+    public func setVideoQuality(_ quality: VideoQuality) { update { $0.quality = quality } }
+    public func setAudioOutput(_ output: AudioOutput) { update { $0.output = output } }
+    public func setScreenShare(_ source: ScreenShareSource?) { update { $0.screen = source } }
 
     public func setCamera(on: Bool, front: Bool) {
-        run {
-            await $0.update { settings in
-                settings.cameraOn = on
-                settings.frontCamera = front
-            }
+        update { settings in
+            settings.cameraOn = on
+            settings.frontCamera = front
         }
     }
 
     public func callMediaTypeChanged(callId: CallID, mediaType: CallMediaType) {
-        run { await $0.update { $0.mediaType = mediaType } }
+        update { $0.mediaType = mediaType }
     }
 
     public func statistics() async -> MediaStatistics {
@@ -196,7 +228,7 @@ extension GStreamerMediaEngine {
     actor Core {
         private let configuration: Configuration
         private let logger: Logger
-        private var settings = Settings()
+        private(set) var settings = Settings()
         private var callId: CallID?
         private var media: CallMedia?
         private let emit: @Sendable (MediaEvent) -> Void
@@ -228,9 +260,10 @@ extension GStreamerMediaEngine {
             media = nil
         }
 
-        func update(_ change: (inout Settings) -> Void) async {
+        /// Takes the app's latest settings and applies what changed to the running call.
+        func use(_ new: Settings) async {
             let previous = settings
-            change(&settings)
+            settings = new
             guard let media else { return }
             do {
                 try await apply(to: media, previous: previous)
@@ -411,28 +444,37 @@ final class EventBroadcaster: Sendable {
 /// Runs jobs one after another, in the order they were enqueued, each to its end (awaits
 /// included) before the next starts.
 ///
-/// Unbounded on purpose, and bounded by its callers: a job is never dropped (a lost setting or
-/// description would leave the call wrong), and what can queue is small. Every connection step the
-/// SDK takes (a description, a candidate from the network) awaits its job, so each connection has
-/// at most one of those waiting; the rest are the app's own settings and the SDK's opening and
-/// closing of connections, one per member and change.
+/// No bound of its own, on purpose: a job is never dropped (a lost description or connection step
+/// would leave the call wrong). What bounds it is who can queue: every connection step the SDK
+/// takes (a description, a candidate from the network) awaits its job, so each connection has at
+/// most one of those waiting; the app's settings coalesce into at most one waiting job
+/// (`GStreamerMediaEngine.update`), however fast they change; the rest are the SDK's start and end
+/// of a call and opening and closing of connections, one per member and change of the call.
 final class JobQueue: Sendable {
     private let continuation: AsyncStream<@Sendable () async -> Void>.Continuation
     private let worker: Task<Void, Never>
+    private let count = NIOLockedValueBox(0)
 
     init() {
         let (stream, continuation) = AsyncStream<@Sendable () async -> Void>.makeStream()
         self.continuation = continuation
-        worker = Task {
-            for await job in stream { await job() }
+        worker = Task { [count] in
+            for await job in stream {
+                count.withLockedValue { $0 -= 1 }
+                await job()
+            }
         }
     }
+
+    /// Jobs queued and not started.
+    var waiting: Int { count.withLockedValue { $0 } }
 
     deinit {
         continuation.finish()
     }
 
     func enqueue(_ job: @escaping @Sendable () async -> Void) {
+        count.withLockedValue { $0 += 1 }
         continuation.yield(job)
     }
 

@@ -68,6 +68,32 @@ struct GStreamerEngineTests {
     }
 
     /// coturn's REST credentials (`expiry:user`, base64) in webrtcbin's TURN URI form.
+    /// A burst of settings while the engine is busy (a pipeline being built) queues one job, not
+    /// one per change, and that job applies the latest of them.
+    @Test(.timeLimit(.minutes(1))) func aBurstOfSettingsWhileTheEngineIsBusyQueuesOneJob() async throws {
+        let engine = GStreamerMediaEngine()
+        let (entered, enter) = AsyncStream<Void>.makeStream()
+        let (released, release) = AsyncStream<Void>.makeStream()
+        let busy = Task {
+            try await engine.runAsJob {
+                enter.yield()
+                for await _ in released { break }
+            }
+        }
+        for await _ in entered { break }
+        for index in 0..<10_000 {
+            engine.setMicrophone(on: index % 2 == 0)
+            engine.setMicrophoneVolume(index % 100)
+        }
+        #expect(engine.waitingJobs == 1)
+        release.yield()
+        try await busy.value
+        let applied = try await engine.appliedSettings()
+        #expect(applied.microphoneOn == false)
+        #expect(applied.microphoneVolume == 99)
+        #expect(engine.waitingJobs == 0)
+    }
+
     @Test func turnServersBecomeWebRTCBinURIs() {
         #expect(
             PeerConnection.turnURI("turn:127.0.0.1:3478?transport=udp", username: "1767225600:alice", credential: "a+b/c=")

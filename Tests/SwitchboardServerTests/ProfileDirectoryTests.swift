@@ -10,7 +10,7 @@ struct ProfileDirectoryTests {
     /// Holds each read until the test lets it go, and remembers what was asked.
     final class GatedStore: ProfileStore {
         let reads = NIOLockedValueBox<[[UserID]]>([])
-        let gate = AsyncGate()
+        let gate = Permits()
         let failing = NIOLockedValueBox<Set<UserID>>([])
 
         func loadProfiles(app: SdkAppID, users: [UserID]) async throws -> [UserProfile] {
@@ -23,8 +23,9 @@ struct ProfileDirectoryTests {
         func saveProfile(app: SdkAppID, _ profile: UserProfile, now: Int64) async throws {}
     }
 
-    /// Lets `count` waiters through, one at a time as they come.
-    final class AsyncGate: Sendable {
+    /// Lets `count` waiters through, one at a time as they come (a counting semaphore; the
+    /// server's `AsyncGate` is a mutex).
+    final class Permits: Sendable {
         private let state = NIOLockedValueBox<(open: Int, waiting: [CheckedContinuation<Void, Never>])>((0, []))
 
         func wait() async {
