@@ -406,6 +406,23 @@ struct PersistenceWriterTests {
         let page = try await store.queryRecords(owner: StorageTests.alice, syncTime: -1, count: 100, order: .ascending)
         #expect(page.hasMore)
     }
+
+    /// The writer builds its batches, the journal's JSON included, on the store's thread: a save
+    /// submitted by the call engine costs the engine's event loop no encoding.
+    @Test func aBatchIsMadeOnTheStoresThreadNotTheSubmitters() async throws {
+        let test = try await StorageTests.makeStore(.sqlite)
+        let writer = PersistenceWriter(store: test.store, clock: TestClock(), logger: .init(label: "test")) { _ in }
+        let encodedOn = NIOLockedValueBox<pthread_t?>(nil)
+        let submitter = pthread_self()
+        writer.submit(journal: "c1", app: 1, updatedAt: 1) {
+            encodedOn.withLockedValue { $0 = pthread_self() }
+            return Data("{}".utf8)
+        }
+        await writer.drain()
+        let thread = try #require(encodedOn.withLockedValue { $0 })
+        #expect(pthread_equal(thread, submitter) == 0)
+        #expect(try await test.store.loadJournal().map(\.callId) == ["c1"])
+    }
 }
 
 import NIOConcurrencyHelpers

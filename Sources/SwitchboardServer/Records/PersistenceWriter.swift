@@ -103,7 +103,8 @@ final class PersistenceWriter: Sendable {
             state.flushing = true
             return true
         }
-        if startFlush { flushNext() }
+        // The batch (and the journal's JSON in it) is made on the store's thread, not the engine's.
+        if startFlush { store.onWriter { self.flushNext() } }
     }
 
     /// Returns once everything submitted so far is committed (or given up on).

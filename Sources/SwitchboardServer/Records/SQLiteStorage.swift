@@ -422,6 +422,10 @@ final class SQLiteStorage: SwitchboardStorage {
         }
     }
 
+    func onWriter(_ work: @escaping @Sendable () -> Void) {
+        pool.asyncWriteWithoutTransaction { _ in work() }
+    }
+
     private static func commit(_ batch: PersistenceBatch, _ db: Database) throws -> [StoredRecord] {
         guard !batch.journal.isEmpty || !batch.ended.isEmpty else { return [] }
         let promised = !batch.ended.isEmpty

@@ -68,6 +68,9 @@ protocol CallRecordStore: Sendable {
     /// thread: a store that writes on a thread of its own (SQLite) runs batch after batch there
     /// without waking another thread for each (the default runs the `async` commit in a task).
     func commit(_ batch: PersistenceBatch, completion: @escaping @Sendable (Result<[StoredRecord], any Error>) -> Void)
+    /// Runs `work` where this store commits (SQLite: its writer queue; the default: a task), so
+    /// that the writer builds its batches there and not on the thread that submitted a write.
+    func onWriter(_ work: @escaping @Sendable () -> Void)
     /// The calls that were in progress when the server last stopped.
     func loadJournal() async throws -> [JournalEntry]
     /// Notes that the server is alive now (for dating the end of calls cut by a crash).
@@ -93,6 +96,10 @@ protocol ChatGroupStore: Sendable {
 }
 
 extension CallRecordStore {
+    func onWriter(_ work: @escaping @Sendable () -> Void) {
+        Task { work() }
+    }
+
     func commit(_ batch: PersistenceBatch, completion: @escaping @Sendable (Result<[StoredRecord], any Error>) -> Void) {
         Task {
             do {
