@@ -120,15 +120,9 @@ final class ClusterBus: Sendable {
     /// so its commit does not wait for the disk.
     private func write(_ batch: [(target: String, body: String)]) async throws {
         let targets = batch.map(\.target)
-        let bodies = batch.map(\.body)
-        let channels = Array(Set(targets)).map(Self.channel(of:))
-        try await client.query(
-            """
-            WITH inserted AS (
-                INSERT INTO switchboard_messages (target, body) SELECT * FROM unnest(\(targets)::text[], \(bodies)::text[])
-            )
-            SELECT pg_notify(c, '') FROM unnest(\(channels)::text[]) AS c
-            """, logger: logger)
+        let statement = PostgresStatements.SendMessages(
+            targets: targets, bodies: batch.map(\.body), channels: Array(Set(targets)).map(Self.channel(of:)))
+        try await client.execute(statement, logger: logger).drain()
     }
 
     // MARK: - receiving
@@ -201,9 +195,7 @@ final class ClusterBus: Sendable {
         guard let handler = inbox.withLockedValue({ $0.handler }) else { return }
         var rows: [(Int64, String)] = []
         do {
-            for try await row in try await client.query(
-                "DELETE FROM switchboard_messages WHERE target = \(node) RETURNING id, body", logger: logger
-            ).decode((Int64, String).self) {
+            for try await row in try await client.execute(PostgresStatements.TakeMessages(target: node), logger: logger) {
                 rows.append(row)
             }
         } catch {

@@ -390,13 +390,10 @@ final class PostgresStorage: SwitchboardStorage {
 
     func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID> {
         guard !users.isEmpty else { return [] }
-        return Set(
-            try await strings(
-                """
-                SELECT user_id FROM blocks WHERE sdk_app_id = \(app.rawValue) AND blocked_id = \(caller.rawValue)
-                    AND user_id = ANY(\(users.map(\.rawValue)))
-                """
-            ).map(UserID.init(rawValue:)))
+        var blocking: Set<UserID> = []
+        let statement = PostgresStatements.UsersBlocking(app: app.rawValue, caller: caller.rawValue, users: users.map(\.rawValue))
+        for try await user in try await client.execute(statement, logger: logger) { blocking.insert(UserID(rawValue: user)) }
+        return blocking
     }
 
     // MARK: - chat groups
@@ -441,28 +438,20 @@ final class PostgresStorage: SwitchboardStorage {
         let logger = self.logger
         return try await transaction { connection in
             if let fence = batch.fence {
-                let term = try await connection.query(
-                    "SELECT term FROM switchboard_leader WHERE key = 'leader' FOR SHARE", logger: logger
-                ).decode(Int64.self).first { _ in true }
+                let term = try await connection.execute(PostgresStatements.LeaderTerm(), logger: logger).first { _ in true }
                 guard term == fence else { throw ClusterError.fenced }
             }
             // One statement for the whole batch's journal (the last save of a call wins).
             var latest: [CallID: JournalEntry] = [:]
             for entry in batch.journal { latest[entry.callId] = entry }
             if !latest.isEmpty {
-                let entries = Array(latest.values)
-                try await connection.query(
-                    """
-                    INSERT INTO call_journal (call_id, sdk_app_id, state, updated_at)
-                    SELECT * FROM unnest(\(entries.map(\.callId.rawValue))::text[], \(entries.map(\.app.rawValue))::bigint[],
-                        \(entries.map { ByteBuffer(bytes: $0.state) })::bytea[], \(entries.map(\.updatedAt))::bigint[])
-                    ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
-                    """, logger: logger)
+                try await connection.execute(PostgresStatements.SaveJournal(entries: Array(latest.values)), logger: logger)
+                    .drain()
             }
             if !batch.ended.isEmpty {
-                try await connection.query(
-                    "DELETE FROM call_journal WHERE call_id = ANY(\(batch.ended.map(\.callId.rawValue))::text[])",
-                    logger: logger)
+                try await connection.execute(
+                    PostgresStatements.DeleteJournal(calls: batch.ended.map(\.callId.rawValue)), logger: logger
+                ).drain()
             }
             return try await Self.insert(batch.ended.flatMap(\.records), connection, logger)
         }
@@ -487,8 +476,12 @@ final class PostgresStorage: SwitchboardStorage {
         var syncTimes: [RecordKey: Int64] = [:]
         for round in rounds {
             let records = round.map { drafts[$0] }
-            let rows = try await connection.query(insertStatement(records), logger: logger)
-            for try await (app, user, call, syncTime) in rows.decode((Int64, String, String, Int64).self) {
+            let participants = records.map {
+                (try? SwitchboardJSON.encodeString($0.record.participantIds.map(\.rawValue))) ?? "[]"
+            }
+            let rows = try await connection.execute(
+                PostgresStatements.InsertRecords(drafts: records, participants: participants), logger: logger)
+            for try await (app, user, call, syncTime) in rows {
                 syncTimes[RecordKey(app: app, user: user, call: call)] = syncTime
             }
         }
@@ -518,39 +511,6 @@ final class PostgresStorage: SwitchboardStorage {
         var app: Int64
         var user: String
         var call: String
-    }
-
-    /// One `INSERT … SELECT FROM unnest(…)` for records of different owners. syncTime: the end
-    /// time, moved past the owner's newest record so that it is unique and rising. Arrays cannot
-    /// hold arrays or NULLs here, so participants travel as JSON and the optional columns with a flag.
-    private static func insertStatement(_ drafts: [RecordDraft]) -> PostgresQuery {
-        let records = drafts.map(\.record)
-        let participants = records.map { (try? SwitchboardJSON.encodeString($0.participantIds.map(\.rawValue))) ?? "[]" }
-        return """
-            INSERT INTO call_records (sdk_app_id, user_id, call_id, sync_time, room_id, call_type, media_type, caller_id,
-                inviter_id, participant_ids, chat_group_id, direction, result, start_time, end_time, duration, end_reason)
-            SELECT r.app, r.usr, r.call,
-                GREATEST(r.end_time,
-                    COALESCE((SELECT max(c.sync_time) FROM call_records c WHERE c.sdk_app_id = r.app AND c.user_id = r.usr), -1) + 1),
-                r.room, r.call_type, r.media_type, r.caller, r.inviter,
-                ARRAY(SELECT jsonb_array_elements_text(r.participants::jsonb)),
-                CASE WHEN r.has_group THEN r.chat_group END, r.direction, r.result,
-                CASE WHEN r.has_start THEN r.start_time END, r.end_time, r.duration, r.end_reason
-            FROM unnest(
-                \(drafts.map(\.owner.app.rawValue))::bigint[], \(drafts.map(\.owner.user.rawValue))::text[],
-                \(records.map(\.callId.rawValue))::text[], \(records.map(\.roomId.rawValue))::text[],
-                \(records.map(\.callType.rawValue))::text[], \(records.map(\.mediaType.rawValue))::text[],
-                \(records.map(\.callerId.rawValue))::text[], \(records.map(\.inviterId.rawValue))::text[],
-                \(participants)::text[], \(records.map { $0.chatGroupId != nil })::bool[],
-                \(records.map { $0.chatGroupId?.rawValue ?? "" })::text[], \(records.map(\.direction.rawValue))::text[],
-                \(records.map(\.result.rawValue))::text[], \(records.map { $0.startTime != nil })::bool[],
-                \(records.map { $0.startTime ?? 0 })::bigint[], \(records.map(\.endTime))::bigint[],
-                \(records.map { Int32(clamping: $0.duration) })::int[], \(records.map(\.endReason.rawValue))::text[]
-            ) AS r(app, usr, call, room, call_type, media_type, caller, inviter, participants, has_group, chat_group,
-                direction, result, has_start, start_time, end_time, duration, end_reason)
-            ON CONFLICT (sdk_app_id, user_id, call_id) DO NOTHING
-            RETURNING sdk_app_id, user_id, call_id, sync_time
-            """
     }
 
     func loadJournal() async throws -> [JournalEntry] {
