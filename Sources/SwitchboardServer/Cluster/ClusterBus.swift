@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import NIOPosix
 import NIOSSL
 import PostgresNIO
 import SwitchboardProtocol
@@ -46,6 +47,9 @@ final class ClusterBus: Sendable {
         /// Messages taken since the last vacuum started.
         var takenSinceVacuum = 0
         var vacuuming = false
+        /// The `LISTEN` connection while it is up, and its event loop's executor (see ``listen()``).
+        var connection: PostgresConnection?
+        var executor: EventLoopTaskExecutor?
     }
 
     private let outbox = NIOLockedValueBox(Outbox())
@@ -83,7 +87,11 @@ final class ClusterBus: Sendable {
             outbox.flushing = true
             return true
         }
-        if start { Task { await self.flushLoop() } }
+        // Sent from an event loop (a session's, or the bus's own while it hands over what it
+        // took), the writing task stays there: that thread is awake, another may not be.
+        guard start else { return }
+        let executor = MultiThreadedEventLoopGroup.currentEventLoop.map(EventLoopTaskExecutor.init)
+        Task(executorPreference: executor) { await self.flushLoop() }
     }
 
     private func flushLoop() async {
@@ -145,6 +153,13 @@ final class ClusterBus: Sendable {
 
     /// Keeps a `LISTEN` connection open (reconnecting after a failure), taking this node's
     /// messages whenever it is woken, and once after every (re)connection.
+    ///
+    /// The takes run on the same connection, and the tasks that wait for its notifications and
+    /// take the messages prefer its event loop (so do the handlers they call, the leader's engine
+    /// included, while they hold it): a notification, its take and the handling of what it
+    /// brought need no other thread to wake, each of which costs a fraction of a millisecond on
+    /// an idle machine (docs/BENCHMARKS.md, "Cluster"). Without the connection (it is down) a
+    /// take borrows one from the pool.
     private func listen() async {
         var delay: Duration = .milliseconds(100)
         while !Task.isCancelled {
@@ -152,11 +167,24 @@ final class ClusterBus: Sendable {
                 let connection = try await PostgresConnection.connect(
                     configuration: try location.connectionConfiguration(), id: 1, logger: logger)
                 delay = .milliseconds(100)
-                defer { Task { try? await connection.close() } }
-                try await connection.listen(on: channel) { notifications in
-                    // Whatever arrived while nobody listened.
-                    self.drainSoon()
-                    for try await _ in notifications { self.drainSoon() }
+                let executor = EventLoopTaskExecutor(connection.eventLoop)
+                inbox.withLockedValue { inbox in
+                    inbox.connection = connection
+                    inbox.executor = executor
+                }
+                defer {
+                    inbox.withLockedValue { inbox in
+                        inbox.connection = nil
+                        inbox.executor = nil
+                    }
+                    Task { try? await connection.close() }
+                }
+                try await withTaskExecutorPreference(executor) {
+                    try await connection.listen(on: channel) { notifications in
+                        // Whatever arrived while nobody listened.
+                        self.drainSoon()
+                        for try await _ in notifications { self.drainSoon() }
+                    }
                 }
             } catch {
                 if Task.isCancelled { return }
@@ -169,21 +197,21 @@ final class ClusterBus: Sendable {
 
     /// Takes this node's messages now, or right after the batch being taken.
     func drainSoon() {
-        let start = inbox.withLockedValue { inbox -> Bool in
-            guard !inbox.stopped else { return false }
+        let (start, executor) = inbox.withLockedValue { inbox -> (Bool, EventLoopTaskExecutor?) in
+            guard !inbox.stopped else { return (false, nil) }
             if inbox.draining {
                 inbox.again = true
-                return false
+                return (false, nil)
             }
             inbox.draining = true
-            return true
+            return (true, inbox.executor)
         }
         guard start else { return }
-        Task {
+        Task(executorPreference: executor) {
             repeat {
-                inbox.withLockedValue { $0.again = false }
+                self.inbox.withLockedValue { $0.again = false }
                 await self.drainOnce()
-            } while inbox.withLockedValue({ inbox in
+            } while self.inbox.withLockedValue({ inbox in
                 if inbox.again && !inbox.stopped { return true }
                 inbox.draining = false
                 return false
@@ -192,12 +220,16 @@ final class ClusterBus: Sendable {
     }
 
     private func drainOnce() async {
-        guard let handler = inbox.withLockedValue({ $0.handler }) else { return }
+        let (handler, connection) = inbox.withLockedValue { ($0.handler, $0.connection) }
+        guard let handler else { return }
         var rows: [(Int64, String)] = []
+        let take = PostgresStatements.TakeMessages(target: node)
         do {
-            for try await row in try await client.execute(PostgresStatements.TakeMessages(target: node), logger: logger) {
-                rows.append(row)
-            }
+            let taken =
+                if let connection { try await connection.execute(take, logger: logger) } else {
+                    try await client.execute(take, logger: logger)
+                }
+            for try await row in taken { rows.append(row) }
         } catch {
             logger.warning("cluster messages not read", metadata: ["error": "\(error)"])
             return
