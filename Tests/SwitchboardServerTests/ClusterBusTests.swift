@@ -72,6 +72,47 @@ import Testing
         await storage.shutdown()
     }
 
+    /// Messages sent while the database drops every connection (the receiver's `LISTEN`
+    /// connection, which also takes its messages, and the pool's) arrive once the receiver is back,
+    /// each once and in the order sent: nothing relies on a notification that was lost with its
+    /// connection.
+    @Test(.timeLimit(.minutes(1))) func messagesSentWhileTheConnectionsDropArriveOnceAndInOrder() async throws {
+        let logger = Logger(label: "test.bus")
+        let url = try await PostgresTestDatabase.create()
+        let location = try #require(PostgresStorage.Location(url: url))
+        let storage = try await PostgresStorage(location, logger: logger)
+        let sender = ClusterBus(node: "a", client: storage.client, location: location, logger: logger)
+        let receiver = ClusterBus(node: "b", client: storage.client, location: location, logger: logger)
+        let inbox = Inbox()
+        receiver.start { inbox.take($0) }
+        func message(_ number: Int) -> BusMessage { .reply(token: UInt64(number), reply: .ok) }
+
+        for number in 1...50 { sender.send(message(number), to: "b") }
+        await inbox.wait(for: 50)
+        let dropped = try await Self.dropConnections(storage)
+        #expect(dropped >= 1, "no connection of the bus was dropped")
+        for number in 51...100 { sender.send(message(number), to: "b") }
+        await inbox.wait(for: 100)
+        // A later message, so that a duplicate of any of the first hundred would be in by now.
+        sender.send(.appsChanged, to: "b")
+        await inbox.wait(for: 101)
+
+        #expect(inbox.messages == (1...100).map(message) + [.appsChanged])
+        await receiver.stop()
+        await storage.shutdown()
+    }
+
+    /// Ends every other session on the test's database; returns how many.
+    static func dropConnections(_ storage: PostgresStorage) async throws -> Int {
+        let rows = try await storage.client.query(
+            """
+            SELECT count(pg_terminate_backend(pid))::bigint FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid()
+            """, logger: Logger(label: "test.bus"))
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        throw CancellationError()
+    }
+
     static func tableSize(_ storage: PostgresStorage) async throws -> Int64 {
         let rows = try await storage.client.query(
             "SELECT pg_total_relation_size('switchboard_messages')::bigint", logger: Logger(label: "test.bus"))
