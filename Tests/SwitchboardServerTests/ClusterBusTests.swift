@@ -102,60 +102,6 @@ import Testing
         await storage.shutdown()
     }
 
-    /// Small batches travel in their notifications (no take); a batch too large for one is taken
-    /// from the table, in its place among the others; every row is removed once handed over.
-    @Test(.timeLimit(.minutes(1))) func smallBatchesComeInTheirNotificationsLargeOnesFromTheTable() async throws {
-        let logger = Logger(label: "test.bus")
-        let url = try await PostgresTestDatabase.create()
-        let location = try #require(PostgresStorage.Location(url: url))
-        let storage = try await PostgresStorage(location, logger: logger)
-        let sender = ClusterBus(node: "a", client: storage.client, location: location, logger: logger)
-        let receiver = ClusterBus(node: "b", client: storage.client, location: location, logger: logger)
-        let inbox = Inbox()
-        receiver.start { inbox.take($0) }
-        func message(_ number: Int) -> BusMessage { .reply(token: UInt64(number), reply: .ok) }
-        let large = BusMessage.leaderChanged(node: String(repeating: "n", count: ClusterBus.maxNotification), term: 1)
-
-        // The receiver listens once it has its first message (a take after connecting may bring it).
-        sender.send(.appsChanged, to: "b")
-        await inbox.wait(for: 1)
-        let before = receiver.counts
-        for number in 1...20 {
-            sender.send(message(number), to: "b")
-            await inbox.wait(for: number + 1)
-        }
-        #expect(receiver.counts == ClusterBus.Counts(notified: before.notified + 20, taken: before.taken))
-
-        for number in 21...30 { sender.send(message(number), to: "b") }
-        sender.send(large, to: "b")
-        for number in 31...40 { sender.send(message(number), to: "b") }
-        await inbox.wait(for: 42)
-        sender.send(.appsChanged, to: "b")
-        await inbox.wait(for: 43)
-
-        #expect(
-            inbox.messages == [.appsChanged] + (1...30).map(message) + [large] + (31...40).map(message) + [.appsChanged])
-        let counts = receiver.counts
-        #expect(counts.notified + counts.taken == 43)
-        #expect(counts.taken > before.taken, "the large message came from the table")
-        // The rows are deleted beside the work: wait for it, a while at most.
-        var left = try await Self.rowCount(storage)
-        for _ in 0..<200 where left > 0 {
-            try await Task.sleep(for: .milliseconds(10))
-            left = try await Self.rowCount(storage)
-        }
-        #expect(left == 0, "\(left) rows left in the message table")
-        await receiver.stop()
-        await storage.shutdown()
-    }
-
-    static func rowCount(_ storage: PostgresStorage) async throws -> Int64 {
-        let rows = try await storage.client.query(
-            "SELECT count(*)::bigint FROM switchboard_messages", logger: Logger(label: "test.bus"))
-        for try await count in rows.decode(Int64.self) { return count }
-        throw CancellationError()
-    }
-
     /// Ends every other session on the test's database; returns how many.
     static func dropConnections(_ storage: PostgresStorage) async throws -> Int {
         let rows = try await storage.client.query(

@@ -8,28 +8,21 @@ import SwitchboardProtocol
 
 /// Messages between the nodes of a cluster, through PostgreSQL: a message is a row of the unlogged
 /// table `switchboard_messages` for its target node, and a `NOTIFY` on the target's channel
-/// (`sb_<node>`) that carries the batch's messages for that target with their row ids, when they fit
-/// in a notification (``maxNotification``). The target hands them over at once and deletes their rows
-/// afterwards, beside its work. A notification without messages (the batch was too large) makes the
-/// target take (delete and return) every row for it, oldest first. So the payload has no size
-/// limit, and nothing relies on a notification arriving: a node also takes every second, and again
-/// each time its `LISTEN` connection comes back, whatever is there. ``BusInbox`` keeps each message
-/// handed over once, whichever way it came.
+/// (`sb_<node>`) wakes the target, which takes (deletes) every row for it, oldest first. So the
+/// payload has no size limit (PostgreSQL's notifications hold 8,000 bytes), and nothing relies on a
+/// notification arriving: a node also looks every second, and again each time its `LISTEN`
+/// connection comes back, for rows it was not woken for.
 ///
-/// Order: one node's messages to one target are inserted in the order they were sent, by one task;
-/// their notifications arrive in commit order and takes return rows in id order, and the work is
-/// done one item at a time in the order it came; so they are handed over in the order they were
-/// sent (``BusInbox`` says why a take keeps it).
+/// Order: one node's messages to one target are inserted in the order they were sent, by one task,
+/// and taken in id order, one batch at a time; so they are handled in the order they were sent.
 ///
 /// Bounded: at most ``maxOutbox`` messages wait to be written (while the database does not answer);
-/// beyond that the oldest are dropped and logged (clients resynchronise on their next login). What
-/// waits to be handed over is bounded by ``BusInbox``.
+/// beyond that the oldest are dropped and logged (clients resynchronise on their next login).
 ///
-/// Clean: every message taken or deleted leaves a dead row, which each later take of its target
-/// would visit again until the table is vacuumed (a take cost 1.5 ms instead of 0.05 ms after 20 s
-/// at 300 calls/s, far more than everything else the cluster asks of PostgreSQL, and autovacuum
-/// looks only once a minute). So a node vacuums the table after every ``vacuumEvery`` messages it
-/// removed.
+/// Clean: every message taken leaves a dead row, which each later take of its target would visit
+/// again until the table is vacuumed (a take cost 1.5 ms instead of 0.05 ms after 20 s at 300
+/// calls/s, far more than everything else the cluster asks of PostgreSQL, and autovacuum looks
+/// only once a minute). So a node vacuums the table after every ``vacuumEvery`` messages it took.
 final class ClusterBus: Sendable {
     let node: String
     let channel: String
@@ -38,8 +31,6 @@ final class ClusterBus: Sendable {
     private let logger: Logger
     static let maxOutbox = 100_000
     static let vacuumEvery = 500
-    /// The largest notification payload sent, in bytes (PostgreSQL takes up to 7,999).
-    static let maxNotification = 7_900
 
     private struct Outbox {
         var messages: [(target: String, body: String)] = []
@@ -48,30 +39,18 @@ final class ClusterBus: Sendable {
     }
 
     private struct Inbox {
-        var work = BusInbox()
         var draining = false
-        var deleting = false
+        var again = false
         var handler: (@Sendable ([BusMessage]) async -> Void)?
         var listener: Task<Void, Never>?
         var stopped = false
-        /// Messages removed since the last vacuum started.
-        var removedSinceVacuum = 0
+        /// Messages taken since the last vacuum started.
+        var takenSinceVacuum = 0
         var vacuuming = false
         /// The `LISTEN` connection while it is up, and its event loop's executor (see ``listen()``).
         var connection: PostgresConnection?
         var executor: EventLoopTaskExecutor?
-        var counts = Counts()
     }
-
-    /// How the messages handed over came (for tests and diagnostics).
-    struct Counts: Equatable, Sendable {
-        /// In their notification.
-        var notified = 0
-        /// From the table, by a take.
-        var taken = 0
-    }
-
-    var counts: Counts { inbox.withLockedValue { $0.counts } }
 
     private let outbox = NIOLockedValueBox(Outbox())
     private let inbox = NIOLockedValueBox(Inbox())
@@ -145,10 +124,12 @@ final class ClusterBus: Sendable {
     }
 
     /// One statement: the rows, then a notification per target (delivered at its commit, when the
-    /// rows are there to take). A transaction that writes only the unlogged table writes no WAL,
+    /// rows are there to read). A transaction that writes only the unlogged table writes no WAL,
     /// so its commit does not wait for the disk.
     private func write(_ batch: [(target: String, body: String)]) async throws {
-        let statement = PostgresStatements.SendMessages(targets: batch.map(\.target), bodies: batch.map(\.body))
+        let targets = batch.map(\.target)
+        let statement = PostgresStatements.SendMessages(
+            targets: targets, bodies: batch.map(\.body), channels: Array(Set(targets)).map(Self.channel(of:)))
         try await client.execute(statement, logger: logger).drain()
     }
 
@@ -202,7 +183,7 @@ final class ClusterBus: Sendable {
                     try await connection.listen(on: channel) { notifications in
                         // Whatever arrived while nobody listened.
                         self.drainSoon()
-                        for try await notification in notifications { self.received(notification.payload) }
+                        for try await _ in notifications { self.drainSoon() }
                     }
                 }
             } catch {
@@ -214,133 +195,69 @@ final class ClusterBus: Sendable {
         }
     }
 
-    /// A notification: its messages, or none (then the table is read).
-    private func received(_ payload: String) {
-        inbox.withLockedValue { $0.work.notified(payload) }
-        drain()
-    }
-
-    /// Takes this node's messages from the table, after the work in hand (on every heartbeat and
-    /// new `LISTEN` connection, for messages no notification brought).
+    /// Takes this node's messages now, or right after the batch being taken.
     func drainSoon() {
-        inbox.withLockedValue { $0.work.takeDue() }
-        drain()
-    }
-
-    /// Does the work that came, one item at a time, in order, in one task while there is some.
-    private func drain() {
         let (start, executor) = inbox.withLockedValue { inbox -> (Bool, EventLoopTaskExecutor?) in
-            guard !inbox.stopped, !inbox.draining, !inbox.work.isEmpty else { return (false, nil) }
+            guard !inbox.stopped else { return (false, nil) }
+            if inbox.draining {
+                inbox.again = true
+                return (false, nil)
+            }
             inbox.draining = true
             return (true, inbox.executor)
         }
         guard start else { return }
         Task(executorPreference: executor) {
-            while let work = self.nextWork() {
-                switch work {
-                case .messages(let entries):
-                    self.inbox.withLockedValue { $0.counts.notified += entries.count }
-                    await self.handOver(entries)
-                case .take: await self.take()
-                }
-                self.deleteHandedOver()
-            }
-        }
-    }
-
-    private func nextWork() -> BusInbox.Work? {
-        inbox.withLockedValue { inbox in
-            guard !inbox.stopped, let work = inbox.work.next() else {
+            repeat {
+                self.inbox.withLockedValue { $0.again = false }
+                await self.drainOnce()
+            } while self.inbox.withLockedValue({ inbox in
+                if inbox.again && !inbox.stopped { return true }
                 inbox.draining = false
-                return nil
-            }
-            return work
+                return false
+            })
         }
     }
 
-    /// Takes every row for this node (on the `LISTEN` connection when it is up) and hands over
-    /// those not handed over yet.
-    private func take() async {
-        let connection = inbox.withLockedValue { $0.connection }
+    private func drainOnce() async {
+        let (handler, connection) = inbox.withLockedValue { ($0.handler, $0.connection) }
+        guard let handler else { return }
+        var rows: [(Int64, String)] = []
         let take = PostgresStatements.TakeMessages(target: node)
-        var rows: [BusInbox.Entry] = []
         do {
             let taken =
                 if let connection { try await connection.execute(take, logger: logger) } else {
                     try await client.execute(take, logger: logger)
                 }
-            for try await (id, body) in taken { rows.append(BusInbox.Entry(id: id, body: body)) }
+            for try await row in taken { rows.append(row) }
         } catch {
             logger.warning("cluster messages not read", metadata: ["error": "\(error)"])
-            inbox.withLockedValue { $0.work.takeFailed() }
             return
         }
-        let fresh = inbox.withLockedValue { inbox in
-            let fresh = inbox.work.took(rows)
-            inbox.counts.taken += fresh.count
-            return fresh
-        }
-        if !rows.isEmpty { vacuumIfDue(removed: rows.count) }
-        await handOver(fresh)
-    }
-
-    private func handOver(_ entries: [BusInbox.Entry]) async {
-        guard !entries.isEmpty, let handler = inbox.withLockedValue({ $0.handler }) else { return }
+        guard !rows.isEmpty else { return }
+        vacuumIfDue(taken: rows.count)
+        rows.sort { $0.0 < $1.0 }
         var messages: [BusMessage] = []
-        messages.reserveCapacity(entries.count)
-        for entry in entries {
+        messages.reserveCapacity(rows.count)
+        for (_, body) in rows {
             do {
-                messages.append(try SwitchboardJSON.decode(BusMessage.self, from: Data(entry.body.utf8)))
+                messages.append(try SwitchboardJSON.decode(BusMessage.self, from: Data(body.utf8)))
             } catch {
                 logger.error("unreadable cluster message dropped", metadata: ["error": "\(error)"])
             }
         }
         await handler(messages)
     }
-
-    /// Deletes the rows of messages handed over from their notifications: one statement at a time
-    /// beside the work (not in its way), with whatever was handed over while the last one ran.
-    private func deleteHandedOver() {
-        let ids = inbox.withLockedValue { inbox -> [Int64] in
-            guard !inbox.deleting, !inbox.stopped, !inbox.work.toDelete.isEmpty else { return [] }
-            inbox.deleting = true
-            return inbox.work.takeDeletions()
-        }
-        guard !ids.isEmpty else { return }
-        let executor = MultiThreadedEventLoopGroup.currentEventLoop.map(EventLoopTaskExecutor.init)
-        Task(executorPreference: executor) {
-            var deleted: [Int64] = []
-            do {
-                for try await id in try await self.client.execute(PostgresStatements.DeleteMessages(ids: ids), logger: self.logger) {
-                    deleted.append(id)
-                }
-            } catch {
-                // Tried again after the next work; a take deletes them meanwhile.
-                self.logger.warning("cluster messages not deleted", metadata: ["error": "\(error)"])
-                self.inbox.withLockedValue { inbox in
-                    inbox.work.deletionFailed(ids)
-                    inbox.deleting = false
-                }
-                return
-            }
-            self.inbox.withLockedValue { inbox in
-                inbox.work.deleted(deleted)
-                inbox.deleting = false
-            }
-            self.vacuumIfDue(removed: deleted.count)
-            self.deleteHandedOver()
-        }
-    }
 }
 
 extension ClusterBus {
-    /// Vacuums the message table in the background once enough messages were removed (one vacuum
-    /// at a time here; one that another node or autovacuum is running is skipped).
-    fileprivate func vacuumIfDue(removed: Int) {
+    /// Vacuums the message table in the background once enough messages were taken (one vacuum at
+    /// a time here; one that another node or autovacuum is running is skipped).
+    fileprivate func vacuumIfDue(taken: Int) {
         let start = inbox.withLockedValue { inbox -> Bool in
-            inbox.removedSinceVacuum += removed
-            guard inbox.removedSinceVacuum >= Self.vacuumEvery, !inbox.vacuuming, !inbox.stopped else { return false }
-            inbox.removedSinceVacuum = 0
+            inbox.takenSinceVacuum += taken
+            guard inbox.takenSinceVacuum >= Self.vacuumEvery, !inbox.vacuuming, !inbox.stopped else { return false }
+            inbox.takenSinceVacuum = 0
             inbox.vacuuming = true
             return true
         }

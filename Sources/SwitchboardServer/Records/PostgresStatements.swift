@@ -11,55 +11,30 @@ import PostgresNIO
 /// keeps one plan for it. A connection through a pooler must keep prepared statements (PgBouncer
 /// in session mode, or transaction mode with `max_prepared_statements`): docs/OPERATIONS.md.
 enum PostgresStatements {
-    /// Inserts messages for other nodes, and notifies each target with its messages and their row
-    /// ids (``BusInbox``), or with nothing when they do not fit in a notification (PostgreSQL's
-    /// limit is 8,000 bytes): the target takes them from the table then. The channel is
-    /// ``ClusterBus/channel(of:)``.
+    /// Inserts messages for other nodes and wakes each target (``ClusterBus``).
     struct SendMessages: PostgresPreparedStatement {
         static let name = "sb_send_messages"
         static let sql = """
             WITH inserted AS (
                 INSERT INTO switchboard_messages (target, body) SELECT * FROM unnest($1::text[], $2::text[])
-                RETURNING id, target, body
-            ), batches AS (
-                SELECT target, json_agg(json_build_array(id, body) ORDER BY id)::text AS messages
-                FROM inserted GROUP BY target
             )
-            SELECT pg_notify('sb_' || replace(target, '-', '_'),
-                CASE WHEN octet_length(messages) <= \(ClusterBus.maxNotification) THEN messages ELSE '' END)
-            FROM batches
+            SELECT pg_notify(c, '') FROM unnest($3::text[]) AS c
             """
         typealias Row = Void
 
         var targets: [String]
         var bodies: [String]
+        var channels: [String]
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
+            var bindings = PostgresBindings(capacity: 3)
             bindings.append(targets)
             bindings.append(bodies)
+            bindings.append(channels)
             return bindings
         }
 
         func decodeRow(_ row: PostgresRow) throws {}
-    }
-
-    /// Deletes the rows of messages a node handed over from their notifications; returns the ids
-    /// of the rows it deleted (a take running at the same time may have deleted the others).
-    struct DeleteMessages: PostgresPreparedStatement {
-        static let name = "sb_delete_messages"
-        static let sql = "DELETE FROM switchboard_messages WHERE id = ANY($1::bigint[]) RETURNING id"
-        typealias Row = Int64
-
-        var ids: [Int64]
-
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(ids)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
     }
 
     /// Takes (deletes and returns) every message for a node.
