@@ -276,8 +276,10 @@ extension ClusterBus {
 extension PostgresStorage.Location {
     /// The same database, for one connection of its own (not from the pool).
     func connectionConfiguration() throws -> PostgresConnection.Configuration {
-        PostgresConnection.Configuration(
+        var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: user, password: password, database: database,
             tls: requireTLS ? .require(try NIOSSLContext(configuration: .makeClientConfiguration())) : .disable)
+        configuration.options.additionalStartupParameters = Self.startupParameters
+        return configuration
     }
 }

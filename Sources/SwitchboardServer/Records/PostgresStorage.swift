@@ -47,8 +47,16 @@ final class PostgresStorage: SwitchboardStorage {
                 host: host, port: port, username: user, password: password, database: database,
                 tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
             configuration.options.maximumConnections = 16
+            configuration.options.additionalStartupParameters = Self.startupParameters
             return configuration
         }
+
+        /// Set on every connection: each prepared statement (``PostgresStatements``) keeps one plan.
+        /// Left to choose, PostgreSQL planned the statements over arrays (`= ANY($1)`, `unnest`)
+        /// again at every run, their custom plans looking cheaper than the generic one (the
+        /// records' insert: 0.19 ms of planning for each run). Every statement the server runs is a
+        /// lookup by key, which one plan serves.
+        static let startupParameters = [("plan_cache_mode", "force_generic_plan")]
 
         /// The URL without its password, for logs and banners.
         var description: String { "postgresql://\(user)@\(host):\(port)/\(database)" }
