@@ -1,5 +1,6 @@
 import NIOCore
 import PostgresNIO
+import SwitchboardProtocol
 
 /// The statements a call runs on PostgreSQL, prepared once per connection.
 ///
@@ -27,14 +28,9 @@ enum PostgresStatements {
         var channels: [String]
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 3)
-            bindings.append(targets)
-            bindings.append(bodies)
-            bindings.append(channels)
-            return bindings
+            PostgresBindings(targets, bodies, channels)
         }
 
-        func decodeRow(_ row: PostgresRow) throws {}
     }
 
     /// Takes (deletes and returns) every message for a node.
@@ -46,9 +42,7 @@ enum PostgresStatements {
         var target: String
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(target)
-            return bindings
+            PostgresBindings(target)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
@@ -65,11 +59,7 @@ enum PostgresStatements {
         var users: [String]
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 3)
-            bindings.append(app)
-            bindings.append(caller)
-            bindings.append(users)
-            return bindings
+            PostgresBindings(app, caller, users)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(String.self) }
@@ -99,15 +89,11 @@ enum PostgresStatements {
         var entries: [JournalEntry]
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 4)
-            bindings.append(entries.map(\.callId.rawValue))
-            bindings.append(entries.map(\.app.rawValue))
-            bindings.append(entries.map { ByteBuffer(bytes: $0.state) })
-            bindings.append(entries.map(\.updatedAt))
-            return bindings
+            PostgresBindings(
+                entries.map(\.callId.rawValue), entries.map(\.app.rawValue), entries.map { ByteBuffer(bytes: $0.state) },
+                entries.map(\.updatedAt))
         }
 
-        func decodeRow(_ row: PostgresRow) throws {}
     }
 
     /// Removes ended calls from the journal.
@@ -119,12 +105,9 @@ enum PostgresStatements {
         var calls: [String]
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(calls)
-            return bindings
+            PostgresBindings(calls)
         }
 
-        func decodeRow(_ row: PostgresRow) throws {}
     }
 
     /// Records of different owners in one statement. syncTime: the end time, moved past the
@@ -155,35 +138,35 @@ enum PostgresStatements {
         typealias Row = (Int64, String, String, Int64)
 
         var drafts: [RecordDraft]
-        /// Each record's participants as a JSON array of strings.
-        var participants: [String]
 
         func makeBindings() -> PostgresBindings {
             let records = drafts.map(\.record)
-            var bindings = PostgresBindings(capacity: 18)
-            bindings.append(drafts.map(\.owner.app.rawValue))
-            bindings.append(drafts.map(\.owner.user.rawValue))
-            bindings.append(records.map(\.callId.rawValue))
-            bindings.append(records.map(\.roomId.rawValue))
-            bindings.append(records.map(\.callType.rawValue))
-            bindings.append(records.map(\.mediaType.rawValue))
-            bindings.append(records.map(\.callerId.rawValue))
-            bindings.append(records.map(\.inviterId.rawValue))
-            bindings.append(participants)
-            bindings.append(records.map { $0.chatGroupId != nil })
-            bindings.append(records.map { $0.chatGroupId?.rawValue ?? "" })
-            bindings.append(records.map(\.direction.rawValue))
-            bindings.append(records.map(\.result.rawValue))
-            bindings.append(records.map { $0.startTime != nil })
-            bindings.append(records.map { $0.startTime ?? 0 })
-            bindings.append(records.map(\.endTime))
-            bindings.append(records.map { Int32(clamping: $0.duration) })
-            bindings.append(records.map(\.endReason.rawValue))
-            return bindings
+            let participants = records.map { (try? SwitchboardJSON.encodeString($0.participantIds.map(\.rawValue))) ?? "[]" }
+            return PostgresBindings(
+                drafts.map(\.owner.app.rawValue), drafts.map(\.owner.user.rawValue), records.map(\.callId.rawValue),
+                records.map(\.roomId.rawValue), records.map(\.callType.rawValue), records.map(\.mediaType.rawValue),
+                records.map(\.callerId.rawValue), records.map(\.inviterId.rawValue), participants,
+                records.map { $0.chatGroupId != nil }, records.map { $0.chatGroupId?.rawValue ?? "" },
+                records.map(\.direction.rawValue), records.map(\.result.rawValue), records.map { $0.startTime != nil },
+                records.map { $0.startTime ?? 0 }, records.map(\.endTime), records.map { Int32(clamping: $0.duration) },
+                records.map(\.endReason.rawValue))
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
+}
+
+extension PostgresBindings {
+    /// Binds these values to `$1`, `$2`, … in order.
+    init(_ values: any PostgresDynamicTypeEncodable...) {
+        self.init(capacity: values.count)
+        for value in values { append(value) }
+    }
+}
+
+extension PostgresPreparedStatement where Row == Void {
+    /// A statement whose rows (if any) say nothing.
+    func decodeRow(_ row: PostgresRow) throws {}
 }
 
 extension AsyncSequence {

@@ -483,12 +483,8 @@ final class PostgresStorage: SwitchboardStorage {
         }
         var syncTimes: [RecordKey: Int64] = [:]
         for round in rounds {
-            let records = round.map { drafts[$0] }
-            let participants = records.map {
-                (try? SwitchboardJSON.encodeString($0.record.participantIds.map(\.rawValue))) ?? "[]"
-            }
             let rows = try await connection.execute(
-                PostgresStatements.InsertRecords(drafts: records, participants: participants), logger: logger)
+                PostgresStatements.InsertRecords(drafts: round.map { drafts[$0] }), logger: logger)
             for try await (app, user, call, syncTime) in rows {
                 syncTimes[RecordKey(app: app, user: user, call: call)] = syncTime
             }
