@@ -54,7 +54,7 @@ struct TerminalCall {
             time: Int64(Date().timeIntervalSince1970))
 
         // Bounded as the engine's own events are: a terminal that cannot keep up loses the oldest.
-        let (inputs, feed) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+        let (inputs, feed) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingNewest(observingBufferLimit))
         let sources = startSources(client: client, engine: engine, feed: feed)
         defer { sources.forEach { $0.cancel() } }
 
