@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import PostgresNIO
 import SwitchboardTestServers
 import Testing
 
@@ -40,6 +41,33 @@ import Testing
         }
     }
 
+    /// Two buses on a fresh database, "a" sending to "b", which hands what it receives to `inbox`.
+    /// `listenAt` changes where "b"'s own `LISTEN` connection goes (its pool is the database's).
+    struct Pair {
+        let storage: PostgresStorage
+        let sender: ClusterBus
+        let receiver: ClusterBus
+        let inbox = Inbox()
+
+        init(listenAt change: (inout PostgresStorage.Location) -> Void = { _ in }) async throws {
+            let logger = Logger(label: "test.bus")
+            let location = try #require(PostgresStorage.Location(url: try await PostgresTestDatabase.create()))
+            storage = try await PostgresStorage(location, logger: logger)
+            var listening = location
+            change(&listening)
+            sender = ClusterBus(node: "a", client: storage.client, location: location, logger: logger)
+            receiver = ClusterBus(node: "b", client: storage.client, location: listening, logger: logger)
+            receiver.start { [inbox] in inbox.take($0) }
+        }
+
+        func stop() async {
+            await receiver.stop()
+            await storage.shutdown()
+        }
+    }
+
+    static func message(_ number: Int) -> BusMessage { .reply(token: UInt64(number), reply: .ok) }
+
     /// Every message taken leaves a dead row; the bus vacuums them away as it goes, so the table
     /// holds about what is in flight, not everything that ever went through it. Without the vacuum,
     /// 15,000 small messages leave the table (with its indexes) at about 1.8 MB here, and each take
@@ -47,14 +75,8 @@ import Testing
     /// background, so how far the table grows between two depends on the machine's load: the bound
     /// is well above that and well below the table without it).
     @Test(.timeLimit(.minutes(1))) func theMessageTableStaysTheSizeOfWhatIsInFlight() async throws {
-        let logger = Logger(label: "test.bus")
-        let url = try await PostgresTestDatabase.create()
-        let location = try #require(PostgresStorage.Location(url: url))
-        let storage = try await PostgresStorage(location, logger: logger)
-        let sender = ClusterBus(node: "a", client: storage.client, location: location, logger: logger)
-        let receiver = ClusterBus(node: "b", client: storage.client, location: location, logger: logger)
-        let inbox = Inbox()
-        receiver.start { inbox.take($0) }
+        let pair = try await Pair()
+        let (sender, inbox) = (pair.sender, pair.inbox)
 
         let rounds = 30
         let perRound = ClusterBus.vacuumEvery
@@ -65,11 +87,10 @@ import Testing
         #expect(inbox.messages.count == rounds * perRound)
         #expect(inbox.messages.allSatisfy { $0 == .appsChanged })
 
-        let bytes = try await Self.tableSize(storage)
+        let bytes = try await Self.tableSize(pair.storage)
         print("message table after \(rounds * perRound) messages: \(bytes) bytes")
         #expect(bytes <= 768 * 1024, "the message table holds \(bytes) bytes after \(rounds * perRound) messages")
-        await receiver.stop()
-        await storage.shutdown()
+        await pair.stop()
     }
 
     /// Messages sent while the database drops every connection (the receiver's `LISTEN`
@@ -77,46 +98,73 @@ import Testing
     /// each once and in the order sent: nothing relies on a notification that was lost with its
     /// connection.
     @Test(.timeLimit(.minutes(1))) func messagesSentWhileTheConnectionsDropArriveOnceAndInOrder() async throws {
-        let logger = Logger(label: "test.bus")
-        let url = try await PostgresTestDatabase.create()
-        let location = try #require(PostgresStorage.Location(url: url))
-        let storage = try await PostgresStorage(location, logger: logger)
-        let sender = ClusterBus(node: "a", client: storage.client, location: location, logger: logger)
-        let receiver = ClusterBus(node: "b", client: storage.client, location: location, logger: logger)
-        let inbox = Inbox()
-        receiver.start { inbox.take($0) }
-        func message(_ number: Int) -> BusMessage { .reply(token: UInt64(number), reply: .ok) }
-
-        for number in 1...50 { sender.send(message(number), to: "b") }
+        let pair = try await Pair()
+        let (sender, inbox) = (pair.sender, pair.inbox)
+        for number in 1...50 { sender.send(Self.message(number), to: "b") }
         await inbox.wait(for: 50)
-        let dropped = try await Self.dropConnections(storage)
+        let dropped = try await Self.dropConnections(pair.storage)
         #expect(dropped >= 1, "no connection of the bus was dropped")
-        for number in 51...100 { sender.send(message(number), to: "b") }
+        for number in 51...100 { sender.send(Self.message(number), to: "b") }
         await inbox.wait(for: 100)
         // A later message, so that a duplicate of any of the first hundred would be in by now.
         sender.send(.appsChanged, to: "b")
         await inbox.wait(for: 101)
 
-        #expect(inbox.messages == (1...100).map(message) + [.appsChanged])
-        await receiver.stop()
+        #expect(inbox.messages == (1...100).map(Self.message) + [.appsChanged])
+        await pair.stop()
+    }
+
+    /// Without its `LISTEN` connection (here it cannot connect at all), a node still gets its
+    /// messages when it looks (as every heartbeat does): the take borrows a pool connection.
+    @Test(.timeLimit(.minutes(1))) func withoutItsListenConnectionANodeTakesFromThePool() async throws {
+        // Nothing listens on port 1: the receiver's LISTEN connection is refused, again and again.
+        let pair = try await Pair(listenAt: { $0.port = 1 })
+        for number in 1...3 { pair.sender.send(Self.message(number), to: "b") }
+        while try await Self.rowCount(pair.storage) < 3 { await Task.yield() }
+        pair.receiver.drainSoon()
+        await pair.inbox.wait(for: 3)
+        #expect(pair.inbox.messages == (1...3).map(Self.message))
+        #expect(try await Self.rowCount(pair.storage) == 0)
+        await pair.stop()
+    }
+
+    /// Every connection a node opens (the pool's and the bus's own) runs with one plan per
+    /// prepared statement (``PostgresStorage/Location/startupParameters``).
+    @Test func everyConnectionKeepsOnePlanPerStatement() async throws {
+        let logger = Logger(label: "test.bus")
+        let location = try #require(PostgresStorage.Location(url: try await PostgresTestDatabase.create()))
+        let storage = try await PostgresStorage(location, logger: logger)
+        let pooled = try await storage.client.query("SHOW plan_cache_mode", logger: logger).decode(String.self)
+        #expect(try await pooled.first { _ in true } == "force_generic_plan")
+        let own = try await PostgresConnection.connect(configuration: try location.connectionConfiguration(), id: 9, logger: logger)
+        let shown = try await own.query("SHOW plan_cache_mode", logger: logger).decode(String.self)
+        #expect(try await shown.first { _ in true } == "force_generic_plan")
+        try await own.close()
         await storage.shutdown()
+    }
+
+    static func rowCount(_ storage: PostgresStorage) async throws -> Int64 {
+        try await scalar(storage, "SELECT count(*)::bigint FROM switchboard_messages")
     }
 
     /// Ends every other session on the test's database; returns how many.
     static func dropConnections(_ storage: PostgresStorage) async throws -> Int {
-        let rows = try await storage.client.query(
-            """
-            SELECT count(pg_terminate_backend(pid))::bigint FROM pg_stat_activity
-            WHERE datname = current_database() AND pid <> pg_backend_pid()
-            """, logger: Logger(label: "test.bus"))
-        for try await count in rows.decode(Int64.self) { return Int(count) }
-        throw CancellationError()
+        Int(
+            try await scalar(
+                storage,
+                """
+                SELECT count(pg_terminate_backend(pid))::bigint FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid()
+                """))
     }
 
     static func tableSize(_ storage: PostgresStorage) async throws -> Int64 {
-        let rows = try await storage.client.query(
-            "SELECT pg_total_relation_size('switchboard_messages')::bigint", logger: Logger(label: "test.bus"))
-        for try await size in rows.decode(Int64.self) { return size }
-        throw CancellationError()
+        try await scalar(storage, "SELECT pg_total_relation_size('switchboard_messages')::bigint")
+    }
+
+    /// The one number a query returns.
+    static func scalar(_ storage: PostgresStorage, _ sql: PostgresQuery) async throws -> Int64 {
+        let rows = try await storage.client.query(sql, logger: Logger(label: "test.bus"))
+        return try #require(try await rows.decode(Int64.self).first { _ in true })
     }
 }
