@@ -159,8 +159,10 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
     // MARK: - MediaEngine
 
     public func callConnected(callId: CallID, roomId: RoomID, mediaType: CallMediaType) {
+        // The media type is a setting like the others: the job that applies the settings runs
+        // before the start, which builds the call with them.
         update { $0.mediaType = mediaType }
-        run { await $0.start(callId: callId, mediaType: mediaType) }
+        run { await $0.start(callId: callId) }
     }
 
     public func callEnded(callId: CallID) { run { await $0.stop(callId: callId) } }
@@ -239,10 +241,9 @@ extension GStreamerMediaEngine {
             self.emit = emit
         }
 
-        func start(callId: CallID, mediaType: CallMediaType) async {
+        func start(callId: CallID) async {
             if let media { await media.close() }
             self.callId = callId
-            settings.mediaType = mediaType
             do {
                 let media = try CallMedia(configuration: configuration, logger: logger, emit: emit)
                 self.media = media
