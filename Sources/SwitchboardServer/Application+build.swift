@@ -261,8 +261,9 @@ public func buildApplication(
 
     // Calls the last run left in the journal (a deploy, a crash) are restored before anyone
     // connects, or ended with records when the node was down longer than the reconnect grace. (In
-    // a cluster the node that comes to lead does it.)
+    // a cluster the node that comes to lead does it, and reads who blocks anyone then.)
     if cluster == nil {
+        engine.blockers.replace(with: try await storage.blockers())
         let journal = try await storage.loadJournal()
         if !journal.isEmpty {
             await engine.recover(

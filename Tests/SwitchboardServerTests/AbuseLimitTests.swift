@@ -184,6 +184,31 @@ struct BlockingTests {
         await server.stop()
     }
 
+    /// The engine reads who blocks anyone when the server starts: a block made before a restart
+    /// holds after it.
+    @Test func aBlockHoldsAcrossARestart() async throws {
+        let clock = TestClock()
+        let server = try await TestServer.start(clock: clock)
+        let bob = try await server.client("bob")
+        #expect(try await bob.callStore.blockUsers(["alice"]) == ["alice"])
+        await server.stopKeepingFiles()
+
+        let again = try await TestServer.start(clock: clock, directory: server.directory)
+        let alice = try await again.client("alice")
+        let bobAgain = try await again.client("bob")
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bobAgain.callStore.events)
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        #expect(
+            try await aliceEvents.first(where: isEnded)
+                == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
+        // Unblocked, alice rings him: the first invitation bob hears of is this one.
+        #expect(try await bobAgain.callStore.unblockUsers(["alice"]).isEmpty)
+        let allowed = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        #expect(try await bobEvents.first(where: isReceived).receivedCallId == allowed.callId)
+        await again.stop()
+    }
+
     @Test func theAppCanMakeBlockedCallersSeeOffline() async throws {
         let server = try await TestServer.start { $0.appSettings.blockedCallerSees = .offline }
         let alice = try await server.client("alice")

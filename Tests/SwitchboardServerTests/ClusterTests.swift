@@ -221,6 +221,35 @@ import FoundationNetworking
         await cluster.stop()
     }
 
+    /// The leader decides whether a call is blocked: a block answered on a node that does not lead
+    /// holds for a call placed at once on another one, and after the leader leaves (the next one
+    /// reads the table); an unblock frees the caller again.
+    @Test func aBlockHoldsFromItsAnswerOnEveryNodeAndAcrossALeaderChange() async throws {
+        let (cluster, leader, alice, bob) = try await Self.twoUsersBesideTheLeader()
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+        func expectBlocked() async throws {
+            let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+            #expect(
+                try await aliceEvents.first { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
+                    == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
+        }
+        #expect(try await bob.callStore.blockUsers(["alice"]) == ["alice"])
+        try await expectBlocked()
+
+        let others = (0..<3).filter { $0 != leader }
+        await cluster.nodes[leader].stopKeepingFiles()
+        for index in others { await cluster.nodes[index].node.clusterHeartbeat() }
+        let next = try #require(others.first { cluster.nodes[$0].node.isClusterLeader })
+        for index in others where index != next { await cluster.nodes[index].node.clusterHeartbeat() }
+        try await expectBlocked()
+
+        #expect(try await bob.callStore.unblockUsers(["alice"]).isEmpty)
+        let allowed = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        #expect(try await bobEvents.first(where: isReceived).receivedCallId == allowed.callId)
+        for index in others { await cluster.nodes[index].stop() }
+    }
+
     /// The admin API of any node ends a call the leader runs, and lists every node's devices.
     @Test func theAdminAPIOfAnyNodeSeesTheWholeCluster() async throws {
         let cluster = try await TestCluster.start()

@@ -70,26 +70,35 @@ struct StorageTests {
                 duration: result == .answered ? 5 : 0, endReason: .hangup, syncTime: 0))
     }
 
-    /// Who blocks the caller is answered from an index of the users who block anyone: it must
-    /// follow every block and unblock, and survive a restart.
+    /// Who blocks the caller, and who blocks anyone (the engine's index, read at start), follow
+    /// every block and unblock, and survive a restart.
     @Test(arguments: StorageTests.kinds) func blocksAreFoundAfterEveryChangeAndARestart(_ kind: Kind) async throws {
         let test = try await Self.makeStore(kind)
         let store = test.store
         let app = Self.app
+        func blockers(_ store: any SwitchboardStorage) async throws -> Set<UserKey> { Set(try await store.blockers()) }
         #expect(try await store.usersBlocking("alice", among: ["bob", "carol"], app: app).isEmpty)
+        #expect(try await blockers(store).isEmpty)
         try await store.block(app: app, user: "bob", blocked: ["alice", "mallory"])
         try await store.block(app: app, user: "carol", blocked: ["mallory"])
+        try await store.block(app: 1_400_000_002, user: "dave", blocked: ["alice"])
         #expect(try await store.usersBlocking("alice", among: ["bob", "carol"], app: app) == ["bob"])
         #expect(try await store.usersBlocking("alice", among: ["bob"], app: 1_400_000_002).isEmpty)
+        #expect(
+            try await blockers(store)
+                == [UserKey(app: app, user: "bob"), UserKey(app: app, user: "carol"), UserKey(app: 1_400_000_002, user: "dave")])
         try await store.unblock(app: app, user: "bob", blocked: ["alice"])
         #expect(try await store.usersBlocking("alice", among: ["bob", "carol"], app: app).isEmpty)
         #expect(try await store.usersBlocking("mallory", among: ["bob", "carol"], app: app) == ["bob", "carol"])
+        try await store.unblock(app: app, user: "carol", blocked: ["mallory"])
+        #expect(try await blockers(store) == [UserKey(app: app, user: "bob"), UserKey(app: 1_400_000_002, user: "dave")])
         try await store.unblock(app: app, user: "bob", blocked: ["mallory"])
         try await store.block(app: app, user: "bob", blocked: ["alice"])
 
         let reopened = try await test.reopen()
         #expect(try await reopened.usersBlocking("alice", among: ["bob", "carol"], app: app) == ["bob"])
-        #expect(try await reopened.usersBlocking("mallory", among: ["bob", "carol"], app: app) == ["carol"])
+        #expect(try await reopened.usersBlocking("mallory", among: ["bob", "carol"], app: app).isEmpty)
+        #expect(try await blockers(reopened) == [UserKey(app: app, user: "bob"), UserKey(app: 1_400_000_002, user: "dave")])
     }
 
     @Test(arguments: StorageTests.kinds) func insertAssignsUniqueIncreasingSyncTimes(_ kind: Kind) async throws {

@@ -18,6 +18,8 @@ actor CallEngine {
     private var suspended = false
     private let delivery: any CallDelivery
     private let storage: any SwitchboardStorage
+    /// Who blocks anyone: read by every new call and invitation (``resolve(_:)``).
+    let blockers = BlockerIndex()
     private let limiter: RateLimiter
     private let limits: RateLimits
     private let writer: PersistenceWriter
@@ -75,9 +77,9 @@ actor CallEngine {
         var tokens: [UserID: [PushToken]] = [:]
     }
 
-    /// Looks up what only the engine can know at the moment of the decision: which invitees have a
-    /// connected device (read last, after any wait), which of the others can be rung through a push
-    /// token, and whether a user joining a call is in its chat group.
+    /// Looks up what only the engine can know at the moment of the decision: which invitees block
+    /// the inviter, which have a connected device (read last, after any wait), which of the others
+    /// can be rung through a push token, and whether a user joining a call is in its chat group.
     private func resolve(_ event: CallEvent) async -> Result<Resolved, SwitchboardError> {
         // Per-user limits are kept here, where every call request of the cluster passes.
         let now = clock.now()
@@ -104,6 +106,7 @@ actor CallEngine {
             case .start(var command):
                 let app = command.caller.app
                 let invitees = Set(command.request.participantIds.filter(\.isValid))
+                command.blockedBy = try await usersBlocking(command.caller.user, among: invitees, app: app)
                 let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
                 command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
                 command.pushable = Self.ringable(tokens).subtracting(command.online)
@@ -111,6 +114,7 @@ actor CallEngine {
             case .invite(var command):
                 let app = command.command.user.app
                 let invitees = Set(command.invitees.filter(\.isValid))
+                command.blockedBy = try await usersBlocking(command.command.user.user, among: invitees, app: app)
                 let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
                 command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
                 command.pushable = Self.ringable(tokens).subtracting(command.online)
@@ -135,6 +139,13 @@ actor CallEngine {
     /// The users a VoIP push can ring: those with a VoIP token (an alert token only announces).
     static func ringable(_ tokens: [UserID: [PushToken]]) -> Set<UserID> {
         Set(tokens.filter { $0.value.contains { $0.kind == .voip } }.keys)
+    }
+
+    /// Which of `invitees` block `caller`: the database is asked about those in ``blockers`` only.
+    private func usersBlocking(_ caller: UserID, among invitees: Set<UserID>, app: SdkAppID) async throws -> Set<UserID> {
+        let candidates = blockers.blockers(among: invitees, app: app)
+        guard !candidates.isEmpty else { return [] }
+        return try await storage.usersBlocking(caller, among: candidates, app: app)
     }
 
     private func pushTokens(app: SdkAppID, of users: Set<UserID>) async throws -> [UserID: [PushToken]] {

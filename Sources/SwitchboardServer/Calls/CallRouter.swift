@@ -14,6 +14,11 @@ protocol CallRouter: Sendable {
     /// engine could not be told (a cluster without a leader for now): the login is refused then.
     func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async -> SwitchboardError?
 
+    /// `user` now blocks someone (the rows are written): the engine's ``BlockerIndex`` has them
+    /// before the block is answered, so a call placed after the answer, on any node, is blocked.
+    /// Returns why the engine could not be told (its node did not answer).
+    func blocks(_ user: UserKey) async -> SwitchboardError?
+
     /// A device's connection on this node closed without a logout.
     func deviceOffline(_ user: UserKey, _ device: DeviceID) async
 
@@ -35,6 +40,11 @@ struct LocalCallRouter: CallRouter {
 
     func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async -> SwitchboardError? {
         await engine.handle(.deviceOnline(user, device))
+        return nil
+    }
+
+    func blocks(_ user: UserKey) async -> SwitchboardError? {
+        engine.blockers.insert(user)
         return nil
     }
 

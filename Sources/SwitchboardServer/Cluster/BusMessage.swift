@@ -9,6 +9,9 @@ enum BusMessage: Codable, Equatable, Sendable {
     /// A device logged in on node `node`; the leader answers ``reply`` (`ok`) once it handled it,
     /// and the node answers the login then.
     case deviceOnline(token: UInt64, user: UserKey, device: DeviceID, node: String)
+    /// `user` blocks someone now (node `node` wrote the rows); the leader answers ``reply`` (`ok`)
+    /// once its ``BlockerIndex`` has them, and the node answers the block then.
+    case blocks(token: UInt64, user: UserKey, node: String)
     /// A device's connection on node `node` closed (not a logout).
     case deviceOffline(user: UserKey, device: DeviceID, node: String)
     /// A device logged out on node `node`: its calls are left.

@@ -58,11 +58,25 @@ final class ClusterNode: CallRouter, Service {
     private let startedAt: Int64
 
     private struct Pending {
-        var event: CallEvent
+        /// What is sent again to a new leader; nil for a request, which is refused then.
+        var follows: Follows?
         var reply: (@Sendable (CallReply) -> Void)?
         var continuation: CheckedContinuation<CallReply?, Never>
         var leader: String
         var sentAt: Int64
+    }
+
+    /// What the leader must know before this node answers: it follows a change of leader.
+    private enum Follows {
+        case deviceOnline(UserKey, DeviceID)
+        case blocks(UserKey)
+
+        func message(token: UInt64, node: String) -> BusMessage {
+            switch self {
+            case .deviceOnline(let user, let device): .deviceOnline(token: token, user: user, device: device, node: node)
+            case .blocks(let user): .blocks(token: token, user: user, node: node)
+            }
+        }
     }
 
     private struct State {
@@ -229,6 +243,8 @@ final class ClusterNode: CallRouter, Service {
         let term = try await store.beginTerm(id)
         await engine.reset()
         writer.fence = term
+        // Who blocks anyone, before the first call: blocks answered later come as messages.
+        engine.blockers.replace(with: try await storage.blockers())
         let journal = try await storage.loadJournal()
         await engine.recover(journal, lastAlive: try await storage.lastAlive(), grace: grace)
         let live = try await liveNodes()
@@ -284,6 +300,7 @@ final class ClusterNode: CallRouter, Service {
         logger.notice("this node no longer leads", metadata: ["reason": "\(reason)"])
         writer.fence = nil
         await engine.reset()
+        engine.blockers.replace(with: [])
         directory.reset([])
         try? await connection.close()
     }
@@ -302,27 +319,29 @@ final class ClusterNode: CallRouter, Service {
     }
 
     /// What waited for a previous leader, which will not answer any more: requests are refused
-    /// (the old leader may have carried them out; the client decides whether to ask again), logins
-    /// go to the new leader (telling it of a device twice does no harm).
+    /// (the old leader may have carried them out; the client decides whether to ask again); logins
+    /// and blocks go to the new leader (telling it twice does no harm).
     private func pendingFollow(leader: String) async {
-        let moved = state.withLockedValue { state -> [(UInt64, Pending)] in
-            var moved: [(UInt64, Pending)] = []
+        let moved = state.withLockedValue { state -> [(UInt64, Follows)] in
+            var moved: [(UInt64, Follows)] = []
             for (token, pending) in state.pending where pending.leader != leader {
-                guard case .deviceOnline = pending.event else { continue }
+                guard let follows = pending.follows else { continue }
                 state.pending[token]?.leader = leader
                 state.pending[token]?.sentAt = clock.now()
-                moved.append((token, pending))
+                moved.append((token, follows))
             }
             return moved
         }
-        for (token, pending) in moved {
-            guard case .deviceOnline(let user, let device) = pending.event else { continue }
-            logger.debug("login sent to the new leader", metadata: ["user": "\(user)", "device": "\(device)", "leader": "\(leader)"])
+        for (token, follows) in moved {
+            logger.debug("sent again to the new leader", metadata: ["what": "\(follows)", "leader": "\(leader)"])
             if leader == id {
-                await connected(user, device, on: id)
+                switch follows {
+                case .deviceOnline(let user, let device): await connected(user, device, on: id)
+                case .blocks(let user): engine.blockers.insert(user)
+                }
                 answered(token, .ok)
             } else {
-                bus.send(.deviceOnline(token: token, user: user, device: device, node: id), to: leader)
+                bus.send(follows.message(token: token, node: id), to: leader)
             }
         }
         failPending { $0.leader != leader }
@@ -351,20 +370,20 @@ final class ClusterNode: CallRouter, Service {
             reply?(refusal)
             return refusal
         }
-        return await remote(event, reply: reply, to: leader) { token in .command(token: token, from: self.id, event: event) }
+        return await remote(reply: reply, to: leader) { token in .command(token: token, from: self.id, event: event) }
     }
 
     /// Sends a message the leader answers with ``BusMessage/reply(token:reply:)`` and waits for it.
     @discardableResult
     private func remote(
-        _ event: CallEvent, reply: (@Sendable (CallReply) -> Void)? = nil, to leader: String,
+        follows: Follows? = nil, reply: (@Sendable (CallReply) -> Void)? = nil, to leader: String,
         _ message: @escaping (UInt64) -> BusMessage
     ) async -> CallReply? {
         await withCheckedContinuation { continuation in
             let token = state.withLockedValue { state -> UInt64 in
                 state.nextToken += 1
                 state.pending[state.nextToken] = Pending(
-                    event: event, reply: reply, continuation: continuation, leader: leader, sentAt: clock.now())
+                    follows: follows, reply: reply, continuation: continuation, leader: leader, sentAt: clock.now())
                 return state.nextToken
             }
             bus.send(message(token), to: leader)
@@ -388,11 +407,25 @@ final class ClusterNode: CallRouter, Service {
             return SwitchboardError(.storageUnavailable, "the cluster has no leader now; try again")
         }
         // Waits for the leader, so that the login is answered once a call to the device rings here.
-        let answer = await remote(.deviceOnline(user, device), to: leader) { token in
-            .deviceOnline(token: token, user: user, device: device, node: self.id)
-        }
+        let follows = Follows.deviceOnline(user, device)
+        let answer = await remote(follows: follows, to: leader) { token in follows.message(token: token, node: self.id) }
         if case .failure(let error) = answer {
             try? await store.deviceDisconnected(user, device, node: id)
+            return error
+        }
+        return nil
+    }
+
+    func blocks(_ user: UserKey) async -> SwitchboardError? {
+        let leader = await findLeader()
+        if leader == id {
+            engine.blockers.insert(user)
+            return nil
+        }
+        // Without a leader the next one reads the rows, written already, when it takes over.
+        guard let leader else { return nil }
+        let follows = Follows.blocks(user)
+        if case .failure(let error) = await remote(follows: follows, to: leader, { token in follows.message(token: token, node: self.id) }) {
             return error
         }
         return nil
@@ -457,6 +490,12 @@ final class ClusterNode: CallRouter, Service {
                 // device it never noted, and the device would miss every event of its calls.
                 let leading = isLeader
                 if leading { await connected(user, device, on: node) }
+                bus.send(
+                    .reply(token: token, reply: leading ? .ok : .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
+                    to: node)
+            case .blocks(let token, let user, let node):
+                let leading = isLeader
+                if leading { engine.blockers.insert(user) }
                 bus.send(
                     .reply(token: token, reply: leading ? .ok : .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
                     to: node)

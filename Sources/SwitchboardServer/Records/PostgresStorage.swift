@@ -404,6 +404,15 @@ final class PostgresStorage: SwitchboardStorage {
         return blocking
     }
 
+    func blockers() async throws -> [UserKey] {
+        var blockers: [UserKey] = []
+        let rows = try await client.query("SELECT DISTINCT sdk_app_id, user_id FROM blocks", logger: logger)
+        for try await (app, user) in rows.decode((Int64, String).self) {
+            blockers.append(UserKey(app: SdkAppID(app), user: UserID(rawValue: user)))
+        }
+        return blockers
+    }
+
     // MARK: - chat groups
 
     func setChatGroupMembers(app: SdkAppID, group: ChatGroupID, members: [UserID]) async throws {

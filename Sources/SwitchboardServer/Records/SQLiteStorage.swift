@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
 /// The embedded store: one SQLite file in WAL mode, through GRDB.
@@ -16,10 +15,6 @@ import SwitchboardProtocol
 /// the setting on every connection) and on a disk that honours fsync.
 final class SQLiteStorage: SwitchboardStorage {
     let pool: DatabasePool
-    /// The users who block anyone. Every call start asks whether an invitee blocks the caller;
-    /// almost nobody blocks anybody, so the question is answered from memory for everyone else.
-    /// This process is the file's only writer, so the set is kept exact by ``block`` and ``unblock``.
-    private let blockers: NIOLockedValueBox<Set<UserKey>>
 
     init(path: String) throws {
         var configuration = Configuration()
@@ -33,13 +28,6 @@ final class SQLiteStorage: SwitchboardStorage {
         // keeps for its life.
         try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         try Self.migrator.migrate(pool)
-        blockers = NIOLockedValueBox(
-            Set(
-                try pool.read { db in
-                    try Row.fetchAll(db, sql: "SELECT DISTINCT sdk_app_id, user_id FROM blocks").map { row in
-                        UserKey(app: SdkAppID(row["sdk_app_id"] as Int64), user: UserID(rawValue: row["user_id"]))
-                    }
-                }))
     }
 
     static var migrator: DatabaseMigrator {
@@ -324,21 +312,16 @@ final class SQLiteStorage: SwitchboardStorage {
                     arguments: [app.rawValue, user.rawValue, other.rawValue])
             }
         }
-        blockers.withLockedValue { _ = $0.insert(UserKey(app: app, user: user)) }
     }
 
     func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
-        let blocksAnyone = try await pool.write { db in
+        try await pool.write { db in
             for other in Set(blocked) {
                 try db.execute(
                     sql: "DELETE FROM blocks WHERE sdk_app_id = ? AND user_id = ? AND blocked_id = ?",
                     arguments: [app.rawValue, user.rawValue, other.rawValue])
             }
-            return try Bool.fetchOne(
-                db, sql: "SELECT EXISTS (SELECT 1 FROM blocks WHERE sdk_app_id = ? AND user_id = ?)",
-                arguments: [app.rawValue, user.rawValue]) ?? false
         }
-        if !blocksAnyone { blockers.withLockedValue { _ = $0.remove(UserKey(app: app, user: user)) } }
     }
 
     func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID] {
@@ -351,7 +334,6 @@ final class SQLiteStorage: SwitchboardStorage {
     }
 
     func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID> {
-        let users = blockers.withLockedValue { blockers in users.filter { blockers.contains(UserKey(app: app, user: $0)) } }
         guard !users.isEmpty else { return [] }
         return try await pool.read { db in
             Set(
@@ -364,6 +346,14 @@ final class SQLiteStorage: SwitchboardStorage {
                     arguments: StatementArguments([app.rawValue, caller.rawValue] as [any DatabaseValueConvertible])
                         + StatementArguments(users.map(\.rawValue))
                 ).map(UserID.init(rawValue:)))
+        }
+    }
+
+    func blockers() async throws -> [UserKey] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT DISTINCT sdk_app_id, user_id FROM blocks").map { row in
+                UserKey(app: SdkAppID(row["sdk_app_id"] as Int64), user: UserID(rawValue: row["user_id"]))
+            }
         }
     }
 

@@ -123,6 +123,8 @@ protocol BlockStore: Sendable {
     func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID]
     /// Which of `users` block `caller`.
     func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID>
+    /// Every user who blocks anyone (for the engine's ``BlockerIndex``).
+    func blockers() async throws -> [UserKey]
 }
 
 /// One of a device's push tokens.

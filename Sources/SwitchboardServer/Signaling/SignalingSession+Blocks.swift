@@ -24,6 +24,7 @@ extension SignalingSession {
                             throw SwitchboardError(.invalidParams, "at most \(BlockedUsersResponse.limit) blocked users")
                         }
                         try await self.node.storage.block(app: user.app, user: user.user, blocked: others)
+                        if !others.isEmpty, let error = await self.node.calls.blocks(user) { throw error }
                     } else {
                         try await self.node.storage.unblock(app: user.app, user: user.user, blocked: others)
                     }

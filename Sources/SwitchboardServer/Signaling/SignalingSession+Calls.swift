@@ -3,19 +3,19 @@ import SwitchboardProtocol
 
 /// Calls: requests become ``CallEvent``s for the call engine, which answers them.
 ///
-/// The session adds what its node can look up in the database (the app's settings, profiles, who
-/// blocks the inviter); who is online, who can be rung by push and who is in a call's chat group
-/// are looked up by the engine, where the decision is made, at the moment it is made.
+/// The session adds the app's settings and the profiles to show; who blocks the inviter, who is
+/// online, who can be rung by push and who is in a call's chat group are looked up by the engine,
+/// where the decision is made, at the moment it is made.
 extension SignalingSession {
     func command(_ identity: Identity, _ callId: CallID) -> CallCommand {
         CallCommand(user: identity.user, device: identity.device, callId: callId)
     }
 
-    /// The app's settings, the profiles to show and who blocks the inviter, for a new call or an
-    /// invitation. Nil once the failure was answered.
+    /// The app's settings and the profiles to show, for a new call or an invitation. Nil once the
+    /// failure was answered.
     private func invitees(
         _ participantIds: [UserID], inviter: Identity, withInviterProfile: Bool, id: RequestID
-    ) async -> (settings: AppSettings, profiles: [UserID: UserProfile], blockedBy: Set<UserID>)? {
+    ) async -> (settings: AppSettings, profiles: [UserID: UserProfile])? {
         let app = inviter.user.app
         guard let settings = node.apps.app(app)?.settings else {
             fail(id, SwitchboardError(.unknownApp))
@@ -24,11 +24,9 @@ extension SignalingSession {
         // Only well-formed ids are looked up; the state machine reports the bad ones.
         let invitees = Array(Array(Set(participantIds.filter(\.isValid))).prefix(settings.maxParticipants))
         let profiled = withInviterProfile ? [inviter.user.user] + invitees : invitees
-        guard let profiles = await storage(id, { try await self.node.profiles.profiles(app: app, users: profiled) }),
-            let blockedBy = await storage(
-                id, { try await self.node.storage.usersBlocking(inviter.user.user, among: invitees, app: app) })
+        guard let profiles = await storage(id, { try await self.node.profiles.profiles(app: app, users: profiled) })
         else { return nil }
-        return (settings, profiles, blockedBy)
+        return (settings, profiles)
     }
 
     func startCall(_ request: StartCallRequest, _ identity: Identity, id: RequestID) async {
@@ -43,7 +41,7 @@ extension SignalingSession {
         let command = StartCallCommand(
             caller: identity.user, device: identity.device, callId: callId,
             generatedRoomId: RoomID(rawValue: callId.rawValue), request: request, settings: found.settings,
-            online: [], profiles: found.profiles, blockedBy: found.blockedBy)
+            online: [], profiles: found.profiles)
         await call(.start(command), id: id)
     }
 
@@ -54,7 +52,7 @@ extension SignalingSession {
             .invite(
                 InviteCommand(
                     command: command(identity, request.callId), invitees: request.participantIds,
-                    settings: found.settings, online: [], profiles: found.profiles, blockedBy: found.blockedBy)),
+                    settings: found.settings, online: [], profiles: found.profiles)),
             id: id)
     }
 
