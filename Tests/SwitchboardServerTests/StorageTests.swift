@@ -233,6 +233,34 @@ struct StorageTests {
         #expect(try await store.lastAlive() == 105)
     }
 
+    /// A leader's writes carry its term (PostgreSQL): once another term began, its batch is
+    /// refused whole, and the new leader's goes through.
+    @Test(.enabled(if: PostgresTestDatabase.isAvailable)) func aBatchOfAnEndedTermIsRefusedWhole() async throws {
+        let test = try await Self.makeStore(.postgres)
+        let store = test.store
+        let cluster = ClusterStore(client: try #require(store as? PostgresStorage).client, logger: Logger(label: "test"))
+        let term = try await cluster.beginTerm("first")
+        let entry = JournalEntry(callId: "c1", app: Self.app, state: Data("one".utf8), updatedAt: 10)
+        _ = try await store.commit(PersistenceBatch(fence: term, journal: [entry]))
+        #expect(try await store.loadJournal() == [entry])
+
+        let next = try await cluster.beginTerm("second")
+        #expect(next == term + 1)
+        var changed = entry
+        changed.state = Data("changed by the old leader".utf8)
+        let late = PersistenceBatch(
+            fence: term, journal: [changed, JournalEntry(callId: "c2", app: Self.app, state: Data("two".utf8), updatedAt: 11)],
+            ended: [EndedCallWrite(callId: "c1", records: [Self.draft(Self.alice, call: "c1", end: 30)])])
+        await #expect(throws: ClusterError.fenced) { try await store.commit(late) }
+        #expect(try await store.loadJournal() == [entry])
+        #expect(try await store.queryRecords(owner: Self.alice, syncTime: -1, count: 10, order: .ascending).records.isEmpty)
+
+        var current = late
+        current.fence = next
+        #expect(try await store.commit(current).map(\.record.callId) == ["c1"])
+        #expect(try await store.loadJournal().map(\.callId) == ["c2"])
+    }
+
     @Test(arguments: StorageTests.kinds) func appsAndProfiles(_ kind: Kind) async throws {
         let test = try await Self.makeStore(kind)
         let store = test.store

@@ -65,84 +65,42 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(String.self) }
     }
 
-    /// The leader's term, locked against change until the transaction ends (the writer's fence).
-    struct LeaderTerm: PostgresPreparedStatement {
-        static let name = "sb_leader_term"
-        static let sql = "SELECT term FROM switchboard_leader WHERE key = 'leader' FOR SHARE"
-        typealias Row = Int64
-
-        func makeBindings() -> PostgresBindings { PostgresBindings() }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
-    }
-
-    /// Saves calls in progress (one row per call; the newest state wins).
-    struct SaveJournal: PostgresPreparedStatement {
-        static let name = "sb_save_journal"
+    /// The writer's batch, in one round trip: the fence, the journal's saves, the ended calls'
+    /// removal from it and their records, in that order and in one transaction, by the function
+    /// ``function`` (migration `v4-commit-function`). Before, each was a statement of its own
+    /// between `BEGIN` and `COMMIT`: six round trips per batch.
+    ///
+    /// - The fence: with a term, the leader's row is locked against a new term until the commit,
+    ///   and the batch is refused (SQLSTATE ``fencedState``) when another term began.
+    /// - syncTime: the end time, moved past the owner's newest record so that it is unique and
+    ///   rising; records are inserted one by one, so an owner's second record in a batch sees the
+    ///   first. Records already stored (a retry after a crash) are left as they are and not
+    ///   returned.
+    /// - Arrays cannot hold arrays or NULLs here, so participants travel as JSON and the optional
+    ///   columns with a flag.
+    struct Commit: PostgresPreparedStatement {
+        static let name = "sb_commit"
         static let sql = """
-            INSERT INTO call_journal (call_id, sdk_app_id, state, updated_at)
-            SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bigint[])
-            ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
-            """
-        typealias Row = Void
-
-        var entries: [JournalEntry]
-
-        func makeBindings() -> PostgresBindings {
-            PostgresBindings(
-                entries.map(\.callId.rawValue), entries.map(\.app.rawValue), entries.map { ByteBuffer(bytes: $0.state) },
-                entries.map(\.updatedAt))
-        }
-
-    }
-
-    /// Removes ended calls from the journal.
-    struct DeleteJournal: PostgresPreparedStatement {
-        static let name = "sb_delete_journal"
-        static let sql = "DELETE FROM call_journal WHERE call_id = ANY($1::text[])"
-        typealias Row = Void
-
-        var calls: [String]
-
-        func makeBindings() -> PostgresBindings {
-            PostgresBindings(calls)
-        }
-
-    }
-
-    /// Records of different owners in one statement. syncTime: the end time, moved past the
-    /// owner's newest record so that it is unique and rising (which is why a statement holds at
-    /// most one record per owner: its own rows are not visible to it). Arrays cannot hold arrays or
-    /// NULLs here, so participants travel as JSON and the optional columns with a flag.
-    struct InsertRecords: PostgresPreparedStatement {
-        static let name = "sb_insert_records"
-        static let sql = """
-            INSERT INTO call_records (sdk_app_id, user_id, call_id, sync_time, room_id, call_type, media_type, caller_id,
-                inviter_id, participant_ids, chat_group_id, direction, result, start_time, end_time, duration, end_reason)
-            SELECT r.app, r.usr, r.call,
-                GREATEST(r.end_time,
-                    COALESCE((SELECT max(c.sync_time) FROM call_records c WHERE c.sdk_app_id = r.app AND c.user_id = r.usr), -1) + 1),
-                r.room, r.call_type, r.media_type, r.caller, r.inviter,
-                ARRAY(SELECT jsonb_array_elements_text(r.participants::jsonb)),
-                CASE WHEN r.has_group THEN r.chat_group END, r.direction, r.result,
-                CASE WHEN r.has_start THEN r.start_time END, r.end_time, r.duration, r.end_reason
-            FROM unnest(
-                $1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                $9::text[], $10::bool[], $11::text[], $12::text[], $13::text[], $14::bool[], $15::bigint[],
-                $16::bigint[], $17::int[], $18::text[]
-            ) AS r(app, usr, call, room, call_type, media_type, caller, inviter, participants, has_group, chat_group,
-                direction, result, has_start, start_time, end_time, duration, end_reason)
-            ON CONFLICT (sdk_app_id, user_id, call_id) DO NOTHING
-            RETURNING sdk_app_id, user_id, call_id, sync_time
+            SELECT stored_app, stored_user, stored_call, stored_sync FROM switchboard_commit(
+                $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
+                $23, $24, $25)
             """
         typealias Row = (Int64, String, String, Int64)
+        /// The SQLSTATE of a batch refused by its fence.
+        static let fencedState = "SBF01"
 
+        var fence: Int64?
+        var journal: [JournalEntry]
+        var ended: [String]
         var drafts: [RecordDraft]
 
         func makeBindings() -> PostgresBindings {
             let records = drafts.map(\.record)
             let participants = records.map { (try? SwitchboardJSON.encodeString($0.participantIds.map(\.rawValue))) ?? "[]" }
             return PostgresBindings(
+                fence != nil, fence ?? 0,
+                journal.map(\.callId.rawValue), journal.map(\.app.rawValue), journal.map { ByteBuffer(bytes: $0.state) },
+                journal.map(\.updatedAt), ended,
                 drafts.map(\.owner.app.rawValue), drafts.map(\.owner.user.rawValue), records.map(\.callId.rawValue),
                 records.map(\.roomId.rawValue), records.map(\.callType.rawValue), records.map(\.mediaType.rawValue),
                 records.map(\.callerId.rawValue), records.map(\.inviterId.rawValue), participants,
@@ -153,6 +111,57 @@ enum PostgresStatements {
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+
+        /// The function the statement calls (created by the migration).
+        static let function = """
+            CREATE OR REPLACE FUNCTION switchboard_commit(
+                p_fenced boolean, p_term bigint,
+                p_journal_calls text[], p_journal_apps bigint[], p_journal_states bytea[], p_journal_times bigint[],
+                p_ended text[],
+                p_apps bigint[], p_users text[], p_calls text[], p_rooms text[], p_call_types text[],
+                p_media_types text[], p_callers text[], p_inviters text[], p_participants text[],
+                p_has_group boolean[], p_groups text[], p_directions text[], p_results text[],
+                p_has_start boolean[], p_starts bigint[], p_ends bigint[], p_durations integer[], p_reasons text[]
+            ) RETURNS TABLE (stored_app bigint, stored_user text, stored_call text, stored_sync bigint)
+            LANGUAGE plpgsql AS $commit$
+            DECLARE
+                i integer;
+                assigned bigint;
+            BEGIN
+                IF p_fenced THEN
+                    PERFORM 1 FROM switchboard_leader WHERE key = 'leader' AND term = p_term FOR SHARE;
+                    IF NOT FOUND THEN
+                        RAISE EXCEPTION 'another leader''s term began' USING ERRCODE = '\(fencedState)';
+                    END IF;
+                END IF;
+                INSERT INTO call_journal (call_id, sdk_app_id, state, updated_at)
+                SELECT * FROM unnest(p_journal_calls, p_journal_apps, p_journal_states, p_journal_times)
+                ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at;
+                DELETE FROM call_journal WHERE call_id = ANY(p_ended);
+                FOR i IN 1 .. coalesce(array_length(p_apps, 1), 0) LOOP
+                    INSERT INTO call_records (sdk_app_id, user_id, call_id, sync_time, room_id, call_type, media_type,
+                        caller_id, inviter_id, participant_ids, chat_group_id, direction, result, start_time, end_time,
+                        duration, end_reason)
+                    VALUES (p_apps[i], p_users[i], p_calls[i],
+                        GREATEST(p_ends[i], COALESCE((SELECT max(c.sync_time) FROM call_records c
+                            WHERE c.sdk_app_id = p_apps[i] AND c.user_id = p_users[i]), -1) + 1),
+                        p_rooms[i], p_call_types[i], p_media_types[i], p_callers[i], p_inviters[i],
+                        ARRAY(SELECT jsonb_array_elements_text(p_participants[i]::jsonb)),
+                        CASE WHEN p_has_group[i] THEN p_groups[i] END, p_directions[i], p_results[i],
+                        CASE WHEN p_has_start[i] THEN p_starts[i] END, p_ends[i], p_durations[i], p_reasons[i])
+                    ON CONFLICT (sdk_app_id, user_id, call_id) DO NOTHING
+                    RETURNING sync_time INTO assigned;
+                    IF FOUND THEN
+                        stored_app := p_apps[i];
+                        stored_user := p_users[i];
+                        stored_call := p_calls[i];
+                        stored_sync := assigned;
+                        RETURN NEXT;
+                    END IF;
+                END LOOP;
+            END
+            $commit$
+            """
     }
 }
 

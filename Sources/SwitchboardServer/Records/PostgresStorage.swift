@@ -91,10 +91,11 @@ final class PostgresStorage: SwitchboardStorage {
     // MARK: - schema
 
     /// Each step once, in order, under an advisory lock so that nodes starting together do not race.
-    static let migrations: [(String, String)] = [
+    static let migrations: [(name: String, statements: [String])] = [
         (
             "v1",
-            """
+            statements(
+                """
             CREATE TABLE apps (
                 sdk_app_id BIGINT PRIMARY KEY,
                 secret_key TEXT NOT NULL,
@@ -166,14 +167,15 @@ final class PostgresStorage: SwitchboardStorage {
                 user_id TEXT NOT NULL,
                 PRIMARY KEY (sdk_app_id, group_id, user_id)
             );
-            """
+            """)
         ),
         (
             // The cluster: its nodes and their heartbeats, which device is on which node, the
             // leader's term (the fence of the journal and records), and the messages between nodes
             // (unlogged: they only matter while the nodes that sent them run).
             "v2-cluster",
-            """
+            statements(
+                """
             CREATE TABLE switchboard_nodes (
                 node_id TEXT PRIMARY KEY,
                 started_at BIGINT NOT NULL,
@@ -199,18 +201,28 @@ final class PostgresStorage: SwitchboardStorage {
                 body TEXT NOT NULL
             );
             CREATE INDEX switchboard_messages_by_target ON switchboard_messages (target, id);
-            """
+            """)
         ),
         (
             // A device may hold a VoIP token and an alert token: one per kind.
             "v3-push-token-kinds",
-            """
+            statements(
+                """
             ALTER TABLE push_tokens ADD COLUMN kind TEXT NOT NULL DEFAULT 'voip';
             ALTER TABLE push_tokens DROP CONSTRAINT push_tokens_sdk_app_id_user_id_device_id_key;
             ALTER TABLE push_tokens ADD CONSTRAINT push_tokens_one_per_kind UNIQUE (sdk_app_id, user_id, device_id, kind);
-            """
+            """)
+        ),
+        (
+            // The writer's batch in one statement, so one round trip (``PostgresStatements/Commit``).
+            "v4-commit-function", [PostgresStatements.Commit.function]
         ),
     ]
+
+    /// The statements of a script whose statements each end with `;` and contain no other.
+    private static func statements(_ script: String) -> [String] {
+        script.split(separator: ";").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
+    }
 
     private func migrate() async throws {
         try await transaction { connection in
@@ -224,10 +236,9 @@ final class PostgresStorage: SwitchboardStorage {
             {
                 applied.insert(name)
             }
-            for (name, sql) in Self.migrations where !applied.contains(name) {
+            for (name, statements) in Self.migrations where !applied.contains(name) {
                 // One statement per query (the extended protocol takes no more).
-                for statement in sql.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) })
-                where !statement.isEmpty {
+                for statement in statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -452,51 +463,19 @@ final class PostgresStorage: SwitchboardStorage {
 
     func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
         guard !batch.journal.isEmpty || !batch.ended.isEmpty else { return [] }
-        let logger = self.logger
-        return try await transaction { connection in
-            if let fence = batch.fence {
-                let term = try await connection.execute(PostgresStatements.LeaderTerm(), logger: logger).first { _ in true }
-                guard term == fence else { throw ClusterError.fenced }
-            }
-            // One statement for the whole batch's journal (the last save of a call wins).
-            var latest: [CallID: JournalEntry] = [:]
-            for entry in batch.journal { latest[entry.callId] = entry }
-            if !latest.isEmpty {
-                try await connection.execute(PostgresStatements.SaveJournal(entries: Array(latest.values)), logger: logger)
-                    .drain()
-            }
-            if !batch.ended.isEmpty {
-                try await connection.execute(
-                    PostgresStatements.DeleteJournal(calls: batch.ended.map(\.callId.rawValue)), logger: logger
-                ).drain()
-            }
-            return try await Self.insert(batch.ended.flatMap(\.records), connection, logger)
-        }
-    }
-
-    /// Inserts records in as few statements as their owners allow: a statement holds at most one
-    /// record per owner (each record's `syncTime` is computed from the owner's newest one, which a
-    /// statement's own rows do not see), so a batch whose owners are all different is one
-    /// statement, and an owner's second record goes into a second one. Records already stored (a
-    /// retry after a crash) come back as they were stored.
-    private static func insert(_ drafts: [RecordDraft], _ connection: PostgresConnection, _ logger: Logger) async throws
-        -> [StoredRecord]
-    {
-        var rounds: [[Int]] = []
-        var seen: [UserKey: Int] = [:]
-        for (index, draft) in drafts.enumerated() {
-            let round = seen[draft.owner, default: 0]
-            seen[draft.owner] = round + 1
-            if round == rounds.count { rounds.append([]) }
-            rounds[round].append(index)
-        }
+        // The last save of a call wins.
+        var latest: [CallID: JournalEntry] = [:]
+        for entry in batch.journal { latest[entry.callId] = entry }
+        let drafts = batch.ended.flatMap(\.records)
         var syncTimes: [RecordKey: Int64] = [:]
-        for round in rounds {
-            let rows = try await connection.execute(
-                PostgresStatements.InsertRecords(drafts: round.map { drafts[$0] }), logger: logger)
-            for try await (app, user, call, syncTime) in rows {
+        do {
+            let commit = PostgresStatements.Commit(
+                fence: batch.fence, journal: Array(latest.values), ended: batch.ended.map(\.callId.rawValue), drafts: drafts)
+            for try await (app, user, call, syncTime) in try await client.execute(commit, logger: logger) {
                 syncTimes[RecordKey(app: app, user: user, call: call)] = syncTime
             }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == PostgresStatements.Commit.fencedState {
+            throw ClusterError.fenced
         }
         var stored: [StoredRecord] = []
         stored.reserveCapacity(drafts.count)
@@ -508,10 +487,10 @@ final class PostgresStorage: SwitchboardStorage {
                 stored.append(StoredRecord(owner: draft.owner, record: record))
                 continue
             }
-            // Already stored: return what is there.
-            let existing = try await connection.query(
+            // Already stored (a retry after a crash): return what is there.
+            let existing = try await client.query(
                 """
-                SELECT \(unescaped: recordColumns) FROM call_records
+                SELECT \(unescaped: Self.recordColumns) FROM call_records
                 WHERE sdk_app_id = \(key.app) AND user_id = \(key.user) AND call_id = \(key.call)
                 """, logger: logger
             ).decode(RecordRow.self).first { _ in true }
