@@ -49,7 +49,9 @@ import Testing
         let receiver: ClusterBus
         let inbox = Inbox()
 
-        init(listenAt change: (inout PostgresStorage.Location) -> Void = { _ in }) async throws {
+        /// - Parameter senderListens: the sender runs too, so it writes on its own `LISTEN`
+        ///   connection (once that is up) rather than the pool's.
+        init(listenAt change: (inout PostgresStorage.Location) -> Void = { _ in }, senderListens: Bool = false) async throws {
             let logger = Logger(label: "test.bus")
             let location = try #require(PostgresStorage.Location(url: try await PostgresTestDatabase.create()))
             storage = try await PostgresStorage(location, logger: logger)
@@ -58,9 +60,14 @@ import Testing
             sender = ClusterBus(node: "a", client: storage.client, location: location, logger: logger)
             receiver = ClusterBus(node: "b", client: storage.client, location: listening, logger: logger)
             receiver.start { [inbox] in inbox.take($0) }
+            if senderListens {
+                sender.start { _ in }
+                while !sender.isListening { await Task.yield() }
+            }
         }
 
         func stop() async {
+            await sender.stop()
             await receiver.stop()
             await storage.shutdown()
         }
@@ -94,11 +101,12 @@ import Testing
     }
 
     /// Messages sent while the database drops every connection (the receiver's `LISTEN`
-    /// connection, which also takes its messages, and the pool's) arrive once the receiver is back,
-    /// each once and in the order sent: nothing relies on a notification that was lost with its
-    /// connection.
-    @Test(.timeLimit(.minutes(1))) func messagesSentWhileTheConnectionsDropArriveOnceAndInOrder() async throws {
-        let pair = try await Pair()
+    /// connection, which also takes its messages, the pool's, and the sender's `LISTEN` connection
+    /// it writes on when it runs) arrive once the receiver is back, each once and in the order
+    /// sent: nothing relies on a notification that was lost with its connection.
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func messagesSentWhileTheConnectionsDropArriveOnceAndInOrder(senderListens: Bool) async throws {
+        let pair = try await Pair(senderListens: senderListens)
         let (sender, inbox) = (pair.sender, pair.inbox)
         for number in 1...50 { sender.send(Self.message(number), to: "b") }
         await inbox.wait(for: 50)
