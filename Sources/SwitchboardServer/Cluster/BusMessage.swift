@@ -1,3 +1,4 @@
+import Foundation
 import SwitchboardProtocol
 
 /// What the nodes of a cluster tell each other through the ``ClusterBus``.
@@ -38,4 +39,30 @@ enum BusMessage: Codable, Equatable, Sendable {
     case profileChanged(UserKey)
     /// The apps or their settings changed: read them again.
     case appsChanged
+}
+
+extension BusMessage {
+    /// How a message is written in the bus's table. A ``deliver(frame:recipient:)``, the most
+    /// frequent message, carries a frame that is JSON already: it is written as `D`, its
+    /// recipient's JSON, a newline and the frame as it goes to the sockets, so the frame is neither
+    /// escaped into a JSON string by the leader nor parsed back by the node that hands it over (that
+    /// parse was a tenth of such a node's CPU). Every other message is its JSON. JSON as
+    /// `WireEncoder` writes it holds no raw newline, so the first one ends the recipient.
+    func body() throws -> String {
+        guard case .deliver(let frame, let recipient) = self else { return try SwitchboardJSON.encodeString(self) }
+        return "D" + (try SwitchboardJSON.encodeString(recipient)) + "\n" + frame
+    }
+
+    init(body: String) throws {
+        let utf8 = body.utf8
+        guard utf8.first == UInt8(ascii: "D") else {
+            self = try SwitchboardJSON.decode(BusMessage.self, from: Data(utf8))
+            return
+        }
+        guard let newline = utf8.firstIndex(of: UInt8(ascii: "\n")) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a delivery without its frame"))
+        }
+        let recipient = try SwitchboardJSON.decode(Recipient.self, from: Data(utf8[utf8.index(after: utf8.startIndex)..<newline]))
+        self = .deliver(frame: String(body[utf8.index(after: newline)...]), recipient: recipient)
+    }
 }

@@ -73,7 +73,7 @@ final class ClusterBus: Sendable {
 
     /// Queues a message for `target`; never waits.
     func send(_ message: BusMessage, to target: String) {
-        guard let body = try? SwitchboardJSON.encodeString(message) else {
+        guard let body = try? message.body() else {
             logger.error("a cluster message could not be encoded")
             return
         }
@@ -253,7 +253,7 @@ final class ClusterBus: Sendable {
         messages.reserveCapacity(rows.count)
         for (_, body) in rows {
             do {
-                messages.append(try SwitchboardJSON.decode(BusMessage.self, from: Data(body.utf8)))
+                messages.append(try BusMessage(body: body))
             } catch {
                 logger.error("unreadable cluster message dropped", metadata: ["error": "\(error)"])
             }
