@@ -136,6 +136,22 @@ import Testing
         await pair.stop()
     }
 
+    /// A statement for a connection that has closed fails (postgres-nio, asked directly, never
+    /// answers it: the bus and the leader's lock would wait forever).
+    @Test(.timeLimit(.minutes(1))) func aStatementForAClosedConnectionFails() async throws {
+        let logger = Logger(label: "test.bus")
+        let location = try #require(PostgresStorage.Location(url: try await PostgresTestDatabase.create()))
+        let connection = try await PostgresConnection.connect(configuration: try location.connectionConfiguration(), id: 9, logger: logger)
+        let executor = EventLoopTaskExecutor(connection.eventLoop)
+        @Sendable func one(_ connection: PostgresConnection) async throws -> Int {
+            try await connection.query("SELECT 1", logger: logger).decode(Int.self).collect().first ?? 0
+        }
+        let open = try? await connection.whileOpen(on: executor, one)
+        try await connection.close()
+        #expect(open == 1)
+        await #expect(throws: ClusterError.connectionClosed) { try await connection.whileOpen(on: executor, one) }
+    }
+
     /// Every connection a node opens (the pool's and the bus's own) runs with one plan per
     /// prepared statement (``PostgresStorage/Location/startupParameters``).
     @Test func everyConnectionKeepsOnePlanPerStatement() async throws {

@@ -135,11 +135,17 @@ final class ClusterBus: Sendable {
         let targets = batch.map(\.target)
         let statement = PostgresStatements.SendMessages(
             targets: targets, bodies: batch.map(\.body), channels: Array(Set(targets)).map(Self.channel(of:)))
-        if let connection = inbox.withLockedValue({ $0.connection }) {
-            try await connection.execute(statement, logger: logger).drain()
-        } else {
-            try await client.execute(statement, logger: logger).drain()
+        _ = try await run(statement)
+    }
+
+    /// Runs `statement` on the `LISTEN` connection while it is up, on a pool connection otherwise.
+    private func run<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row]
+    where Statement.Row: Sendable {
+        let (connection, executor) = inbox.withLockedValue { ($0.connection, $0.executor) }
+        guard let connection, let executor else {
+            return try await client.execute(statement, logger: logger).collect()
         }
+        return try await connection.whileOpen(on: executor) { try await $0.execute(statement, logger: self.logger).collect() }
     }
 
     // MARK: - receiving
@@ -232,16 +238,10 @@ final class ClusterBus: Sendable {
     }
 
     private func drainOnce() async {
-        let (handler, connection) = inbox.withLockedValue { ($0.handler, $0.connection) }
-        guard let handler else { return }
-        var rows: [(Int64, String)] = []
-        let take = PostgresStatements.TakeMessages(target: node)
+        guard let handler = inbox.withLockedValue({ $0.handler }) else { return }
+        var rows: [(Int64, String)]
         do {
-            let taken =
-                if let connection { try await connection.execute(take, logger: logger) } else {
-                    try await client.execute(take, logger: logger)
-                }
-            for try await row in taken { rows.append(row) }
+            rows = try await run(PostgresStatements.TakeMessages(target: node))
         } catch {
             logger.warning("cluster messages not read", metadata: ["error": "\(error)"])
             return
@@ -281,6 +281,25 @@ extension ClusterBus {
                 logger.warning("cluster message table not vacuumed", metadata: ["error": "\(error)"])
             }
             inbox.withLockedValue { $0.vacuuming = false }
+        }
+    }
+}
+
+extension PostgresConnection {
+    /// Runs `body` on this connection unless it has closed, failing with
+    /// ``ClusterError/connectionClosed`` then.
+    ///
+    /// postgres-nio loses a statement written to a connection that has closed (the write's failure
+    /// is dropped, so the statement never answers, and whoever waits for it waits forever). So the
+    /// check and the write happen on the connection's event loop (`executor`, one for that loop),
+    /// where it cannot close in between; a connection that closes afterwards fails the statements
+    /// it holds.
+    func whileOpen<Result: Sendable>(
+        on executor: EventLoopTaskExecutor, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        try await withTaskExecutorPreference(executor) {
+            guard !isClosed else { throw ClusterError.connectionClosed }
+            return try await body(self)
         }
     }
 }

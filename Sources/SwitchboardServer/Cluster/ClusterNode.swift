@@ -209,7 +209,7 @@ final class ClusterNode: CallRouter, Service {
 
     private func tryToLead() async throws {
         let connection: PostgresConnection
-        if let open = state.withLockedValue({ $0.lockConnection }) {
+        if let open = state.withLockedValue({ $0.lockConnection }), !open.isClosed {
             connection = open
         } else {
             connection = try await PostgresConnection.connect(
@@ -221,15 +221,18 @@ final class ClusterNode: CallRouter, Service {
             }
             state.withLockedValue { $0.lockConnection = connection }
         }
-        let acquired = try await connection.query(
-            "SELECT pg_try_advisory_lock(\(Self.leaderLock))", logger: logger
-        ).decode(Bool.self).first { _ in true }
+        let acquired = try await connection.whileOpen(on: EventLoopTaskExecutor(connection.eventLoop)) {
+            try await $0.query("SELECT pg_try_advisory_lock(\(Self.leaderLock))", logger: self.logger)
+                .decode(Bool.self).first { _ in true }
+        }
         if acquired == true, !state.withLockedValue({ $0.stopping }) { try await becomeLeader() }
     }
 
     private func checkLock() async throws {
         guard let connection = state.withLockedValue({ $0.lockConnection }) else { throw ClusterError.noTerm }
-        try await connection.query("SELECT 1", logger: logger)
+        try await connection.whileOpen(on: EventLoopTaskExecutor(connection.eventLoop)) {
+            _ = try await $0.query("SELECT 1", logger: self.logger)
+        }
     }
 
     /// Takes over: a new term, the journaled calls restored, the devices the cluster has, the calls
@@ -390,6 +393,12 @@ final class ClusterNode: CallRouter, Service {
         }
     }
 
+    /// Tells the leader what it must know before this node answers, and waits for its `ok`; the
+    /// message goes to the next leader if the leader changes meanwhile.
+    private func tell(_ leader: String, _ follows: Follows) async -> CallReply? {
+        await remote(follows: follows, to: leader) { token in follows.message(token: token, node: self.id) }
+    }
+
     func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async -> SwitchboardError? {
         do {
             try await store.deviceConnected(ClusterStore.Device(user: user, device: device, node: id, platform: platform))
@@ -407,9 +416,7 @@ final class ClusterNode: CallRouter, Service {
             return SwitchboardError(.storageUnavailable, "the cluster has no leader now; try again")
         }
         // Waits for the leader, so that the login is answered once a call to the device rings here.
-        let follows = Follows.deviceOnline(user, device)
-        let answer = await remote(follows: follows, to: leader) { token in follows.message(token: token, node: self.id) }
-        if case .failure(let error) = answer {
+        if case .failure(let error) = await tell(leader, .deviceOnline(user, device)) {
             try? await store.deviceDisconnected(user, device, node: id)
             return error
         }
@@ -424,10 +431,7 @@ final class ClusterNode: CallRouter, Service {
         }
         // Without a leader the next one reads the rows, written already, when it takes over.
         guard let leader else { return nil }
-        let follows = Follows.blocks(user)
-        if case .failure(let error) = await remote(follows: follows, to: leader, { token in follows.message(token: token, node: self.id) }) {
-            return error
-        }
+        if case .failure(let error) = await tell(leader, .blocks(user)) { return error }
         return nil
     }
 
@@ -486,19 +490,9 @@ final class ClusterNode: CallRouter, Service {
                 // events the request causes: the requester's node gets them in that order.
                 await engine.handle(event) { reply in self.bus.send(.reply(token: token, reply: reply), to: from) }
             case .deviceOnline(let token, let user, let device, let node):
-                // Asked once: a node that began to lead between two looks would answer yes for a
-                // device it never noted, and the device would miss every event of its calls.
-                let leading = isLeader
-                if leading { await connected(user, device, on: node) }
-                bus.send(
-                    .reply(token: token, reply: leading ? .ok : .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
-                    to: node)
+                await learn(token, from: node) { await self.connected(user, device, on: node) }
             case .blocks(let token, let user, let node):
-                let leading = isLeader
-                if leading { engine.blockers.insert(user) }
-                bus.send(
-                    .reply(token: token, reply: leading ? .ok : .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
-                    to: node)
+                await learn(token, from: node) { self.engine.blockers.insert(user) }
             case .deviceOffline(let user, let device, let node):
                 if isLeader, directory.disconnected(user, device, on: node) {
                     logger.debug("device offline", metadata: ["user": "\(user)", "device": "\(device)", "node": "\(node)"])
@@ -532,6 +526,17 @@ final class ClusterNode: CallRouter, Service {
                 if let loaded = try? await storage.loadApps() { apps.replace(loaded) }
             }
         }
+    }
+
+    /// What another node ``tell(_:_:)``s the leader: noted while this node leads, answered `ok`;
+    /// otherwise refused. Whether it leads is asked once: a node that began to lead between two
+    /// looks would answer yes for what it never noted (a device would miss every event of its calls).
+    private func learn(_ token: UInt64, from node: String, _ note: () async -> Void) async {
+        let leading = isLeader
+        if leading { await note() }
+        bus.send(
+            .reply(token: token, reply: leading ? .ok : .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
+            to: node)
     }
 
     /// A device logged in on `node`: the leader notes it, closes its older connection on another

@@ -113,4 +113,6 @@ enum ClusterError: Error, Equatable {
     case noTerm
     /// A write of a node that is no longer the leader (its term is over): refused.
     case fenced
+    /// A statement not sent: the connection it was for had closed.
+    case connectionClosed
 }

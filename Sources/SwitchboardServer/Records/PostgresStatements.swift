@@ -183,4 +183,11 @@ extension AsyncSequence {
     func drain() async throws {
         for try await _ in self {}
     }
+
+    /// A statement's rows, read to the end.
+    func collect() async throws -> [Element] {
+        var elements: [Element] = []
+        for try await element in self { elements.append(element) }
+        return elements
+    }
 }
