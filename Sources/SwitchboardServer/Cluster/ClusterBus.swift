@@ -87,10 +87,12 @@ final class ClusterBus: Sendable {
             outbox.flushing = true
             return true
         }
-        // Sent from an event loop (a session's, or the bus's own while it hands over what it
-        // took), the writing task stays there: that thread is awake, another may not be.
+        // The writing task runs where its statements are written: on the `LISTEN` connection's
+        // event loop (``run(_:)``), or, without it, on the sender's event loop if it has one
+        // (that thread is awake, another may not be).
         guard start else { return }
-        let executor = MultiThreadedEventLoopGroup.currentEventLoop.map(EventLoopTaskExecutor.init)
+        let executor =
+            inbox.withLockedValue { $0.executor } ?? MultiThreadedEventLoopGroup.currentEventLoop.map(EventLoopTaskExecutor.init)
         Task(executorPreference: executor) { await self.flushLoop() }
     }
 
