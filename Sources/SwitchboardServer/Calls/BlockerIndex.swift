@@ -30,6 +30,4 @@ final class BlockerIndex: Sendable {
             users.isEmpty ? [] : candidates.filter { users.contains(UserKey(app: app, user: $0)) }.sorted()
         }
     }
-
-    var count: Int { users.withLockedValue { $0.count } }
 }

@@ -179,12 +179,7 @@ extension PostgresPreparedStatement where Row == Void {
 }
 
 extension AsyncSequence {
-    /// Reads a statement's rows to the end (a pooled connection returns to its pool then).
-    func drain() async throws {
-        for try await _ in self {}
-    }
-
-    /// A statement's rows, read to the end.
+    /// A statement's rows, read to the end (a pooled connection returns to its pool then).
     func collect() async throws -> [Element] {
         var elements: [Element] = []
         for try await element in self { elements.append(element) }

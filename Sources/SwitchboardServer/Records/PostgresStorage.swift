@@ -409,10 +409,8 @@ final class PostgresStorage: SwitchboardStorage {
 
     func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID> {
         guard !users.isEmpty else { return [] }
-        var blocking: Set<UserID> = []
         let statement = PostgresStatements.UsersBlocking(app: app.rawValue, caller: caller.rawValue, users: users.map(\.rawValue))
-        for try await user in try await client.execute(statement, logger: logger) { blocking.insert(UserID(rawValue: user)) }
-        return blocking
+        return Set(try await client.execute(statement, logger: logger).collect().map(UserID.init(rawValue:)))
     }
 
     func blockers() async throws -> [UserKey] {
@@ -605,8 +603,6 @@ final class PostgresStorage: SwitchboardStorage {
 
     /// The first column of every row, as strings.
     private func strings(_ query: PostgresQuery) async throws -> [String] {
-        var values: [String] = []
-        for try await value in try await client.query(query, logger: logger).decode(String.self) { values.append(value) }
-        return values
+        try await client.query(query, logger: logger).decode(String.self).collect()
     }
 }
