@@ -156,9 +156,11 @@ actor CallEngine {
     /// Number of calls in progress.
     var activeCallCount: Int { machine.calls.count }
 
-    /// Drops every call and timer and takes requests again: this node no longer leads its cluster
-    /// (the calls are in the journal, for the node that leads next).
+    /// Drops every call and timer and who blocks anyone, and takes requests again: this node no
+    /// longer leads its cluster (the calls are in the journal and the blocks in their table, for
+    /// the node that leads next).
     func reset() {
+        blockers.replace(with: [])
         machine = CallStateMachine(configuration: machine.configuration)
         timers = TimerQueue()
         sleeper?.cancel()

@@ -303,7 +303,6 @@ final class ClusterNode: CallRouter, Service {
         logger.notice("this node no longer leads", metadata: ["reason": "\(reason)"])
         writer.fence = nil
         await engine.reset()
-        engine.blockers.replace(with: [])
         directory.reset([])
         try? await connection.close()
     }
