@@ -29,6 +29,18 @@ import FoundationNetworking
         return (cluster, leader, try await client(cluster, others[0], "alice"), try await client(cluster, others[1], "bob"))
     }
 
+    /// The leader shuts down (a deploy); the two other nodes look, one of them takes the lead, and
+    /// the other looks again and learns it. Returns the nodes left and which of them leads.
+    static func theLeaderLeaves(_ cluster: TestCluster, _ leader: Int) async throws -> (others: [Int], next: Int) {
+        let others = (0..<3).filter { $0 != leader }
+        await cluster.nodes[leader].stopKeepingFiles()
+        for index in others { await cluster.nodes[index].node.clusterHeartbeat() }
+        let next = try #require(others.first { cluster.nodes[$0].node.isClusterLeader })
+        #expect(cluster.nodes.filter { $0.node.isClusterLeader }.count == 1)
+        for index in others where index != next { await cluster.nodes[index].node.clusterHeartbeat() }
+        return (others, next)
+    }
+
     @Test func oneNodeLeadsAndEveryNodeKnowsIt() async throws {
         let cluster = try await TestCluster.start()
         let leader = try #require(cluster.leaderIndex)
@@ -239,11 +251,7 @@ import FoundationNetworking
         #expect(try await bob.callStore.blockUsers(["alice"]) == ["alice"])
         try await expectBlocked()
 
-        let others = (0..<3).filter { $0 != leader }
-        await cluster.nodes[leader].stopKeepingFiles()
-        for index in others { await cluster.nodes[index].node.clusterHeartbeat() }
-        let next = try #require(others.first { cluster.nodes[$0].node.isClusterLeader })
-        for index in others where index != next { await cluster.nodes[index].node.clusterHeartbeat() }
+        let (others, _) = try await Self.theLeaderLeaves(cluster, leader)
         try await expectBlocked()
 
         #expect(try await bob.callStore.unblockUsers(["alice"]).isEmpty)
@@ -296,12 +304,7 @@ import FoundationNetworking
         try await aliceEvents.first(where: isStarted)
         let startTime = try #require(alice.callStore.state.activeCall?.startTime)
 
-        let others = (0..<3).filter { $0 != leader }
-        await cluster.nodes[leader].stopKeepingFiles()
-        for index in others { await cluster.nodes[index].node.clusterHeartbeat() }
-        let next = try #require(others.first { cluster.nodes[$0].node.isClusterLeader })
-        #expect(cluster.nodes.filter { $0.node.isClusterLeader }.count == 1)
-        for index in others where index != next { await cluster.nodes[index].node.clusterHeartbeat() }
+        let (others, _) = try await Self.theLeaderLeaves(cluster, leader)
 
         // The call goes on: a request that only a member in the call may make is answered...
         try await alice.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 100, audioLevel: 10)
