@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import PostgresNIO
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTestServers
@@ -258,6 +260,32 @@ import FoundationNetworking
         let allowed = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         #expect(try await bobEvents.first(where: isReceived).receivedCallId == allowed.callId)
         for index in others { await cluster.nodes[index].stop() }
+    }
+
+    /// A block waiting for a leader that stops answering is sent again to the next leader, which
+    /// answers it: the request succeeds instead of being refused, and the block holds.
+    @Test(.timeLimit(.minutes(1))) func aBlockWaitingForALeaderThatLeavesIsAnsweredByTheNext() async throws {
+        let (cluster, leader, alice, bob) = try await Self.twoUsersBesideTheLeader()
+        let leaderNode = try #require(cluster.nodes[leader].node.context.cluster)
+        // The leader takes no more messages: bob's block waits for it.
+        await leaderNode.bus.stop()
+        let block = Task { try await bob.callStore.blockUsers(["alice"]) }
+        let storage = try #require(cluster.nodes[leader].node.context.storage as? PostgresStorage)
+        func waiting() async throws -> Int64 {
+            let rows = try await storage.client.query(
+                "SELECT count(*)::bigint FROM switchboard_messages WHERE target = \(leaderNode.id)", logger: Logger(label: "test"))
+            return try #require(try await rows.decode(Int64.self).first { _ in true })
+        }
+        while try await waiting() == 0 { await Task.yield() }
+
+        _ = try await Self.theLeaderLeaves(cluster, leader)
+        #expect(try await block.value == ["alice"])
+        let aliceEvents = Recorder(alice.callStore.events)
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        #expect(
+            try await aliceEvents.first { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
+                == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
+        for index in 0..<3 where index != leader { await cluster.nodes[index].stop() }
     }
 
     /// The admin API of any node ends a call the leader runs, and lists every node's devices.

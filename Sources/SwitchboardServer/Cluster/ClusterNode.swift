@@ -43,7 +43,8 @@ final class ClusterNode: CallRouter, Service {
     let id: String
     let configuration: Configuration
     private let store: ClusterStore
-    private let bus: ClusterBus
+    /// Internal for tests (a leader that stops taking its messages).
+    let bus: ClusterBus
     private let directory: ClusterDirectory
     private let location: PostgresStorage.Location
     private let engine: CallEngine
