@@ -529,9 +529,12 @@ final class ClusterNode: CallRouter, Service {
     }
 
     /// What another node ``tell(_:_:)``s the leader: noted while this node leads, answered `ok`;
-    /// otherwise refused. Whether it leads is asked once: a node that began to lead between two
-    /// looks would answer yes for what it never noted (a device would miss every event of its calls).
+    /// otherwise refused. A node that is taking the lead right now (its term is in the table, where
+    /// the sender read it, but its takeover runs in the heartbeat) answers once the takeover is
+    /// over. Whether it leads is then asked once: a node that began to lead between two looks would
+    /// answer yes for what it never noted (a device would miss every event of its calls).
     private func learn(_ token: UInt64, from node: String, _ note: () async -> Void) async {
+        if !isLeader { await ticks.run {} }
         let leading = isLeader
         if leading { await note() }
         bus.send(
