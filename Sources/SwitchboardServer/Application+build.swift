@@ -235,7 +235,9 @@ public func buildApplication(
     let bus = postgres.map { ClusterBus(node: nodeId, client: $0.client, location: $0.location, logger: logger) }
     let directory = bus.map { ClusterDirectory(node: nodeId, local: registry, bus: $0) }
     let delivery: any CallDelivery = directory ?? registry
-    let writer = PersistenceWriter(store: storage, clock: clock, logger: logger) { stored in
+    let writer = PersistenceWriter(
+        store: storage, clock: clock, commitInterval: configuration.commitInterval, logger: logger
+    ) { stored in
         for item in stored {
             delivery.send({ CallEngine.frame(.callRecord(CallRecordEvent(record: item.record))) }, to: .user(item.owner))
         }

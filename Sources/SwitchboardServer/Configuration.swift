@@ -63,6 +63,11 @@ public struct ServerConfiguration: Sendable {
     public var adminSecret: String?
     /// How long a member's dropped device may take to come back before the server ends its part.
     public var reconnectGrace: Duration = .seconds(15)
+    /// Least time between the starts of two commits of the journal and records: under load, the
+    /// writes of one interval share a transaction and its fsync (see `PersistenceWriter`). A
+    /// `callRecord` event and a journal save may come up to this much later; a crash may take back
+    /// the journal's last interval.
+    public var commitInterval: Duration = .milliseconds(5)
     /// Seconds between client pings, told to clients at login.
     public var heartbeatInterval = 10
     /// Directory of the browser client, served at `/`; nil serves none.

@@ -44,6 +44,10 @@ public final class TestServer: Sendable {
         configuration.port = 0
         configuration.database = .sqlite(path: directory.appendingPathComponent("switchboard.sqlite").path)
         configuration.adminSecret = "test-admin-secret"
+        // The test clock moves only when a test moves it, so commits spaced on it would wait for
+        // that. PersistenceWriterTests covers the spacing; the tests of server processes run the
+        // default.
+        configuration.commitInterval = .zero
         configure(&configuration)
         var logger = Logger(label: "switchboard.test-server")
         logger.logLevel = ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical

@@ -76,6 +76,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds a dropped device may take to come back to its call [SWITCHBOARD_RECONNECT_GRACE, default 15].")
     var reconnectGrace: Int?
 
+    @Option(
+        help: "Least milliseconds between two commits of records and the journal, 0-1000; under load one commit covers the interval's calls [SWITCHBOARD_COMMIT_INTERVAL, default 5].")
+    var commitInterval: Int?
+
     @Option(help: "A STUN URL for clients, e.g. stun:stun.example.com:3478; repeatable [SWITCHBOARD_STUN_URLS, comma-separated].")
     var stunUrl: [String] = []
 
@@ -207,6 +211,12 @@ struct Serve: AsyncParsableCommand {
         if let value = setting(reconnectGrace.map(String.init), "SWITCHBOARD_RECONNECT_GRACE") {
             guard let seconds = Int(value), seconds >= 0 else { throw ValidationError("reconnect grace must be >= 0") }
             configuration.reconnectGrace = .seconds(seconds)
+        }
+        if let value = setting(commitInterval.map(String.init), "SWITCHBOARD_COMMIT_INTERVAL") {
+            guard let milliseconds = Int(value), (0...1000).contains(milliseconds) else {
+                throw ValidationError("the commit interval must be 0-1000 ms")
+            }
+            configuration.commitInterval = .milliseconds(milliseconds)
         }
         func list(_ flags: [String], _ name: String) -> [String] {
             flags.isEmpty ? (environment[name]?.split(separator: ",").map(String.init) ?? []) : flags

@@ -60,3 +60,63 @@ struct PersistenceWriterOutageTests {
         #expect(!writer.isBacklogged)
     }
 }
+
+/// Commits start at least the commit interval apart, on the node's clock: what arrives sooner
+/// waits for the rest of the interval and shares the next transaction.
+struct CommitIntervalTests {
+    /// A store that remembers how many records each commit carried.
+    final class CountingStore: CallRecordStore {
+        let inner: any SwitchboardStorage
+        let commits = NIOLockedValueBox<[Int]>([])
+        init(_ inner: any SwitchboardStorage) { self.inner = inner }
+        func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
+            commits.withLockedValue { $0.append(batch.ended.count) }
+            return try await inner.commit(batch)
+        }
+        func loadJournal() async throws -> [JournalEntry] { try await inner.loadJournal() }
+        func markAlive(at time: Int64) async throws {}
+        func lastAlive() async throws -> Int64? { nil }
+        func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws -> QueryRecordsResponse {
+            try await inner.queryRecords(owner: owner, syncTime: syncTime, count: count, order: order)
+        }
+        func deleteRecords(owner: UserKey, callIds: [CallID]) async throws -> Int { 0 }
+        func deleteAllRecords(owner: UserKey) async throws -> Int { 0 }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func writesSoonerThanTheIntervalWaitForItAndShareOneCommit() async throws {
+        let test = try await StorageTests.makeStore(.sqlite)
+        let store = CountingStore(test.store)
+        let clock = TestClock()
+        let reported = Recorder<StoredRecord>.Sink()
+        let writer = PersistenceWriter(store: store, clock: clock, commitInterval: .milliseconds(5), logger: .init(label: "test")) {
+            reported.add($0)
+        }
+        func ended(_ call: String) { writer.submit([StorageTests.draft(StorageTests.alice, call: call, end: 1)]) }
+
+        // The first write after a quiet moment commits at once.
+        ended("a")
+        await writer.drain()
+        #expect(store.commits.withLockedValue { $0 } == [1])
+
+        // Three more within the interval: the writer waits on the clock, then commits them together.
+        ended("b")
+        ended("c")
+        ended("d")
+        await clock.waitForSleepers(atLeast: 1)
+        #expect(store.commits.withLockedValue { $0 } == [1])
+        #expect(reported.values.count == 1)
+        clock.advance(by: .milliseconds(4))
+        #expect(clock.sleeperCount == 1)
+        clock.advance(by: .milliseconds(1))
+        await writer.drain()
+        #expect(store.commits.withLockedValue { $0 } == [1, 3])
+        #expect(Set(reported.values.map(\.record.callId.rawValue)) == ["a", "b", "c", "d"])
+
+        // Once the interval has passed since the last commit began, a write commits at once again.
+        clock.advance(by: .milliseconds(5))
+        ended("e")
+        await writer.drain()
+        #expect(store.commits.withLockedValue { $0 } == [1, 3, 1])
+        #expect(clock.sleeperCount == 0)
+    }
+}

@@ -4,8 +4,13 @@ import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
 /// Writes the journal of calls in progress and the records of ended calls, with group commit:
-/// while one transaction commits, new writes queue up and go into the next one together. Under
-/// light load a write is committed at once; under heavy load one fsync covers many calls.
+/// while one transaction commits, new writes queue up and go into the next one together. Commits
+/// also start at least ``commitInterval`` apart: a write that arrives sooner after the last commit
+/// began waits for the rest of the interval, with every other write that arrives meanwhile. Under
+/// light load (writes further apart than the interval) a write is committed at once; under load
+/// there are at most 1 / interval transactions a second, each with its fsync, whatever the rate of
+/// calls. The cost is that wait: a record's `callRecord` event and a journal save come up to one
+/// interval later.
 ///
 /// Within a batch, several saves of one call keep only the last, and a call that ended drops its
 /// pending saves: its records and the removal of its journal entry commit together. `submit…`
@@ -38,6 +43,8 @@ final class PersistenceWriter: Sendable {
         var writing = 0
         var fence: Int64?
         var flushing = false
+        /// When the last batch was taken (the node's clock, ms).
+        var lastCommit: Int64?
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -50,13 +57,16 @@ final class PersistenceWriter: Sendable {
     private let maxBatch = 4000
     /// Writes waiting (or being retried) beyond which new calls are refused.
     let maxBacklog: Int
+    /// Least time between the starts of two commits, ms (0: none).
+    let commitInterval: Int64
 
     init(
-        store: any CallRecordStore, clock: any SwitchboardClock, maxBacklog: Int = 20_000, logger: Logger,
-        onCommitted: @escaping @Sendable ([StoredRecord]) -> Void
+        store: any CallRecordStore, clock: any SwitchboardClock, commitInterval: Duration = .zero,
+        maxBacklog: Int = 20_000, logger: Logger, onCommitted: @escaping @Sendable ([StoredRecord]) -> Void
     ) {
         self.store = store
         self.clock = clock
+        self.commitInterval = max(0, commitInterval.milliseconds)
         self.maxBacklog = maxBacklog
         self.logger = logger
         self.onCommitted = onCommitted
@@ -119,35 +129,48 @@ final class PersistenceWriter: Sendable {
         }
     }
 
+    private enum Next {
+        case batch([Write])
+        /// The last commit began less than ``commitInterval`` ago: wait until this time.
+        case wait(until: Int64)
+        case idle([CheckedContinuation<Void, Never>])
+    }
+
     /// Takes the next batch and commits it; the commit's completion takes the one after, on the
     /// store's thread, until the queue is empty (no task or thread waits while there is nothing).
     private func flushNext() {
-        while true {
-            let writes = state.withLockedValue { state -> [Write] in
-                let batch = Array(state.queue.prefix(maxBatch))
-                state.queue.removeFirst(batch.count)
-                state.writing = batch.count
-                return batch
-            }
-            guard writes.isEmpty else {
-                var batch = Self.batch(writes)
-                batch.fence = fence
-                if batch.unencodable > 0 {
-                    logger.error("could not encode calls for the journal", metadata: ["calls": "\(batch.unencodable)"])
-                }
-                commit(batch, attempt: 1, delay: 50)
-                return
-            }
-            let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>]? in
-                // Writes may have arrived since the batch was taken.
-                guard state.queue.isEmpty else { return nil }
+        let next = state.withLockedValue { state -> Next in
+            guard !state.queue.isEmpty else {
                 state.flushing = false
                 defer { state.idleWaiters = [] }
-                return state.idleWaiters
+                return .idle(state.idleWaiters)
             }
-            guard let waiters else { continue }
+            let now = clock.now()
+            if let last = state.lastCommit, commitInterval > 0, now < last + commitInterval {
+                return .wait(until: last + commitInterval)
+            }
+            state.lastCommit = now
+            let batch = Array(state.queue.prefix(maxBatch))
+            state.queue.removeFirst(batch.count)
+            state.writing = batch.count
+            return .batch(batch)
+        }
+        switch next {
+        case .batch(let writes):
+            var batch = Self.batch(writes)
+            batch.fence = fence
+            if batch.unencodable > 0 {
+                logger.error("could not encode calls for the journal", metadata: ["calls": "\(batch.unencodable)"])
+            }
+            commit(batch, attempt: 1, delay: 50)
+        case .wait(let deadline):
+            // Everything that arrives meanwhile joins this batch; `flushing` stays set.
+            Task {
+                try? await self.clock.sleep(until: deadline)
+                self.store.onWriter { self.flushNext() }
+            }
+        case .idle(let waiters):
             waiters.forEach { $0.resume() }
-            return
         }
     }
 
