@@ -55,6 +55,9 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(help: "Event-loop threads of the server this bench starts (default: one per core).")
         var serverThreads: Int?
 
+        @Option(help: "Commit interval (ms) of the servers this bench starts (default: serve's).")
+        var serverCommitInterval: Int?
+
         @Option(help: "Server nodes this bench starts, a cluster on --database (PostgreSQL) when more than one.")
         var nodes = 1
 
@@ -95,6 +98,8 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(help: "Calls per second.") var rate = 1000.0
         @Option(help: "Seconds of load.") var duration = 20.0
         @Option(help: "Caller-callee pairs (each has at most one call at a time).") var pairs = 200
+        @Option(help: "Milliseconds each call stays connected before the caller hangs up; needs more than rate × hold pairs.")
+        var holdMs = 0
         @Option(help: "Echo round trips measured first, for the ratio.") var echoMessages = 20_000
 
         func run() async throws {
@@ -102,8 +107,8 @@ struct BenchCommand: AsyncParsableCommand {
             defer { bench.stop() }
             let (rate, seconds, pairCount) = options.smoke ? (50.0, 1.0, 5) : (rate, duration, pairs)
             let echo = try await bench.echo(messages: options.smoke ? 200 : echoMessages)
-            let load = try await bench.callLoad(pairs: pairCount)
-            print("== \(pairCount * 2) users logged in; \(Int(rate)) calls/s for \(seconds) s")
+            let load = try await bench.callLoad(pairs: pairCount, hold: .milliseconds(Int64(max(0, holdMs))))
+            print("== \(pairCount * 2) users logged in; \(Int(rate)) calls/s for \(seconds) s, each held \(holdMs) ms")
             _ = await load.run(rate: min(rate, 200), seconds: options.smoke ? 0.2 : 2)  // warm-up
             let lagBefore = await bench.loopLags()
             let (counters, cpu) = await CPUUse.measure(serverPids: bench.targets.compactMap(\.pid), database: bench.watchesDatabase) {
@@ -118,7 +123,8 @@ struct BenchCommand: AsyncParsableCommand {
                 "longest event-loop stall: during the load at most \(worst.map { "\($0) ms" } ?? "0.5 ms"); "
                     + "since the server started (start-up and logins too) \(longest.map { String(format: "%.1f ms", $0) } ?? "n/a")")
             try bench.write(
-                options.json, scenario: "invite", parameters: ["rate": rate, "duration": seconds, "pairs": Double(pairCount)],
+                options.json, scenario: "invite",
+                parameters: ["rate": rate, "duration": seconds, "pairs": Double(pairCount), "holdMs": Double(holdMs)],
                 results: InviteResults(
                     echo: echo, step: step, ratioP50: step.invite.ratio(to: echo.roundTrip), loopStallDuringLoadMs: worst ?? 0.5,
                     loopStallSinceStartMs: longest))
@@ -342,7 +348,8 @@ final class Bench: Sendable {
                         "--database", database, "--app", "\(app.rawValue):\(secret)", "--node-id", "bench\(index)",
                         // Storms of logins from a few loopback addresses are the point here.
                         "--no-rate-limits", "--host", "127.0.0.1", "--max-pending-per-ip", "100000", "--max-pending", "100000",
-                    ] + (options.serverThreads.map { ["--threads", "\($0)"] } ?? []), directory: directory)
+                    ] + (options.serverThreads.map { ["--threads", "\($0)"] } ?? [])
+                        + (options.serverCommitInterval.map { ["--commit-interval", "\($0)"] } ?? []), directory: directory)
                 spawned.append(server)
                 targets.append(
                     BenchTarget(host: "127.0.0.1", port: server.port, sdkAppID: app, secretKey: secret, pid: server.processIdentifier))
@@ -392,7 +399,7 @@ final class Bench: Sendable {
             source: "127.0.0.\(10)", group: group)
     }
 
-    func callLoad(pairs: Int) async throws -> CallLoad {
+    func callLoad(pairs: Int, hold: TimeAmount = .zero) async throws -> CallLoad {
         let tag = runTag()
         let sources = limits.sources(for: pairs * 2, minimum: minimumSources)
         try limits.check(connections: pairs * 2)
@@ -400,7 +407,7 @@ final class Bench: Sendable {
         let callers = try await connectUsers(prefix: "u\(tag)c", count: pairs, targets: targets, sources: sources, group: group)
         let callees = try await connectUsers(
             prefix: "u\(tag)r", count: pairs, targets: Array(targets.dropFirst() + targets.prefix(1)), sources: sources, group: group)
-        return CallLoad(pairs: zip(callers, callees).map { CallLoad.Pair(caller: $0, callee: $1) })
+        return CallLoad(pairs: zip(callers, callees).map { CallLoad.Pair(caller: $0, callee: $1) }, hold: hold)
     }
 
     func connections(count: Int, hold: Double) async throws -> ConnectionsReport {

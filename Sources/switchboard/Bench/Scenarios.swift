@@ -65,7 +65,8 @@ func measureEcho(
 // MARK: - calls: invite and lifecycle
 
 /// Pairs of logged-in users placing whole calls: the caller sends `call.start`, the callee answers
-/// the moment the invitation arrives, the caller hangs up the moment the call connects. Each step
+/// the moment the invitation arrives, the caller hangs up the moment the call connects (or after
+/// `hold`). Each step
 /// is timed across the two connections with one monotonic clock; every frame is sent and timed on
 /// the event loop.
 final class CallLoad: Sendable {
@@ -109,8 +110,12 @@ final class CallLoad: Sendable {
     private let counters = NIOLockedValueBox(Counters())
     private let recordWaits = NIOLockedValueBox<[String: (hangupSent: UInt64, count: Int)]>([:])
 
-    init(pairs: [Pair]) {
+    /// How long each call stays connected before the caller hangs up (0: at once).
+    let hold: TimeAmount
+
+    init(pairs: [Pair], hold: TimeAmount = .zero) {
         self.pairs = pairs
+        self.hold = hold
         self.states = pairs.map { _ in NIOLockedValueBox(PairState()) }
         self.idle = NIOLockedValueBox(Array(pairs.indices))
         for (index, pair) in pairs.enumerated() {
@@ -204,22 +209,34 @@ final class CallLoad: Sendable {
     private func callerFrame(_ index: Int, _ buffer: ByteBuffer, _ time: UInt64) {
         if buffer.contains(#""event":"callStarted""#) {
             let (callId, acceptSent, serial) = states[index].withLockedValue { state -> (String?, UInt64, Int) in
-                state.hangupSent = monotonicNanos()
-                return (state.callId ?? buffer.stringValue(of: #""callId":""#), state.acceptSent, state.serial)
+                (state.callId ?? buffer.stringValue(of: #""callId":""#), state.acceptSent, state.serial)
             }
             guard let callId else { return }
             accept.record(nanos: time &- acceptSent)
-            let hangupSent = states[index].withLockedValue { $0.hangupSent }
-            recordWaits.withLockedValue { waits in
-                waits[callId, default: (hangupSent, 0)].hangupSent = hangupSent
+            if hold == .zero {
+                hangUp(index, callId: callId, serial: serial)
+            } else {
+                pairs[index].caller.socket.channel.eventLoop.scheduleTask(in: hold) {
+                    self.hangUp(index, callId: callId, serial: serial)
+                }
             }
-            pairs[index].caller.socket.send(
-                #"{"id":"h\#(index).\#(serial)","type":"call.hangup","data":{"callId":"\#(callId)"}}"#)
         } else if buffer.contains(#""event":"callEnded""#) {
             ended(index, caller: true, time)
         } else {
             common(buffer, time)
         }
+    }
+
+    private func hangUp(_ index: Int, callId: String, serial: Int) {
+        let hangupSent = states[index].withLockedValue { state -> UInt64 in
+            state.hangupSent = monotonicNanos()
+            return state.hangupSent
+        }
+        recordWaits.withLockedValue { waits in
+            waits[callId, default: (hangupSent, 0)].hangupSent = hangupSent
+        }
+        pairs[index].caller.socket.send(
+            #"{"id":"h\#(index).\#(serial)","type":"call.hangup","data":{"callId":"\#(callId)"}}"#)
     }
 
     private func common(_ buffer: ByteBuffer, _ time: UInt64) {
