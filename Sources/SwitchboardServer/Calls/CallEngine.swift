@@ -288,14 +288,14 @@ actor CallEngine {
 
     // MARK: timers
 
-    /// Keeps one task sleeping until the earliest deadline.
+    /// When the sleeper wakes next (nil: none is armed).
+    var wakeDeadline: Int64? { sleeperDeadline }
+
+    /// Keeps one task sleeping until the earliest deadline, or earlier: a sleeper whose timers went
+    /// away (a call answered before its ring timeout) is left to wake, find nothing due and arm the
+    /// next, instead of a task and a system timer made and cancelled for every call.
     private func scheduleSleeper() {
-        guard let next = timers.earliestDeadline() else {
-            sleeper?.cancel()
-            sleeper = nil
-            sleeperDeadline = nil
-            return
-        }
+        guard let next = timers.earliestDeadline() else { return }
         if let current = sleeperDeadline, current <= next { return }
         sleeper?.cancel()
         sleeperGeneration += 1
