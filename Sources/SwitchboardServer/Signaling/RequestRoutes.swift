@@ -8,7 +8,9 @@ struct RequestRoute: Sendable {
     /// It changes state: a copy resent after a reconnect (same id) gets the first answer again from
     /// the ``RequestLedger`` instead of running twice. Reads, pings and status reports need no such care.
     let idempotent: Bool
-    let run: @Sendable (SignalingSession, RequestID, Data) async -> Void
+    /// Reads the frame's `data` as this type's request (``RequestFrame``).
+    let decode: @Sendable (KeyedDecodingContainer<RequestFrame.Keys>) throws -> any SignalingRequest
+    let run: @Sendable (SignalingSession, RequestID, Result<any SignalingRequest, any Error>) async -> Void
 
     /// A request of a logged-in session, decoded, with its sender.
     static func session<R: SignalingRequest>(
@@ -17,8 +19,9 @@ struct RequestRoute: Sendable {
     ) -> (RequestType, RequestRoute) {
         (
             R.type,
-            RequestRoute(needsSession: true, idempotent: idempotent) { session, id, data in
-                guard let identity = session.identity, let request = session.decode(R.self, id: id, data: data) else {
+            RequestRoute(needsSession: true, idempotent: idempotent, decode: { try RequestFrame.payload(R.self, in: $0) }) {
+                session, id, decoded in
+                guard let identity = session.identity, let request = session.request(R.self, id: id, decoded) else {
                     return
                 }
                 await handle(session, request, identity, id)
@@ -32,8 +35,9 @@ struct RequestRoute: Sendable {
     ) -> (RequestType, RequestRoute) {
         (
             R.type,
-            RequestRoute(needsSession: false, idempotent: false) { session, id, data in
-                guard let request = session.decode(R.self, id: id, data: data) else { return }
+            RequestRoute(needsSession: false, idempotent: false, decode: { try RequestFrame.payload(R.self, in: $0) }) {
+                session, id, decoded in
+                guard let request = session.request(R.self, id: id, decoded) else { return }
                 await handle(session, request, id)
             }
         )

@@ -4,7 +4,7 @@ import SwitchboardProtocol
 
 /// Reads one connection's requests in order and answers each exactly once.
 ///
-/// This file decodes a frame, checks its id, rate limit and login, and dispatches by its type
+/// This file parses a frame once (``RequestFrame``), checks its id, rate limit and login, and dispatches by its type
 /// through ``routes`` (one table says, for every request type, whether it needs a session, whether
 /// a resent copy is answered from the ledger, and which handler runs it). The handlers live in the
 /// `SignalingSession+*.swift` files, one domain each: the session itself, calls, records, blocks,
@@ -47,21 +47,21 @@ final class SignalingSession: @unchecked Sendable {
 
     func receive(_ data: Data) async {
         guard !connection.isClosing else { return }
-        let header = try? SwitchboardJSON.decode(RequestHeader.self, from: data)
-        let id = header?.id.flatMap { $0.isEmpty || $0.utf8.count > RequestID.maxLength ? nil : RequestID(rawValue: $0) }
         if data.count > CallLimits.maxMessageBytes {
-            fail(id, SwitchboardError(.messageTooLarge, "messages are limited to \(CallLimits.maxMessageBytes) bytes"))
+            // Only the id is read, to address the refusal.
+            let header = try? SwitchboardJSON.decode(RequestHeader.self, from: data)
+            fail(Self.requestID(header?.id), SwitchboardError(.messageTooLarge, "messages are limited to \(CallLimits.maxMessageBytes) bytes"))
             return
         }
-        guard let header else {
+        guard let frame = try? SwitchboardJSON.decode(RequestFrame.self, from: data) else {
             fail(nil, SwitchboardError(.malformedMessage, "not a JSON object"))
             return
         }
-        guard let rawID = header.id else {
+        guard let rawID = frame.id else {
             fail(nil, SwitchboardError(.malformedMessage, "id: missing or not a string"))
             return
         }
-        guard let id else {
+        guard let id = Self.requestID(rawID) else {
             fail(nil, SwitchboardError(.invalidRequestID, "id '\(rawID.prefix(16))…' must be 1-64 characters"))
             return
         }
@@ -71,15 +71,20 @@ final class SignalingSession: @unchecked Sendable {
             fail(id, limited)
             return
         }
-        guard let type = header.type else {
+        guard let type = frame.type else {
             fail(id, SwitchboardError(.malformedMessage, "type: missing or not a string"))
             return
         }
-        await dispatch(RequestType(rawValue: type), id: id, data: data)
+        await dispatch(RequestType(rawValue: type), id: id, request: frame.request)
     }
 
-    private func dispatch(_ type: RequestType, id: RequestID, data: Data) async {
-        guard let route = Self.routes[type] else {
+    /// A request id as sent, when it is one (1-64 characters).
+    private static func requestID(_ raw: String?) -> RequestID? {
+        raw.flatMap { $0.isEmpty || $0.utf8.count > RequestID.maxLength ? nil : RequestID(rawValue: $0) }
+    }
+
+    private func dispatch(_ type: RequestType, id: RequestID, request: Result<any SignalingRequest, any Error>?) async {
+        guard let route = Self.routes[type], let request else {
             fail(id, SwitchboardError(.unknownType, "unknown request type '\(type.rawValue.prefix(40))'"))
             return
         }
@@ -87,7 +92,7 @@ final class SignalingSession: @unchecked Sendable {
             if route.needsSession {
                 fail(id, SwitchboardError(.notLoggedIn))
             } else {
-                await route.run(self, id, data)
+                await route.run(self, id, request)
             }
             return
         }
@@ -107,15 +112,21 @@ final class SignalingSession: @unchecked Sendable {
                 fail(tracked.id, SwitchboardError(.internalError, "no answer"))
             }
         }
-        await route.run(self, id, data)
+        await route.run(self, id, request)
     }
 
     // MARK: - answers
 
-    func decode<R: SignalingRequest>(_ type: R.Type, id: RequestID, data: Data) -> R? {
-        do {
-            return try SwitchboardJSON.decode(RequestEnvelope<R>.self, from: data).data
-        } catch {
+    /// The request a route was given, or nil once its failure is answered (`invalidParams` with
+    /// what was wrong in `data`).
+    func request<R: SignalingRequest>(_ type: R.Type, id: RequestID, _ decoded: Result<any SignalingRequest, any Error>) -> R? {
+        switch decoded {
+        case .success(let request as R):
+            return request
+        case .success:
+            fail(id, SwitchboardError(.internalError, "a request of another type"))
+            return nil
+        case .failure(let error):
             fail(id, SwitchboardError(.invalidParams, SwitchboardJSON.describe(error)))
             return nil
         }

@@ -1,0 +1,32 @@
+import Foundation
+import SwitchboardProtocol
+
+/// A request frame, parsed once: its `id` and `type` read leniently, so that a bad frame is still
+/// answered at its id, and its `data` decoded, from the same parse, as the request its type names
+/// when the server serves that type (``RequestRoute/decode``).
+struct RequestFrame: Decodable {
+    enum Keys: String, CodingKey { case id, type, data }
+
+    var id: String?
+    var type: String?
+    /// The request, or why `data` is not one; nil when the type is missing or not served.
+    var request: Result<any SignalingRequest, any Error>?
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        id = try? container.decodeIfPresent(String.self, forKey: .id)
+        type = try? container.decodeIfPresent(String.self, forKey: .type)
+        if let type, let route = SignalingSession.routes[RequestType(rawValue: type)] {
+            request = Result { try route.decode(container) }
+        }
+    }
+
+    /// `data` as an `R`. A request without parameters may leave `data` out: decoding an empty
+    /// object instead gives a precise "missing field" error for the requests that need some.
+    static func payload<R: SignalingRequest>(
+        _ type: R.Type, in container: KeyedDecodingContainer<Keys>
+    ) throws -> any SignalingRequest {
+        if container.contains(.data) { return try container.decode(R.self, forKey: .data) }
+        return try SwitchboardJSON.decode(R.self, from: Data("{}".utf8))
+    }
+}
