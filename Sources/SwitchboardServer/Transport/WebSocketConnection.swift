@@ -84,6 +84,10 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     /// Frames waiting for a login answer to go first (``hold()``); bounded by the outgoing budget.
     private var held: [String]?
 
+    /// The longest header of an unmasked frame (RFC 6455: 2 bytes, 2 more for a 16-bit length or
+    /// 8 more for a 64-bit one).
+    static let headerRoom = 10
+
     private let outbox: LoopOutbox
     /// Written since the last flush, which the outbox makes at the end of the round.
     private var awaitingFlush = false
@@ -238,7 +242,11 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
             }
             return
         }
-        var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
+        // Room before the text for the frame's header, which NIO's encoder then writes in place:
+        // one buffer and one iovec per frame instead of a header buffer of its own.
+        var buffer = context.channel.allocator.buffer(capacity: Self.headerRoom + text.utf8.count)
+        buffer.moveWriterIndex(forwardBy: Self.headerRoom)
+        buffer.moveReaderIndex(forwardBy: Self.headerRoom)
         buffer.writeString(text)
         if !context.channel.isWritable { framesWhileUnwritable += 1 }
         context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)

@@ -76,7 +76,10 @@ final class BenchSocket: Sendable {
 
     /// Sends a text frame (masked, as a client must).
     func send(_ text: String) {
-        var buffer = channel.allocator.buffer(capacity: text.utf8.count)
+        // Room for the longest masked header (14 bytes), which NIO's encoder then writes in place.
+        var buffer = channel.allocator.buffer(capacity: 14 + text.utf8.count)
+        buffer.moveWriterIndex(forwardBy: 14)
+        buffer.moveReaderIndex(forwardBy: 14)
         buffer.writeString(text)
         let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)
         channel.writeAndFlush(frame, promise: nil)
