@@ -288,6 +288,32 @@ import FoundationNetworking
         for index in 0..<3 where index != leader { await cluster.nodes[index].stop() }
     }
 
+    /// A login waiting for a leader that stops answering is sent again to the next leader: the
+    /// login succeeds instead of being refused, and the new leader knows the device (a call reaches it).
+    @Test(.timeLimit(.minutes(1))) func aLoginWaitingForALeaderThatLeavesIsAnsweredByTheNext() async throws {
+        let (cluster, leader, alice, _) = try await Self.twoUsersBesideTheLeader()
+        let others = (0..<3).filter { $0 != leader }
+        let leaderNode = try #require(cluster.nodes[leader].node.context.cluster)
+        // The leader takes no more messages: carol's login waits for it.
+        await leaderNode.bus.stop()
+        let login = Task { try await Self.client(cluster, others[1], "carol") }
+        let storage = try #require(cluster.nodes[leader].node.context.storage as? PostgresStorage)
+        func waiting() async throws -> Int64 {
+            let rows = try await storage.client.query(
+                "SELECT count(*)::bigint FROM switchboard_messages WHERE target = \(leaderNode.id)", logger: Logger(label: "test"))
+            return try #require(try await rows.decode(Int64.self).first { _ in true })
+        }
+        while try await waiting() == 0 { await Task.yield() }
+
+        _ = try await Self.theLeaderLeaves(cluster, leader)
+        let carol = try await login.value
+        #expect(carol.loginStore.state.loginStatus == .loggedIn)
+        let carolEvents = Recorder(carol.callStore.events)
+        let call = try await alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
+        #expect(try await carolEvents.first(where: isReceived).receivedCallId == call.callId)
+        for index in others { await cluster.nodes[index].stop() }
+    }
+
     /// The admin API of any node ends a call the leader runs, and lists every node's devices.
     @Test func theAdminAPIOfAnyNodeSeesTheWholeCluster() async throws {
         let cluster = try await TestCluster.start()
