@@ -119,4 +119,32 @@ struct CommitIntervalTests {
         #expect(store.commits.withLockedValue { $0 } == [1, 3, 1])
         #expect(clock.sleeperCount == 0)
     }
+
+    /// A wall clock that only moves when told to, or to the deadline of a sleep (which it records).
+    final class SteppingClock: SwitchboardClock {
+        let time = NIOLockedValueBox<Int64>(1_000_000)
+        let sleeps = NIOLockedValueBox<[Int64]>([])
+        func now() -> Int64 { time.withLockedValue { $0 } }
+        func sleep(until deadline: Int64) async throws {
+            sleeps.withLockedValue { $0.append(deadline) }
+            time.withLockedValue { $0 = max($0, deadline) }
+        }
+    }
+
+    /// The system's wall clock stepped back (an NTP correction): the writer does not wait for the
+    /// old time to come round again, which would hold every record back for as long as the step.
+    @Test(.timeLimit(.minutes(1))) func aClockSteppingBackDoesNotHoldCommitsBack() async throws {
+        let test = try await StorageTests.makeStore(.sqlite)
+        let store = CountingStore(test.store)
+        let clock = SteppingClock()
+        let writer = PersistenceWriter(store: store, clock: clock, commitInterval: .milliseconds(5), logger: .init(label: "test")) { _ in }
+        writer.submit([StorageTests.draft(StorageTests.alice, call: "a", end: 1)])
+        await writer.drain()
+        clock.time.withLockedValue { $0 -= 3_600_000 }
+        writer.submit([StorageTests.draft(StorageTests.alice, call: "b", end: 1)])
+        await writer.drain()
+        #expect(store.commits.withLockedValue { $0 } == [1, 1])
+        #expect(clock.sleeps.withLockedValue { $0 }.allSatisfy { $0 <= clock.now() })
+        #expect(clock.now() < 1_000_000)
+    }
 }

@@ -146,7 +146,10 @@ final class PersistenceWriter: Sendable {
                 return .idle(state.idleWaiters)
             }
             let now = clock.now()
-            if let last = state.lastCommit, commitInterval > 0, now < last + commitInterval {
+            // Only a commit that began within the interval before now holds this one back: when
+            // the wall clock steps back, waiting for the old time to come round would hold every
+            // write back for as long as the step.
+            if let last = state.lastCommit, commitInterval > 0, (last..<last + commitInterval).contains(now) {
                 return .wait(until: last + commitInterval)
             }
             state.lastCommit = now
