@@ -57,7 +57,7 @@ final class PersistenceWriter: Sendable {
     private let maxBatch = 4000
     /// Writes waiting (or being retried) beyond which new calls are refused.
     let maxBacklog: Int
-    /// Least time between the starts of two commits, ms (0: none).
+    /// Least time between the starts of two commits, ms (0: none; at most 60,000).
     let commitInterval: Int64
 
     init(
@@ -66,7 +66,8 @@ final class PersistenceWriter: Sendable {
     ) {
         self.store = store
         self.clock = clock
-        self.commitInterval = max(0, commitInterval.milliseconds)
+        // At most a minute: `serve` takes 0-1000 ms; a configuration made in code is held to a bound too.
+        self.commitInterval = min(max(0, commitInterval.milliseconds), 60_000)
         self.maxBacklog = maxBacklog
         self.logger = logger
         self.onCommitted = onCommitted
