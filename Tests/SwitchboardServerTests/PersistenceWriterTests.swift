@@ -68,9 +68,11 @@ struct CommitIntervalTests {
     final class CountingStore: CallRecordStore {
         let inner: any SwitchboardStorage
         let commits = NIOLockedValueBox<[Int]>([])
+        let fences = NIOLockedValueBox<[Int64?]>([])
         init(_ inner: any SwitchboardStorage) { self.inner = inner }
         func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
             commits.withLockedValue { $0.append(batch.ended.count) }
+            fences.withLockedValue { $0.append(batch.fence) }
             return try await inner.commit(batch)
         }
         func loadJournal() async throws -> [JournalEntry] { try await inner.loadJournal() }
@@ -118,6 +120,30 @@ struct CommitIntervalTests {
         await writer.drain()
         #expect(store.commits.withLockedValue { $0 } == [1, 3, 1])
         #expect(clock.sleeperCount == 0)
+    }
+
+    /// A write is fenced by the leadership term in force when it was made, not by the one in force
+    /// when its batch is taken: writes an earlier term queued are refused once a newer term began,
+    /// even when the same node leads again.
+    @Test(.timeLimit(.minutes(1))) func eachWriteIsFencedByTheTermItWasMadeIn() async throws {
+        let test = try await StorageTests.makeStore(.sqlite)
+        let store = CountingStore(test.store)
+        let clock = TestClock()
+        let writer = PersistenceWriter(store: store, clock: clock, commitInterval: .milliseconds(5), logger: .init(label: "test")) { _ in }
+        func ended(_ call: String) { writer.submit([StorageTests.draft(StorageTests.alice, call: call, end: 1)]) }
+        writer.fence = 1
+        ended("x")
+        await writer.drain()
+        ended("a")  // waits for the interval, made in term 1
+        writer.fence = 2  // the node stepped down and leads again
+        ended("b")
+        await clock.waitForSleepers(atLeast: 1)
+        clock.advance(by: .milliseconds(5))
+        await clock.waitForSleepers(atLeast: 1)  // "b" waits for the next interval
+        clock.advance(by: .milliseconds(5))
+        await writer.drain()
+        #expect(store.fences.withLockedValue { $0 } == [1, 1, 2])
+        #expect(store.commits.withLockedValue { $0 } == [1, 1, 1])
     }
 
     /// A wall clock that only moves when told to, or to the deadline of a sleep (which it records).

@@ -37,8 +37,15 @@ final class PersistenceWriter: Sendable {
         var state: @Sendable () -> Data?
     }
 
+    /// A write with the fence in force when it was submitted: the term of the leadership that
+    /// made it, which its batch carries whatever the fence is by the time the batch is taken.
+    private struct Queued {
+        var write: Write
+        var fence: Int64?
+    }
+
     private struct State {
-        var queue: [Write] = []
+        var queue: [Queued] = []
         /// Writes in the batch being committed (or retried).
         var writing = 0
         var fence: Int64?
@@ -73,8 +80,9 @@ final class PersistenceWriter: Sendable {
         self.onCommitted = onCommitted
     }
 
-    /// In a cluster, the term of this node's leadership, set while it leads; every batch carries
-    /// it (``PersistenceBatch/fence``).
+    /// In a cluster, the term of this node's leadership, set while it leads. Each write is fenced
+    /// by the term in force when it was submitted (``PersistenceBatch/fence``): writes a former
+    /// leadership queued are refused once another term began, even if this node leads again.
     var fence: Int64? {
         get { state.withLockedValue { $0.fence } }
         set { state.withLockedValue { $0.fence = newValue } }
@@ -109,7 +117,7 @@ final class PersistenceWriter: Sendable {
 
     private func enqueue(_ write: Write) {
         let startFlush = state.withLockedValue { state -> Bool in
-            state.queue.append(write)
+            state.queue.append(Queued(write: write, fence: state.fence))
             guard !state.flushing else { return false }
             state.flushing = true
             return true
@@ -131,7 +139,7 @@ final class PersistenceWriter: Sendable {
     }
 
     private enum Next {
-        case batch([Write])
+        case batch([Write], fence: Int64?)
         /// The last commit began less than ``commitInterval`` ago: wait until this time.
         case wait(until: Int64)
         case idle([CheckedContinuation<Void, Never>])
@@ -154,13 +162,15 @@ final class PersistenceWriter: Sendable {
                 return .wait(until: last + commitInterval)
             }
             state.lastCommit = now
-            let batch = Array(state.queue.prefix(maxBatch))
-            state.queue.removeFirst(batch.count)
-            state.writing = batch.count
-            return .batch(batch)
+            // One term per batch: the writes up to the first of another fence.
+            let fence = state.queue[0].fence
+            let taken = state.queue.prefix(maxBatch).prefix { $0.fence == fence }
+            state.queue.removeFirst(taken.count)
+            state.writing = taken.count
+            return .batch(taken.map(\.write), fence: fence)
         }
         switch next {
-        case .batch(let writes):
+        case .batch(let writes, let fence):
             var batch = Self.batch(writes)
             batch.fence = fence
             if batch.unencodable > 0 {
