@@ -146,6 +146,52 @@ struct CommitIntervalTests {
         #expect(store.commits.withLockedValue { $0 } == [1, 1, 1])
     }
 
+    /// A refused batch of the current term makes the node step down; a refused batch of a former
+    /// term (writes queued before the node led again) is only dropped.
+    @Test(.timeLimit(.minutes(1))) func onlyARefusalOfTheCurrentTermStepsDown() async throws {
+        final class FencingStore: CallRecordStore {
+            let inner: any SwitchboardStorage
+            init(_ inner: any SwitchboardStorage) { self.inner = inner }
+            func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
+                if batch.fence == 1 { throw ClusterError.fenced }
+                return try await inner.commit(batch)
+            }
+            func loadJournal() async throws -> [JournalEntry] { [] }
+            func markAlive(at time: Int64) async throws {}
+            func lastAlive() async throws -> Int64? { nil }
+            func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws -> QueryRecordsResponse {
+                try await inner.queryRecords(owner: owner, syncTime: syncTime, count: count, order: order)
+            }
+            func deleteRecords(owner: UserKey, callIds: [CallID]) async throws -> Int { 0 }
+            func deleteAllRecords(owner: UserKey) async throws -> Int { 0 }
+        }
+        let test = try await StorageTests.makeStore(.sqlite)
+        let clock = TestClock()
+        let reported = Recorder<StoredRecord>.Sink()
+        let writer = PersistenceWriter(
+            store: FencingStore(test.store), clock: clock, commitInterval: .milliseconds(5), logger: .init(label: "test")
+        ) { reported.add($0) }
+        let stepDowns = NIOLockedValueBox(0)
+        writer.onFenced.withLockedValue { $0 = { stepDowns.withLockedValue { $0 += 1 } } }
+        func ended(_ call: String) { writer.submit([StorageTests.draft(StorageTests.alice, call: call, end: 1)]) }
+
+        writer.fence = 1
+        ended("x")
+        await writer.drain()
+        #expect(stepDowns.withLockedValue { $0 } == 1)
+
+        ended("a")  // term 1, refused below
+        writer.fence = 2
+        ended("b")
+        await clock.waitForSleepers(atLeast: 1)
+        clock.advance(by: .milliseconds(5))
+        await clock.waitForSleepers(atLeast: 1)
+        clock.advance(by: .milliseconds(5))
+        await writer.drain()
+        #expect(stepDowns.withLockedValue { $0 } == 1)
+        #expect(reported.values.map(\.record.callId.rawValue) == ["b"])
+    }
+
     /// A wall clock that only moves when told to, or to the deadline of a sleep (which it records).
     final class SteppingClock: SwitchboardClock {
         let time = NIOLockedValueBox<Int64>(1_000_000)

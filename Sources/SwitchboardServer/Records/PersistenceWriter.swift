@@ -88,8 +88,9 @@ final class PersistenceWriter: Sendable {
         set { state.withLockedValue { $0.fence = newValue } }
     }
 
-    /// Called when a batch was refused because another node leads now: the writes are dropped
-    /// (the calls are the new leader's), and the node steps down.
+    /// Called when a batch of the current term was refused because another node leads now: the
+    /// writes are dropped (the calls are the new leader's), and the node steps down. A refused
+    /// batch of a former term is only dropped.
     let onFenced = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
 
     /// Writes queued and being written.
@@ -197,9 +198,16 @@ final class PersistenceWriter: Sendable {
                 self.onCommitted(stored)
                 self.flushNext()
             case .failure(let error as ClusterError) where error == .fenced:
-                self.state.withLockedValue { $0.writing = 0 }
-                self.logger.warning("writes refused: another node leads now", metadata: ["ended": "\(batch.ended.count)"])
-                self.onFenced.withLockedValue { $0 }?()
+                // Refused under the current term: another node leads now, and this one steps
+                // down. Under a former term: only those writes are stale.
+                let current = self.state.withLockedValue { state -> Bool in
+                    state.writing = 0
+                    return state.fence == batch.fence
+                }
+                self.logger.warning(
+                    "writes refused: another node's term began after they were made",
+                    metadata: ["ended": "\(batch.ended.count)", "term": "\(batch.fence ?? 0)"])
+                if current { self.onFenced.withLockedValue { $0 }?() }
                 self.flushNext()
             case .failure(let error):
                 self.logger.error(
