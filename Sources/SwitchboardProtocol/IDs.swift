@@ -58,7 +58,7 @@ public struct CallID: StringIdentifier {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     /// A new random call identifier.
-    public static func random() -> CallID { CallID(rawValue: UUID.random().uuidString.lowercased()) }
+    public static func random() -> CallID { CallID(rawValue: UUID.random().lowercasedString) }
 }
 
 /// The media room of a call; the server assigns one when the caller does not.
@@ -76,7 +76,7 @@ public struct DeviceID: StringIdentifier {
     /// The longest deviceId a client may choose.
     public static let maxLength = 64
     /// A new random device identifier.
-    public static func random() -> DeviceID { DeviceID(rawValue: UUID.random().uuidString.lowercased()) }
+    public static func random() -> DeviceID { DeviceID(rawValue: UUID.random().lowercasedString) }
 }
 
 /// The identifier of one request on one connection, chosen by the client.
@@ -110,6 +110,8 @@ public struct SdkAppID: RawRepresentable, Codable, Hashable, Sendable, Comparabl
 public struct TransactionID: StringIdentifier {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// A new random transaction identifier.
+    public static func random() -> TransactionID { TransactionID(rawValue: UUID.random().lowercasedString) }
 }
 
 /// A chat group whose members may join its group calls.

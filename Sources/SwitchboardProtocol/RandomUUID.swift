@@ -15,4 +15,7 @@ extension UUID {
         }
         return UUID(uuid: uuid)
     }
+
+    /// The form of every identifier the server makes (docs/PROTOCOL.md): 36 lowercase characters.
+    public var lowercasedString: String { uuidString.lowercased() }
 }

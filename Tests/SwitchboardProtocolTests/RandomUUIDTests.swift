@@ -3,7 +3,8 @@ import SwitchboardProtocol
 import Testing
 
 struct RandomUUIDTests {
-    /// Call and device ids are random version 4 UUIDs, lowercased, and never repeat.
+    /// The ids the server makes (call, device, media-change transaction) are random version 4
+    /// UUIDs in lowercase, as docs/PROTOCOL.md says, and never repeat.
     @Test func idsAreVersionFourUUIDsThatDoNotRepeat() throws {
         var seen = Set<String>()
         for _ in 0..<10_000 {
@@ -16,6 +17,9 @@ struct RandomUUIDTests {
             seen.insert(id)
         }
         #expect(seen.count == 10_000)
+        for made in [DeviceID.random().rawValue, TransactionID.random().rawValue] {
+            #expect(made.utf8.count == 36 && made == made.lowercased() && UUID(uuidString: made) != nil)
+        }
         #expect(DeviceID.random() != DeviceID.random())
     }
 }

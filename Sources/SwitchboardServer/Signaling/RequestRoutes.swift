@@ -86,9 +86,8 @@ extension SignalingSession {
                         cameraOn: request.cameraOn, screenSharing: request.screenSharing), id: id)
             },
             RequestRoute.session(ChangeMediaTypeRequest.self, idempotent: true) { session, request, identity, id in
-                let transaction = TransactionID(rawValue: UUID.random().uuidString.lowercased())
                 await session.call(
-                    .changeMediaType(session.command(identity, request.callId), request.mediaType, transaction), id: id)
+                    .changeMediaType(session.command(identity, request.callId), request.mediaType, .random()), id: id)
             },
             RequestRoute.session(ReplyMediaTypeChangeRequest.self, idempotent: true) { session, request, identity, id in
                 await session.call(
