@@ -11,30 +11,11 @@ import Testing
 /// A database outage loses no record: the writer retries on the node's clock until the database is
 /// back, and reports a backlog past its bound so that new calls are refused meanwhile.
 struct PersistenceWriterOutageTests {
-    /// A store that fails every commit while `broken` is set.
-    final class FlakyStore: CallRecordStore {
-        let inner: any SwitchboardStorage
-        let broken = NIOLockedValueBox(true)
-        let attempts = NIOLockedValueBox(0)
-        init(_ inner: any SwitchboardStorage) { self.inner = inner }
-        func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
-            attempts.withLockedValue { $0 += 1 }
-            if broken.withLockedValue({ $0 }) { throw SwitchboardError(.storageUnavailable) }
-            return try await inner.commit(batch)
-        }
-        func loadJournal() async throws -> [JournalEntry] { try await inner.loadJournal() }
-        func markAlive(at time: Int64) async throws {}
-        func lastAlive() async throws -> Int64? { nil }
-        func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws -> QueryRecordsResponse {
-            try await inner.queryRecords(owner: owner, syncTime: syncTime, count: count, order: order)
-        }
-        func deleteRecords(owner: UserKey, callIds: [CallID]) async throws -> Int { 0 }
-        func deleteAllRecords(owner: UserKey) async throws -> Int { 0 }
-    }
-
     @Test func anOutageIsRetriedUntilTheDatabaseIsBackAndNothingIsLost() async throws {
         let test = try await StorageTests.makeStore(.sqlite)
-        let store = FlakyStore(test.store)
+        let store = RecordingStore(test.store)
+        let broken = NIOLockedValueBox(true)
+        store.refusal.withLockedValue { $0 = { _ in broken.withLockedValue { $0 } ? SwitchboardError(.storageUnavailable) : nil } }
         let clock = TestClock()
         let reported = Recorder<StoredRecord>.Sink()
         let writer = PersistenceWriter(store: store, clock: clock, maxBacklog: 5, logger: .init(label: "test")) {
@@ -50,10 +31,10 @@ struct PersistenceWriterOutageTests {
         }
         // The writer is waiting for its next attempt when the database comes back.
         await clock.waitForSleepers(atLeast: 1)
-        #expect(store.attempts.withLockedValue { $0 } > 100)
+        #expect(store.batches.count > 100)
         #expect(writer.isBacklogged)
         #expect(reported.values.isEmpty)
-        store.broken.withLockedValue { $0 = false }
+        broken.withLockedValue { $0 = false }
         clock.advance(by: .seconds(5))
         await writer.drain()
         #expect(Set(reported.values.map(\.record.callId)).count == 10)
@@ -64,61 +45,52 @@ struct PersistenceWriterOutageTests {
 /// Commits start at least the commit interval apart, on the node's clock: what arrives sooner
 /// waits for the rest of the interval and shares the next transaction.
 struct CommitIntervalTests {
-    /// A store that remembers how many records each commit carried.
-    final class CountingStore: CallRecordStore {
-        let inner: any SwitchboardStorage
-        let commits = NIOLockedValueBox<[Int]>([])
-        let fences = NIOLockedValueBox<[Int64?]>([])
-        init(_ inner: any SwitchboardStorage) { self.inner = inner }
-        func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
-            commits.withLockedValue { $0.append(batch.ended.count) }
-            fences.withLockedValue { $0.append(batch.fence) }
-            return try await inner.commit(batch)
-        }
-        func loadJournal() async throws -> [JournalEntry] { try await inner.loadJournal() }
-        func markAlive(at time: Int64) async throws {}
-        func lastAlive() async throws -> Int64? { nil }
-        func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws -> QueryRecordsResponse {
-            try await inner.queryRecords(owner: owner, syncTime: syncTime, count: count, order: order)
-        }
-        func deleteRecords(owner: UserKey, callIds: [CallID]) async throws -> Int { 0 }
-        func deleteAllRecords(owner: UserKey) async throws -> Int { 0 }
-    }
-
-    @Test(.timeLimit(.minutes(1))) func writesSoonerThanTheIntervalWaitForItAndShareOneCommit() async throws {
-        let test = try await StorageTests.makeStore(.sqlite)
-        let store = CountingStore(test.store)
-        let clock = TestClock()
-        let reported = Recorder<StoredRecord>.Sink()
+    /// A writer with a 5 ms commit interval on a test clock, in front of a recording store.
+    static func writer(
+        clock: any SwitchboardClock = TestClock(), reported: Recorder<StoredRecord>.Sink = .init()
+    ) async throws -> (PersistenceWriter, RecordingStore) {
+        let store = RecordingStore(try await StorageTests.makeStore(.sqlite).store)
         let writer = PersistenceWriter(store: store, clock: clock, commitInterval: .milliseconds(5), logger: .init(label: "test")) {
             reported.add($0)
         }
-        func ended(_ call: String) { writer.submit([StorageTests.draft(StorageTests.alice, call: call, end: 1)]) }
+        return (writer, store)
+    }
+
+    /// Submits the records of a call that ended.
+    static func end(_ call: String, on writer: PersistenceWriter) {
+        writer.submit([StorageTests.draft(StorageTests.alice, call: call, end: 1)])
+    }
+
+    @Test(.timeLimit(.minutes(1))) func writesSoonerThanTheIntervalWaitForItAndShareOneCommit() async throws {
+        let clock = TestClock()
+        let reported = Recorder<StoredRecord>.Sink()
+        let (writer, store) = try await Self.writer(clock: clock, reported: reported)
+        func ended(_ call: String) { Self.end(call, on: writer) }
 
         // The first write after a quiet moment commits at once.
         ended("a")
         await writer.drain()
-        #expect(store.commits.withLockedValue { $0 } == [1])
+        #expect(store.endedPerBatch == [1])
 
         // Three more within the interval: the writer waits on the clock, then commits them together.
         ended("b")
         ended("c")
         ended("d")
         await clock.waitForSleepers(atLeast: 1)
-        #expect(store.commits.withLockedValue { $0 } == [1])
+        #expect(store.endedPerBatch == [1])
         #expect(reported.values.count == 1)
         clock.advance(by: .milliseconds(4))
         #expect(clock.sleeperCount == 1)
         clock.advance(by: .milliseconds(1))
         await writer.drain()
-        #expect(store.commits.withLockedValue { $0 } == [1, 3])
+        #expect(store.endedPerBatch == [1, 3])
         #expect(Set(reported.values.map(\.record.callId.rawValue)) == ["a", "b", "c", "d"])
 
         // Once the interval has passed since the last commit began, a write commits at once again.
         clock.advance(by: .milliseconds(5))
         ended("e")
         await writer.drain()
-        #expect(store.commits.withLockedValue { $0 } == [1, 3, 1])
+        #expect(store.endedPerBatch == [1, 3, 1])
         #expect(clock.sleeperCount == 0)
     }
 
@@ -126,11 +98,9 @@ struct CommitIntervalTests {
     /// when its batch is taken: writes an earlier term queued are refused once a newer term began,
     /// even when the same node leads again.
     @Test(.timeLimit(.minutes(1))) func eachWriteIsFencedByTheTermItWasMadeIn() async throws {
-        let test = try await StorageTests.makeStore(.sqlite)
-        let store = CountingStore(test.store)
         let clock = TestClock()
-        let writer = PersistenceWriter(store: store, clock: clock, commitInterval: .milliseconds(5), logger: .init(label: "test")) { _ in }
-        func ended(_ call: String) { writer.submit([StorageTests.draft(StorageTests.alice, call: call, end: 1)]) }
+        let (writer, store) = try await Self.writer(clock: clock)
+        func ended(_ call: String) { Self.end(call, on: writer) }
         writer.fence = 1
         ended("x")
         await writer.drain()
@@ -142,38 +112,20 @@ struct CommitIntervalTests {
         await clock.waitForSleepers(atLeast: 1)  // "b" waits for the next interval
         clock.advance(by: .milliseconds(5))
         await writer.drain()
-        #expect(store.fences.withLockedValue { $0 } == [1, 1, 2])
-        #expect(store.commits.withLockedValue { $0 } == [1, 1, 1])
+        #expect(store.batches.map(\.fence) == [1, 1, 2])
+        #expect(store.endedPerBatch == [1, 1, 1])
     }
 
     /// A refused batch of the current term makes the node step down; a refused batch of a former
     /// term (writes queued before the node led again) is only dropped.
     @Test(.timeLimit(.minutes(1))) func onlyARefusalOfTheCurrentTermStepsDown() async throws {
-        final class FencingStore: CallRecordStore {
-            let inner: any SwitchboardStorage
-            init(_ inner: any SwitchboardStorage) { self.inner = inner }
-            func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
-                if batch.fence == 1 { throw ClusterError.fenced }
-                return try await inner.commit(batch)
-            }
-            func loadJournal() async throws -> [JournalEntry] { [] }
-            func markAlive(at time: Int64) async throws {}
-            func lastAlive() async throws -> Int64? { nil }
-            func queryRecords(owner: UserKey, syncTime: Int64, count: Int, order: RecordOrder) async throws -> QueryRecordsResponse {
-                try await inner.queryRecords(owner: owner, syncTime: syncTime, count: count, order: order)
-            }
-            func deleteRecords(owner: UserKey, callIds: [CallID]) async throws -> Int { 0 }
-            func deleteAllRecords(owner: UserKey) async throws -> Int { 0 }
-        }
-        let test = try await StorageTests.makeStore(.sqlite)
         let clock = TestClock()
         let reported = Recorder<StoredRecord>.Sink()
-        let writer = PersistenceWriter(
-            store: FencingStore(test.store), clock: clock, commitInterval: .milliseconds(5), logger: .init(label: "test")
-        ) { reported.add($0) }
+        let (writer, store) = try await Self.writer(clock: clock, reported: reported)
+        store.refusal.withLockedValue { $0 = { $0.fence == 1 ? ClusterError.fenced : nil } }
         let stepDowns = NIOLockedValueBox(0)
         writer.onFenced.withLockedValue { $0 = { stepDowns.withLockedValue { $0 += 1 } } }
-        func ended(_ call: String) { writer.submit([StorageTests.draft(StorageTests.alice, call: call, end: 1)]) }
+        func ended(_ call: String) { Self.end(call, on: writer) }
 
         writer.fence = 1
         ended("x")
@@ -206,16 +158,14 @@ struct CommitIntervalTests {
     /// The system's wall clock stepped back (an NTP correction): the writer does not wait for the
     /// old time to come round again, which would hold every record back for as long as the step.
     @Test(.timeLimit(.minutes(1))) func aClockSteppingBackDoesNotHoldCommitsBack() async throws {
-        let test = try await StorageTests.makeStore(.sqlite)
-        let store = CountingStore(test.store)
         let clock = SteppingClock()
-        let writer = PersistenceWriter(store: store, clock: clock, commitInterval: .milliseconds(5), logger: .init(label: "test")) { _ in }
-        writer.submit([StorageTests.draft(StorageTests.alice, call: "a", end: 1)])
+        let (writer, store) = try await Self.writer(clock: clock)
+        Self.end("a", on: writer)
         await writer.drain()
         clock.time.withLockedValue { $0 -= 3_600_000 }
-        writer.submit([StorageTests.draft(StorageTests.alice, call: "b", end: 1)])
+        Self.end("b", on: writer)
         await writer.drain()
-        #expect(store.commits.withLockedValue { $0 } == [1, 1])
+        #expect(store.endedPerBatch == [1, 1])
         #expect(clock.sleeps.withLockedValue { $0 }.allSatisfy { $0 <= clock.now() })
         #expect(clock.now() < 1_000_000)
     }
