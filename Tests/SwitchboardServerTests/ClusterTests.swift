@@ -262,14 +262,14 @@ import FoundationNetworking
         for index in others { await cluster.nodes[index].stop() }
     }
 
-    /// A block waiting for a leader that stops answering is sent again to the next leader, which
-    /// answers it: the request succeeds instead of being refused, and the block holds.
-    @Test(.timeLimit(.minutes(1))) func aBlockWaitingForALeaderThatLeavesIsAnsweredByTheNext() async throws {
-        let (cluster, leader, alice, bob) = try await Self.twoUsersBesideTheLeader()
+    /// The leader stops taking its messages; `request` starts, and this returns once a message for
+    /// the leader waits in the table: the request is waiting for the leader.
+    static func waitingForTheLeader<T: Sendable>(
+        _ cluster: TestCluster, _ leader: Int, _ request: @escaping @Sendable () async throws -> T
+    ) async throws -> Task<T, any Error> {
         let leaderNode = try #require(cluster.nodes[leader].node.context.cluster)
-        // The leader takes no more messages: bob's block waits for it.
         await leaderNode.bus.stop()
-        let block = Task { try await bob.callStore.blockUsers(["alice"]) }
+        let task = Task { try await request() }
         let storage = try #require(cluster.nodes[leader].node.context.storage as? PostgresStorage)
         func waiting() async throws -> Int64 {
             let rows = try await storage.client.query(
@@ -277,6 +277,15 @@ import FoundationNetworking
             return try #require(try await rows.decode(Int64.self).first { _ in true })
         }
         while try await waiting() == 0 { await Task.yield() }
+        return task
+    }
+
+    /// A block waiting for a leader that stops answering is sent again to the next leader, which
+    /// answers it: the request succeeds instead of being refused, and the block holds.
+    @Test(.timeLimit(.minutes(1))) func aBlockWaitingForALeaderThatLeavesIsAnsweredByTheNext() async throws {
+        let (cluster, leader, alice, bob) = try await Self.twoUsersBesideTheLeader()
+        // The leader takes no more messages: bob's block waits for it.
+        let block = try await Self.waitingForTheLeader(cluster, leader) { try await bob.callStore.blockUsers(["alice"]) }
 
         _ = try await Self.theLeaderLeaves(cluster, leader)
         #expect(try await block.value == ["alice"])
@@ -293,17 +302,8 @@ import FoundationNetworking
     @Test(.timeLimit(.minutes(1))) func aLoginWaitingForALeaderThatLeavesIsAnsweredByTheNext() async throws {
         let (cluster, leader, alice, _) = try await Self.twoUsersBesideTheLeader()
         let others = (0..<3).filter { $0 != leader }
-        let leaderNode = try #require(cluster.nodes[leader].node.context.cluster)
         // The leader takes no more messages: carol's login waits for it.
-        await leaderNode.bus.stop()
-        let login = Task { try await Self.client(cluster, others[1], "carol") }
-        let storage = try #require(cluster.nodes[leader].node.context.storage as? PostgresStorage)
-        func waiting() async throws -> Int64 {
-            let rows = try await storage.client.query(
-                "SELECT count(*)::bigint FROM switchboard_messages WHERE target = \(leaderNode.id)", logger: Logger(label: "test"))
-            return try #require(try await rows.decode(Int64.self).first { _ in true })
-        }
-        while try await waiting() == 0 { await Task.yield() }
+        let login = try await Self.waitingForTheLeader(cluster, leader) { try await Self.client(cluster, others[1], "carol") }
 
         _ = try await Self.theLeaderLeaves(cluster, leader)
         let carol = try await login.value
