@@ -1,22 +1,20 @@
 import Foundation
 import SwitchboardProtocol
 
-/// A request frame, parsed once: its `id` and `type` read leniently, so that a bad frame is still
-/// answered at its id, and its `data` decoded, from the same parse, as the request its type names
-/// when the server serves that type (``RequestRoute/decode``).
+/// A request frame, parsed once: its ``RequestHeader`` (`id` and `type`, read leniently so that a
+/// bad frame is still answered at its id) and its `data` decoded, from the same parse, as the
+/// request its type names when the server serves that type (``RequestRoute/decode``).
 struct RequestFrame: Decodable {
-    enum Keys: String, CodingKey { case id, type, data }
+    enum Keys: String, CodingKey { case data }
 
-    var id: String?
-    var type: String?
+    var header: RequestHeader
     /// The request, or why `data` is not one; nil when the type is missing or not served.
     var request: Result<any SignalingRequest, any Error>?
 
     init(from decoder: any Decoder) throws {
+        header = try RequestHeader(from: decoder)
         let container = try decoder.container(keyedBy: Keys.self)
-        id = try? container.decodeIfPresent(String.self, forKey: .id)
-        type = try? container.decodeIfPresent(String.self, forKey: .type)
-        if let type, let route = SignalingSession.routes[RequestType(rawValue: type)] {
+        if let type = header.type, let route = SignalingSession.routes[RequestType(rawValue: type)] {
             request = Result { try route.decode(container) }
         }
     }

@@ -57,7 +57,7 @@ final class SignalingSession: @unchecked Sendable {
             fail(nil, SwitchboardError(.malformedMessage, "not a JSON object"))
             return
         }
-        guard let rawID = frame.id else {
+        guard let rawID = frame.header.id else {
             fail(nil, SwitchboardError(.malformedMessage, "id: missing or not a string"))
             return
         }
@@ -71,7 +71,7 @@ final class SignalingSession: @unchecked Sendable {
             fail(id, limited)
             return
         }
-        guard let type = frame.type else {
+        guard let type = frame.header.type else {
             fail(id, SwitchboardError(.malformedMessage, "type: missing or not a string"))
             return
         }
