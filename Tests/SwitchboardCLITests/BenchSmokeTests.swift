@@ -26,7 +26,8 @@ import Testing
     }
 
     @Test func invite() throws {
-        let results = try Self.run("invite")
+        // Also the plumbing of held calls and of the server's commit interval.
+        let results = try Self.run("invite", ["--hold-ms", "20", "--server-commit-interval", "0"])
         let step = try #require(results["step"] as? [String: Any])
         let counters = try #require(step["counters"] as? [String: Any])
         #expect(counters["errors"] as? Int == 0 && counters["unfinished"] as? Int == 0)

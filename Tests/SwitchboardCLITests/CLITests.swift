@@ -116,6 +116,14 @@ struct CLITests {
         #expect(process.terminationStatus == 0)
     }
 
+    @Test func serveRefusesACommitIntervalOutOfRange() throws {
+        for flag in ["--commit-interval=1001", "--commit-interval=-1"] {
+            let output = try Self.run(["serve", "--port", "0", flag])
+            #expect(output.status != 0, "\(flag)")
+            #expect(output.stderr.contains("the commit interval must be 0-1000 ms"), "\(output.stderr)")
+        }
+    }
+
     @Test func serveRefusesAThreadCountOutOfRange() throws {
         for count in ["0", "257"] {
             let output = try Self.run(["serve", "--port", "0", "--threads", count])
