@@ -59,6 +59,7 @@ let package = Package(
             dependencies: [
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -218,7 +219,7 @@ let package = Package(
         // MARK: tests
         .testTarget(
             name: "SwitchboardProtocolTests",
-            dependencies: ["SwitchboardProtocol"],
+            dependencies: ["SwitchboardProtocol", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             exclude: ["Fixtures"],
             resources: [.copy("Golden")]
         ),

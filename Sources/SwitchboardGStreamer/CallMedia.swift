@@ -246,11 +246,11 @@ actor CallMedia {
 
 /// Where the bus thread reports failed elements, once the call's media can hear of them.
 private final class TransportFailures: Sendable {
-    private let box = NIOLockedValueBox<(@Sendable (String) -> Void)?>(nil)
+    private let box = LockedCallback<(@Sendable (String) -> Void)?>(nil)
 
     var handler: (@Sendable (String) -> Void)? {
-        get { box.withLockedValue { $0 } }
-        set { box.withLockedValue { $0 = newValue } }
+        get { box.function }
+        set { box.function = newValue }
     }
 
     func report(_ path: String) { handler?(path) }

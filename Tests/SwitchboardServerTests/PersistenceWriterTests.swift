@@ -15,7 +15,7 @@ struct PersistenceWriterOutageTests {
         let test = try await StorageTests.makeStore(.sqlite)
         let store = RecordingStore(test.store)
         let broken = NIOLockedValueBox(true)
-        store.refusal.withLockedValue { $0 = { _ in broken.withLockedValue { $0 } ? SwitchboardError(.storageUnavailable) : nil } }
+        store.refusal.function = { _ in broken.withLockedValue { $0 } ? SwitchboardError(.storageUnavailable) : nil }
         let clock = TestClock()
         let reported = Recorder<StoredRecord>.Sink()
         let writer = PersistenceWriter(store: store, clock: clock, maxBacklog: 5, logger: .init(label: "test")) {
@@ -122,9 +122,9 @@ struct CommitIntervalTests {
         let clock = TestClock()
         let reported = Recorder<StoredRecord>.Sink()
         let (writer, store) = try await Self.writer(clock: clock, reported: reported)
-        store.refusal.withLockedValue { $0 = { $0.fence == 1 ? ClusterError.fenced : nil } }
+        store.refusal.function = { $0.fence == 1 ? ClusterError.fenced : nil }
         let stepDowns = NIOLockedValueBox(0)
-        writer.onFenced.withLockedValue { $0 = { stepDowns.withLockedValue { $0 += 1 } } }
+        writer.onFenced.function = { stepDowns.withLockedValue { $0 += 1 } }
         func ended(_ call: String) { Self.end(call, on: writer) }
 
         writer.fence = 1

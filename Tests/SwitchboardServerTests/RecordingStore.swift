@@ -8,7 +8,7 @@ import SwitchboardProtocol
 final class RecordingStore: CallRecordStore {
     let inner: any SwitchboardStorage
     /// Asked before each commit: an error refuses the batch.
-    let refusal = NIOLockedValueBox<@Sendable (PersistenceBatch) -> (any Error)?>({ _ in nil })
+    let refusal = LockedCallback<@Sendable (PersistenceBatch) -> (any Error)?>({ _ in nil })
     private let given = NIOLockedValueBox<[PersistenceBatch]>([])
 
     init(_ inner: any SwitchboardStorage) { self.inner = inner }
@@ -20,7 +20,7 @@ final class RecordingStore: CallRecordStore {
 
     func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
         given.withLockedValue { $0.append(batch) }
-        if let error = refusal.withLockedValue({ $0 })(batch) { throw error }
+        if let error = refusal.function(batch) { throw error }
         return try await inner.commit(batch)
     }
     func loadJournal() async throws -> [JournalEntry] { try await inner.loadJournal() }

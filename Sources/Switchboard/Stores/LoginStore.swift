@@ -43,10 +43,10 @@ public final class LoginStore: Sendable {
     private let configuration: NIOLockedValueBox<SwitchboardConfiguration>
     /// Runs before each login: the client applies a configuration given since the last one.
     var beforeLogin: @Sendable () -> Void {
-        get { hooks.withLockedValue { $0 } }
-        set { hooks.withLockedValue { $0 = newValue } }
+        get { hooks.function }
+        set { hooks.function = newValue }
     }
-    private let hooks = NIOLockedValueBox<@Sendable () -> Void>({})
+    private let hooks = LockedCallback<@Sendable () -> Void>({})
 
     init(signaling: SignalingClient, callStore: CallStore, configuration: NIOLockedValueBox<SwitchboardConfiguration>) {
         self.signaling = signaling

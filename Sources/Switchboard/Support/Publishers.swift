@@ -91,7 +91,14 @@ private final class SubjectBox<Output>: @unchecked Sendable {
 
 /// Ends an observation once, whether the subscriber cancels before or after it started.
 private final class StopBox: Sendable {
-    private let box = NIOLockedValueBox<(stop: (@Sendable () -> Void)?, stopped: Bool)>((nil, false))
+    /// A struct, not a tuple: a tuple holding a closure is rewrapped on every access of the box
+    /// (``LockedCallback``).
+    private struct State {
+        var stop: (@Sendable () -> Void)?
+        var stopped = false
+    }
+
+    private let box = NIOLockedValueBox(State())
 
     func set(_ stop: @escaping @Sendable () -> Void) {
         let stopNow = box.withLockedValue { box -> Bool in

@@ -130,9 +130,7 @@ final class ClusterNode: CallRouter, Service {
     // MARK: - the service
 
     func run() async throws {
-        writer.onFenced.withLockedValue { onFenced in
-            onFenced = { [weak self] in Task { await self?.stepDown(reason: "fenced") } }
-        }
+        writer.onFenced.function = { [weak self] in Task { await self?.stepDown(reason: "fenced") } }
         bus.start { [weak self] messages in await self?.received(messages) }
         while !Task.isCancelled {
             await tick()

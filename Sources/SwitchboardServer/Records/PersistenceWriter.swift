@@ -91,7 +91,7 @@ final class PersistenceWriter: Sendable {
     /// Called when a batch of the current term was refused because another node leads now: the
     /// writes are dropped (the calls are the new leader's), and the node steps down. A refused
     /// batch of a former term is only dropped.
-    let onFenced = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+    let onFenced = LockedCallback<(@Sendable () -> Void)?>(nil)
 
     /// Writes queued and being written.
     var backlog: Int { state.withLockedValue { $0.queue.count + $0.writing } }
@@ -207,7 +207,7 @@ final class PersistenceWriter: Sendable {
                 self.logger.warning(
                     "writes refused: another node's term began after they were made",
                     metadata: ["ended": "\(batch.ended.count)", "term": "\(batch.fence ?? 0)"])
-                if current { self.onFenced.withLockedValue { $0 }?() }
+                if current { self.onFenced.function?() }
                 self.flushNext()
             case .failure(let error):
                 self.logger.error(

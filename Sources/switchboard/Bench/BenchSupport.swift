@@ -29,7 +29,7 @@ final class BenchClient: Sendable {
     let index: Int
     private let socketBox = NIOLockedValueBox<BenchSocket?>(nil)
     private let waiters = NIOLockedValueBox<[String: CheckedContinuation<ByteBuffer, any Error>]>([:])
-    private let handler = NIOLockedValueBox<BenchSocket.Receive?>(nil)
+    private let handler = LockedCallback<BenchSocket.Receive?>(nil)
     private let closed = NIOLockedValueBox(false)
 
     init(user: String, index: Int) {
@@ -67,7 +67,7 @@ final class BenchClient: Sendable {
 
     /// Frames that no waiter takes go here (on the event loop).
     func onFrame(_ receive: @escaping BenchSocket.Receive) {
-        handler.withLockedValue { $0 = receive }
+        handler.function = receive
     }
 
     private func received(_ buffer: ByteBuffer, _ time: UInt64) {
@@ -77,7 +77,7 @@ final class BenchClient: Sendable {
             waiter.resume(returning: buffer)
             return
         }
-        handler.withLockedValue { $0 }?(buffer, time)
+        handler.function?(buffer, time)
     }
 }
 
