@@ -1,3 +1,4 @@
+import NIOCore
 import SwitchboardProtocol
 
 /// What is remembered of an ended call: enough to answer `callAlreadyEnded` and to tell a device
@@ -36,13 +37,15 @@ struct EndedCalls: Sendable {
     private var calls: [CallID: EndedCall] = [:]
     /// The remembered ended calls of each user, oldest first.
     private var byUser: [UserKey: [CallID]] = [:]
-    /// Every remembered call in the order it ended; the ones before `head` are forgotten.
-    private var order: [CallID] = []
-    private var head = 0
+    /// Every remembered call in the order it ended (a ring: forgetting the oldest moves nothing).
+    private var order = CircularBuffer<CallID>()
 
+    /// The table is made at its full size (only its index is written until calls come): growing
+    /// it rehashes every call it holds, a stall of the event loop the engine runs on.
     init(retention: Int64, limit: Int) {
         self.retention = retention
         self.limit = limit
+        calls.reserveCapacity(limit + 1)
     }
 
     subscript(id: CallID) -> EndedCall? { calls[id] }
@@ -73,22 +76,17 @@ struct EndedCalls: Sendable {
     /// Forgets the calls that ended more than `retention` ago, and the oldest beyond `limit`.
     mutating func forget(now: Int64) {
         let horizon = now - retention
-        while head < order.count {
-            let id = order[head]
+        while let id = order.first {
             guard let ended = calls[id] else {
-                head += 1
+                order.removeFirst()
                 continue
             }
-            guard ended.endedAt < horizon || order.count - head > limit else { break }
+            guard ended.endedAt < horizon || order.count > limit else { break }
             calls[id] = nil
             for user in ended.members.keys {
                 forgetLeading(of: UserKey(app: ended.app, user: user))
             }
-            head += 1
-        }
-        if head > 1024 && head * 2 > order.count {
-            order.removeFirst(head)
-            head = 0
+            order.removeFirst()
         }
     }
 
