@@ -89,4 +89,22 @@ struct BoundedCacheTests {
         #expect(cache.value(for: -1) == "kept")
         #expect(cache.value(for: 0) == nil)
     }
+
+    /// The same with a cache large enough to be split into shards: the bound holds over all of
+    /// them, and an entry in use survives a flood of others however they hash.
+    @Test func aShardedCacheKeepsWhatIsUsedWithinItsCapacity() {
+        var cache = BoundedCache<Int, String>(capacity: 40_000)
+        cache.insert("kept", for: -1)
+        var most = 0
+        for key in 0..<200_000 {
+            cache.insert("made-up", for: key)
+            if key % 100 == 0 { _ = cache.value(for: -1) }
+            most = max(most, cache.count)
+        }
+        #expect(most <= 40_000)
+        #expect(most > 20_000)
+        #expect(cache.value(for: -1) == "kept")
+        #expect(cache.value(for: 0) == nil)
+        #expect(cache.value(for: 199_999) == "made-up")
+    }
 }

@@ -4,38 +4,58 @@
 /// per-entry bookkeeping; attacker-chosen keys (profiles of users that do not exist) can only
 /// push out entries nobody used since the last swap.
 ///
-/// The newer generation is made at its full size, so it never grows: growing a dictionary
-/// rehashes all it holds, which at 100,000 entries stalls the calling event loop for over 20 ms.
+/// A large cache is split by key hash into shards of about 4,096 entries, each with its own two
+/// generations: growing a dictionary rehashes all it holds and dropping a generation frees all of
+/// it, and at 100,000 entries either stalls the calling event loop for over 20 ms; a shard's take
+/// well under a millisecond. The hash is seeded per process, so keys cannot be aimed at one shard.
 struct BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private struct Generations: Sendable {
+        var recent: [Key: Value] = [:]
+        var older: [Key: Value] = [:]
+    }
+
     let capacity: Int
-    private var recent: [Key: Value] = [:]
-    private var older: [Key: Value] = [:]
+    /// Entries one shard holds at most (its newer generation is swapped at half of it).
+    private let shardCapacity: Int
+    private var shards: [Generations]
 
     init(capacity: Int) {
         self.capacity = max(2, capacity)
-        recent.reserveCapacity(self.capacity / 2)
+        let shardCount = min(64, max(1, self.capacity / 4_096))
+        shardCapacity = self.capacity / shardCount
+        shards = Array(repeating: Generations(), count: shardCount)
     }
 
-    var count: Int { recent.count + older.count }
+    var count: Int { shards.reduce(0) { $0 + $1.recent.count + $1.older.count } }
 
     mutating func value(for key: Key) -> Value? {
-        if let value = recent[key] { return value }
-        guard let value = older.removeValue(forKey: key) else { return nil }
-        insert(value, for: key)
+        let shard = shard(of: key)
+        if let value = shards[shard].recent[key] { return value }
+        guard let value = shards[shard].older.removeValue(forKey: key) else { return nil }
+        insert(value, for: key, in: shard)
         return value
     }
 
     mutating func remove(_ key: Key) {
-        recent[key] = nil
-        older[key] = nil
+        let shard = shard(of: key)
+        shards[shard].recent[key] = nil
+        shards[shard].older[key] = nil
     }
 
     mutating func insert(_ value: Value, for key: Key) {
-        older[key] = nil
-        recent[key] = value
-        if recent.count >= capacity / 2 {
-            older = recent
-            recent = Dictionary(minimumCapacity: capacity / 2)
+        insert(value, for: key, in: shard(of: key))
+    }
+
+    private mutating func insert(_ value: Value, for key: Key, in shard: Int) {
+        shards[shard].older[key] = nil
+        shards[shard].recent[key] = value
+        if shards[shard].recent.count >= shardCapacity / 2 {
+            shards[shard].older = shards[shard].recent
+            shards[shard].recent = [:]
         }
+    }
+
+    private func shard(of key: Key) -> Int {
+        shards.count == 1 ? 0 : Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))
     }
 }
