@@ -66,6 +66,24 @@ struct RequestLedgerTests {
         #expect(await duplicate.value == "first")
     }
 
+    /// Answers dropped by the per-device bound or a logout leave nothing behind in the order of
+    /// arrival, and the sweep still gets past them to what is due: a device that stopped long ago
+    /// is evicted behind thousands of answers its busy neighbour's bound dropped meanwhile.
+    @Test func droppedAnswersLeaveNothingBehindAndTheSweepGetsPastThem() async {
+        let ledger = RequestLedger(limits: .init(perDevice: 4, retention: 1_000))
+        #expect(await Self.answer(ledger, "old", Self.device(0), now: 0))
+        for index in 0..<5_000 { #expect(await Self.answer(ledger, "r\(index)", Self.device(1), now: 500)) }
+        #expect(ledger.entryCount == 5)
+        #expect(ledger.arrivalCount == 5)
+        ledger.forget(Self.device(1))
+        #expect(ledger.arrivalCount == 1)
+        // Past the retention the old answer goes, after the 5,000 gaps (a few requests' sweeps).
+        for index in 0..<8 { #expect(await Self.answer(ledger, "n\(index)", Self.device(2), now: 1_001)) }
+        #expect(ledger.deviceCount == 1)
+        #expect(ledger.entryCount == 4)
+        #expect(ledger.arrivalCount == 4)
+    }
+
     @Test func aLogoutForgetsTheDeviceAndReleasesItsWaiters() async {
         let ledger = RequestLedger()
         #expect(await ledger.begin("a", device: Self.device(0), now: 0) == nil)

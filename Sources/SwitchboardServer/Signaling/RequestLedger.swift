@@ -28,7 +28,7 @@ final class RequestLedger: Sendable {
     private struct Entry {
         var answer: String?
         var at: Int64
-        /// Tells this entry from an older one with the same id in the arrival queue.
+        /// Its key in ``State/arrivals``: when it arrived, among all devices' entries.
         var sequence: UInt64
         var waiters: [CheckedContinuation<String, Never>] = []
     }
@@ -43,14 +43,19 @@ final class RequestLedger: Sendable {
     private struct Arrival {
         var device: DeviceKey
         var id: RequestID
-        var sequence: UInt64
     }
 
     private struct State {
         var logs: [DeviceKey: Log] = [:]
-        /// Every entry, in the order it arrived: what is evicted first by age or by the totals.
-        var arrivals: [Arrival] = []
-        var arrivalsHead = 0
+        /// Every entry by its sequence number, the order it arrived in: what is evicted first by
+        /// age or by the totals. An entry removed any other way (the per-device bound, a logout)
+        /// leaves a gap, skipped once when the sweep reaches it (at most ``maxSkipsPerSweep`` per
+        /// request); nothing is ever compacted, so no request pays for a pass over the whole
+        /// ledger (the queue this replaces was filtered whole, under the lock, each time its dead
+        /// entries outnumbered the live ones: 400,000 of them at the totals).
+        var arrivals: [UInt64: Arrival] = [:]
+        /// The sequence number the eviction sweep looks at next.
+        var oldest: UInt64 = 1
         var bytes = 0
         var entries = 0
         var nextSequence: UInt64 = 0
@@ -80,7 +85,7 @@ final class RequestLedger: Sendable {
             let sequence = state.nextSequence
             state.logs[device, default: Log()].entries[id] = Entry(answer: nil, at: now, sequence: sequence)
             state.logs[device]?.order.append(id)
-            state.arrivals.append(Arrival(device: device, id: id, sequence: sequence))
+            state.arrivals[sequence] = Arrival(device: device, id: id)
             state.entries += 1
             trimDevice(&state, device)
             return .fresh
@@ -125,6 +130,7 @@ final class RequestLedger: Sendable {
             guard let log = state.logs.removeValue(forKey: device) else { return [] }
             var waiters: [CheckedContinuation<String, Never>] = []
             for entry in log.entries.values {
+                state.arrivals[entry.sequence] = nil
                 state.entries -= 1
                 state.bytes -= entry.answer?.utf8.count ?? 0
                 waiters += entry.waiters
@@ -149,33 +155,33 @@ final class RequestLedger: Sendable {
     /// Number of entries remembered, over all devices.
     var entryCount: Int { state.withLockedValue { $0.entries } }
 
+    /// Entries in the arrival order (tests: as many as ``entryCount``, whatever was removed).
+    var arrivalCount: Int { state.withLockedValue { $0.arrivals.count } }
+
     // MARK: - bounds
+
+    /// Gaps one request's sweep skips at most; the rest wait for the next request. Eviction can
+    /// then lag behind the totals by a few entries for as many requests as the gaps take.
+    static let maxSkipsPerSweep = 1_024
 
     /// Drops, oldest first, the answers past their retention or beyond the totals. An entry still
     /// being handled stops the sweep (it is answered within the request); it is never dropped.
     private func evict(_ state: inout State, now: Int64) {
         let horizon = now - limits.retention
-        while state.arrivalsHead < state.arrivals.count {
-            let arrival = state.arrivals[state.arrivalsHead]
-            guard let entry = state.logs[arrival.device]?.entries[arrival.id], entry.sequence == arrival.sequence else {
-                state.arrivalsHead += 1  // already gone
+        var skips = 0
+        while state.oldest <= state.nextSequence {
+            guard let arrival = state.arrivals[state.oldest],
+                let entry = state.logs[arrival.device]?.entries[arrival.id]
+            else {
+                state.oldest += 1  // already gone
+                skips += 1
+                if skips >= Self.maxSkipsPerSweep { break }
                 continue
             }
             let over = entry.at < horizon || state.bytes > limits.totalBytes || state.entries > limits.totalEntries
             guard over, entry.answer != nil else { break }
             remove(&state, arrival.device, arrival.id)
-            state.arrivalsHead += 1
-        }
-        if state.arrivalsHead > 1024 && state.arrivalsHead * 2 > state.arrivals.count {
-            state.arrivals.removeFirst(state.arrivalsHead)
-            state.arrivalsHead = 0
-        }
-        // Entries removed by the per-device bound stay in the queue until they reach its head.
-        if state.arrivals.count - state.arrivalsHead > 2 * state.entries + 1024 {
-            state.arrivals = state.arrivals[state.arrivalsHead...].filter { arrival in
-                state.logs[arrival.device]?.entries[arrival.id]?.sequence == arrival.sequence
-            }
-            state.arrivalsHead = 0
+            state.oldest += 1
         }
     }
 
@@ -191,6 +197,7 @@ final class RequestLedger: Sendable {
         guard var log = state.logs.removeValue(forKey: device), let entry = log.entries.removeValue(forKey: id) else {
             return
         }
+        state.arrivals[entry.sequence] = nil
         state.entries -= 1
         state.bytes -= entry.answer?.utf8.count ?? 0
         while log.head < log.order.count, log.entries[log.order[log.head]] == nil { log.head += 1 }
