@@ -173,7 +173,8 @@ final class RequestLedger: Sendable {
             guard let arrival = state.arrivals[state.oldest],
                 let entry = state.logs[arrival.device]?.entries[arrival.id]
             else {
-                state.oldest += 1  // already gone
+                state.arrivals[state.oldest] = nil  // already gone (never kept, should it happen)
+                state.oldest += 1
                 skips += 1
                 if skips >= Self.maxSkipsPerSweep { break }
                 continue
