@@ -4,10 +4,10 @@
 /// per-entry bookkeeping; attacker-chosen keys (profiles of users that do not exist) can only
 /// push out entries nobody used since the last swap.
 ///
-/// A large cache is split by key hash into shards of about 4,096 entries, each with its own two
-/// generations: growing a dictionary rehashes all it holds and dropping a generation frees all of
-/// it, and at 100,000 entries either stalls the calling event loop for over 20 ms; a shard's take
-/// well under a millisecond. The hash is seeded per process, so keys cannot be aimed at one shard.
+/// A large cache is split by key hash into shards of about 4,096 entries (``ShardLayout``), each
+/// with its own two generations: growing a dictionary rehashes all it holds and dropping a
+/// generation frees all of it, and at 100,000 entries either stalls the calling event loop for over
+/// 20 ms; a shard's take well under a millisecond.
 struct BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Generations: Sendable {
         var recent: [Key: Value] = [:]
@@ -15,15 +15,14 @@ struct BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     let capacity: Int
-    /// Entries one shard holds at most (its newer generation is swapped at half of it).
-    private let shardCapacity: Int
+    /// A shard's newer generation is swapped at half its capacity.
+    private let layout: ShardLayout
     private var shards: [Generations]
 
     init(capacity: Int) {
         self.capacity = max(2, capacity)
-        let shardCount = min(64, max(1, self.capacity / 4_096))
-        shardCapacity = self.capacity / shardCount
-        shards = Array(repeating: Generations(), count: shardCount)
+        layout = ShardLayout(capacity: self.capacity, entriesPerShard: 4_096, maxShards: 64)
+        shards = Array(repeating: Generations(), count: layout.count)
     }
 
     var count: Int { shards.reduce(0) { $0 + $1.recent.count + $1.older.count } }
@@ -49,13 +48,11 @@ struct BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private mutating func insert(_ value: Value, for key: Key, in shard: Int) {
         shards[shard].older[key] = nil
         shards[shard].recent[key] = value
-        if shards[shard].recent.count >= shardCapacity / 2 {
+        if shards[shard].recent.count >= layout.capacityPerShard / 2 {
             shards[shard].older = shards[shard].recent
             shards[shard].recent = [:]
         }
     }
 
-    private func shard(of key: Key) -> Int {
-        shards.count == 1 ? 0 : Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))
-    }
+    private func shard(of key: Key) -> Int { layout.index(of: key) }
 }

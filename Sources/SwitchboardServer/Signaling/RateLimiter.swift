@@ -91,10 +91,10 @@ public struct RateLimits: Sendable, Equatable {
 /// are dropped, then, if that is not enough, the least recently used. Forgetting a bucket can only
 /// give its subject a full burst again, never refuse anyone more.
 ///
-/// The buckets are split by key hash into shards of about 1,024, each with its own lock and its
-/// own share of the capacity: making room sorts one shard, not 100,000 buckets under the one lock
-/// every request takes (tens of milliseconds, for anyone who opens connections or tries user ids
-/// fast enough). The hash is seeded per process, so subjects cannot be aimed at one shard.
+/// The buckets are split by key hash into shards of about 1,024 (``ShardLayout``), each with its
+/// own lock and its own share of the capacity: making room sorts one shard, not 100,000 buckets
+/// under the one lock every request takes (tens of milliseconds, for anyone who opens connections or
+/// tries user ids fast enough).
 final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -112,20 +112,16 @@ final class RateLimiter: Sendable {
     private let disabled: Bool
     /// The most buckets kept at once.
     let capacity: Int
-    /// The most buckets one shard keeps.
-    private let shardCapacity: Int
+    private let layout: ShardLayout
 
     init(disabled: Bool, capacity: Int = 100_000) {
         self.disabled = disabled
         self.capacity = max(1, capacity)
-        let shardCount = min(128, max(1, self.capacity / 1_024))
-        shardCapacity = self.capacity / shardCount
-        shards = (0..<shardCount).map { _ in NIOLockedValueBox([:]) }
+        layout = ShardLayout(capacity: self.capacity, entriesPerShard: 1_024, maxShards: 128)
+        shards = (0..<layout.count).map { _ in NIOLockedValueBox([:]) }
     }
 
-    private func shard(_ key: Key) -> NIOLockedValueBox<[Key: Bucket]> {
-        shards.count == 1 ? shards[0] : shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
-    }
+    private func shard(_ key: Key) -> NIOLockedValueBox<[Key: Bucket]> { shards[layout.index(of: key)] }
 
     /// Takes a token; when none is left, the error says after how many ms one will be.
     func take(_ limit: RateLimit, _ kind: String, _ subject: String, now: Int64) -> SwitchboardError? {
@@ -135,7 +131,7 @@ final class RateLimiter: Sendable {
             var bucket = refill(buckets[key], limit, now)
             defer {
                 bucket.fullAt = now + Self.millisecondsToFill(bucket, limit)
-                if buckets.updateValue(bucket, forKey: key) == nil, buckets.count > shardCapacity {
+                if buckets.updateValue(bucket, forKey: key) == nil, buckets.count > layout.capacityPerShard {
                     shrink(&buckets, keeping: key, now: now)
                 }
             }
@@ -186,7 +182,7 @@ final class RateLimiter: Sendable {
     /// Drops a shard's full buckets, then its least recently used, down to 90% of its capacity.
     private func shrink(_ buckets: inout [Key: Bucket], keeping key: Key, now: Int64) {
         buckets = buckets.filter { $0.key == key || $0.value.fullAt > now }
-        let target = shardCapacity * 9 / 10
+        let target = layout.capacityPerShard * 9 / 10
         guard buckets.count > target else { return }
         let oldest = buckets.filter { $0.key != key }.sorted { $0.value.updated < $1.value.updated }
         for (stale, _) in oldest.prefix(buckets.count - target) { buckets[stale] = nil }
