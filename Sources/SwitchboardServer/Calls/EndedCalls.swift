@@ -54,9 +54,10 @@ struct EndedCalls: Sendable {
     /// are forgotten).
     var listedCount: Int { byUser.values.reduce(0) { $0 + $1.count } }
 
-    /// The remembered ended calls `user` was a member of, oldest first.
+    /// The remembered ended calls `user` was a member of, oldest first (``forget(now:)`` takes a
+    /// forgotten call out of its members' lists as it goes).
     func calls(of user: UserKey) -> [CallID] {
-        byUser[user]?.filter { calls[$0] != nil } ?? []
+        byUser[user] ?? []
     }
 
     /// Remembers a call that ended at `now` (every member has left it).
