@@ -13,8 +13,13 @@ struct EndedCallsTests {
         return machine.handle(event, now: now)
     }
 
-    /// Calls ended by alice and bob, c1 … c6, the third of them carol's call to bob instead.
-    private static func sixEndedCalls(_ machine: inout CallStateMachine, from t0: Int64) {
+    /// A machine configured by `configure` in which alice and bob ended calls c1 … c6 (the third of
+    /// them carol's call to bob instead), c1 at t0 + 1.5 s and each of the others 1 s later.
+    private static func sixEndedCalls(_ configure: (inout CallStateMachine.Configuration) -> Void) -> CallStateMachine {
+        var configuration = CallStateMachine.Configuration()
+        configure(&configuration)
+        var machine = CallStateMachine(configuration: configuration)
+        let t0 = Rows.t0
         for index in 1...6 {
             let caller = index == 3 ? "carol" : "alice"
             let device = index == 3 ? "c1" : "a1"
@@ -22,6 +27,7 @@ struct EndedCallsTests {
             _ = apply(Rows.start(caller, device, to: ["bob"], call: "c\(index)"), to: &machine, at: now)
             _ = apply(Rows.hangup(caller, device, "c\(index)"), to: &machine, at: now + 500)
         }
+        return machine
     }
 
     /// The ends a device coming online is told of, by call id, in order.
@@ -37,10 +43,7 @@ struct EndedCallsTests {
     }
 
     @Test func theOldestAreForgottenAtTheBoundAndTheRestAreStillKnown() {
-        var configuration = CallStateMachine.Configuration()
-        configuration.maxEndedCalls = 3
-        var machine = CallStateMachine(configuration: configuration)
-        Self.sixEndedCalls(&machine, from: Rows.t0)
+        var machine = Self.sixEndedCalls { $0.maxEndedCalls = 3 }
         let later = Rows.t0 + 10_000
         // c1-c3 are beyond the bound of three: forgotten, so unknown; c4-c6 ended.
         #expect(Self.apply(Rows.accept("bob", "b1", "c2"), to: &machine, at: later).reply == .failure(SwitchboardError(.callNotFound)))
@@ -54,10 +57,7 @@ struct EndedCallsTests {
     }
 
     @Test func endedCallsAreForgottenAfterTheRetention() {
-        var configuration = CallStateMachine.Configuration()
-        configuration.endedCallRetention = 60_000
-        var machine = CallStateMachine(configuration: configuration)
-        Self.sixEndedCalls(&machine, from: Rows.t0)
+        var machine = Self.sixEndedCalls { $0.endedCallRetention = 60_000 }
         // c1-c3 ended at t0 + 1.5, 2.5 and 3.5 s; 63.6 s after t0 only they are past the 60 s.
         let later = Rows.t0 + 63_600
         #expect(Self.endsHeard(by: "bob", "b9", &machine, at: later) == ["c4", "c5", "c6"])
