@@ -146,9 +146,12 @@ let package = Package(
         ),
 
         // MARK: tools (shipped in the CLI: the demo player, child processes, waiting for events)
+        // posix_spawn with glibc's closefrom and chdir actions (C: they need _GNU_SOURCE).
+        .target(name: "CSpawn"),
         .target(
             name: "SwitchboardTools",
             dependencies: [
+                "CSpawn",
                 "Switchboard",
                 "SwitchboardProtocol",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -219,7 +222,9 @@ let package = Package(
         // MARK: tests
         .testTarget(
             name: "SwitchboardProtocolTests",
-            dependencies: ["SwitchboardProtocol", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: [
+                "SwitchboardProtocol", "SwitchboardTools", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             exclude: ["Fixtures"],
             resources: [.copy("Golden")]
         ),

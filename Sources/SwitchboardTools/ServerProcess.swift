@@ -14,10 +14,10 @@ public final class ServerProcess: Sendable {
     public let port: Int
     /// Everything the process printed on stdout so far.
     public var output: String { outputBox.withLockedValue { $0 } }
-    private let process: Process
+    private let process: ChildProcess
     private let outputBox: NIOLockedValueBox<String>
 
-    private init(process: Process, port: Int, outputBox: NIOLockedValueBox<String>) {
+    private init(process: ChildProcess, port: Int, outputBox: NIOLockedValueBox<String>) {
         self.process = process
         self.port = port
         self.outputBox = outputBox
@@ -26,7 +26,10 @@ public final class ServerProcess: Sendable {
     /// A child nobody holds any more is not left running (a test that failed half-way, a bench
     /// that stopped early).
     deinit {
-        if process.isRunning { sendSignal(process.processIdentifier, SIGKILL) }
+        if process.isRunning {
+            process.send(SIGKILL)
+            _ = process.waitForExit()
+        }
     }
 
     /// Starts `binary <command> --port PORT <arguments>` and returns once it prints that it listens
@@ -35,24 +38,16 @@ public final class ServerProcess: Sendable {
         binary: URL, command: String = "serve", port requestedPort: Int = 0, arguments: [String], directory: URL,
         errorLog: URL? = nil
     ) throws -> ServerProcess {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = [command, "--port", "\(requestedPort)", "--log-level", "error"] + arguments
-        process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SWITCHBOARD_") }
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        if let errorLog {
-            _ = FileManager.default.createFile(atPath: errorLog.path, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: errorLog)
-        } else {
-            process.standardError = FileHandle.nullDevice
-        }
-        try process.run()
+        let process = try ChildProcess(
+            executable: binary,
+            arguments: [command, "--port", "\(requestedPort)", "--log-level", "error"] + arguments,
+            environment: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SWITCHBOARD_") },
+            directory: directory, output: .pipe, error: errorLog.map { .file($0) } ?? .null)
+        let stdout = process.output!
         let output = NIOLockedValueBox("")
         var port: Int?
         while port == nil {
-            let chunk = stdout.fileHandleForReading.availableData
+            let chunk = stdout.availableData
             if chunk.isEmpty { break }
             let text = output.withLockedValue { text in
                 text += String(decoding: chunk, as: UTF8.self)
@@ -65,13 +60,14 @@ public final class ServerProcess: Sendable {
             }
         }
         guard let port else {
-            process.terminate()
-            throw ProcessError(description: "the server did not start: \(output.withLockedValue { $0 })")
+            process.send(SIGKILL)
+            _ = process.waitForExit()
+            throw ChildProcessError(description: "the server did not start: \(output.withLockedValue { $0 })")
         }
         // Keep reading so the server never blocks on a full pipe.
         Thread.detachNewThread {
             while true {
-                let chunk = stdout.fileHandleForReading.availableData
+                let chunk = stdout.availableData
                 if chunk.isEmpty { return }
                 output.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
             }
@@ -84,35 +80,23 @@ public final class ServerProcess: Sendable {
 
     /// `kill -9`: no shutdown at all.
     public func kill() {
-        sendSignal(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.send(SIGKILL)
+        _ = process.waitForExit()
     }
 
     /// SIGTERM: a graceful shutdown.
     public func terminate() {
-        process.terminate()
+        process.send(SIGTERM)
     }
 
     /// Waits for the process to end; returns its exit status, or nil if it was killed by a signal.
     public func waitForExit() async -> Int32? {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                self.process.waitUntilExit()
-                continuation.resume(returning: self.process.terminationReason == .exit ? self.process.terminationStatus : nil)
-            }
-        }
+        if case .exit(let status) = await process.ended() { return status }
+        return nil
     }
 
     public var isRunning: Bool { process.isRunning }
 
     /// The process id (to read its memory in /proc).
     public var processIdentifier: Int32 { process.processIdentifier }
-
-    public struct ProcessError: Error, CustomStringConvertible {
-        public var description: String
-    }
-}
-
-private func sendSignal(_ pid: Int32, _ signal: Int32) {
-    _ = kill(pid, signal)
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardProtocol
+import SwitchboardTools
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -23,19 +24,15 @@ struct CLITests {
     }
 
     static func run(_ arguments: [String]) throws -> Output {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let process = try ChildProcess(executable: binary, arguments: arguments, output: .pipe, error: .pipe)
+        let stdout = process.output!.readDataToEndOfFile()
+        let stderr = process.error!.readDataToEndOfFile()
+        let termination = process.waitForExit()
+        guard case .exit(let status) = termination else {
+            throw ChildProcessError(description: "\(arguments) ended by \(termination)")
+        }
         return Output(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            status: status, stdout: String(decoding: stdout, as: UTF8.self),
             stderr: String(decoding: stderr, as: UTF8.self))
     }
 
@@ -83,20 +80,14 @@ struct CLITests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = ["serve", "--port", "0", "--log-level", "warning"] + extra
-        process.currentDirectoryURL = directory
-        process.environment = ["SWITCHBOARD_ADMIN_SECRET": "from-env"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            executable: Self.binary, arguments: ["serve", "--port", "0", "--log-level", "warning"] + extra,
+            environment: ["SWITCHBOARD_ADMIN_SECRET": "from-env"], directory: directory, output: .pipe)
 
         // Read the banner as it comes.
         var banner = ""
         while !banner.contains("Stop with Ctrl-C") {
-            let chunk = out.fileHandleForReading.availableData
+            let chunk = process.output!.availableData
             if chunk.isEmpty { break }
             banner += String(decoding: chunk, as: UTF8.self)
         }
@@ -110,10 +101,8 @@ struct CLITests {
         let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/health")!)
         #expect(String(decoding: data, as: UTF8.self).contains("\"status\":\"ok\""))
 
-        process.terminate()  // SIGTERM
-        process.waitUntilExit()
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 0)
+        process.send(SIGTERM)
+        #expect(await process.ended() == .exit(0))
     }
 
     @Test func serveRefusesACommitIntervalOutOfRange() throws {

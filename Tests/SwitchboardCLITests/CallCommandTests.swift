@@ -88,25 +88,17 @@ final class Spawned: Sendable {
     private let finished: Task<(Int32, String), Never>
 
     init(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = CLITests.binary
-        process.arguments = arguments
-        let out = Pipe()
-        let stdin = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = stdin
-        input = stdin.fileHandleForWriting
+        let process = try ChildProcess(executable: CLITests.binary, arguments: arguments, input: .pipe, output: .pipe)
+        input = process.input!
         let (lines, continuation) = AsyncStream<String>.makeStream()
         output = Recorder(lines)
-        try process.run()
         finished = Task.detached {
             await withCheckedContinuation { (result: CheckedContinuation<(Int32, String), Never>) in
                 Thread.detachNewThread {
                     var text = ""
                     var pending = Data()
                     while true {
-                        let chunk = out.fileHandleForReading.availableData
+                        let chunk = process.output!.availableData
                         if chunk.isEmpty { break }
                         pending.append(chunk)
                         while let newline = pending.firstIndex(of: 10) {
@@ -117,8 +109,12 @@ final class Spawned: Sendable {
                         }
                     }
                     continuation.finish()
-                    process.waitUntilExit()
-                    result.resume(returning: (process.terminationStatus, text))
+                    let status: Int32
+                    switch process.waitForExit() {
+                    case .exit(let code): status = code
+                    case .signal(let signal): status = 128 + signal  // as a shell shows it
+                    }
+                    result.resume(returning: (status, text))
                 }
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 @testable import SwitchboardProtocol
+import SwitchboardTools
 import Testing
 
 struct UserSigTests {
@@ -231,15 +232,12 @@ struct UserSigTests {
     }
 
     static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw SwitchboardError(.userSigBadSignature, "\(executable) exited with \(process.terminationStatus)") }
+        let process = try ChildProcess(executable: URL(fileURLWithPath: executable), arguments: arguments, output: .pipe)
+        let output = process.output!.readDataToEndOfFile()
+        let termination = process.waitForExit()
+        guard termination == .exit(0) else {
+            throw SwitchboardError(.userSigBadSignature, "\(executable) ended with \(termination)")
+        }
         return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
