@@ -36,6 +36,9 @@ import Testing
         #expect((Self.latency(step["hangupToRecordsDurable"])?["count"] as? Int ?? 0) > 0)
         #expect(results["ratioP50"] is Double)
         #expect(step["serverCPUPerCallMicros"] is Double && step["generatorCPUPerCallMicros"] is Double)
+        let total = try #require(step["serverCPUPerCallMicros"] as? Double)
+        let kernel = try #require(step["serverKernelCPUPerCallMicros"] as? Double)
+        #expect(kernel >= 0 && kernel <= total)
     }
 
     @Test func lifecycle() throws {

@@ -525,7 +525,8 @@ final class Bench: Sendable {
             ])
         print("invite delay p50 / echo round trip p50 = \(step.invite.ratio(to: echo.roundTrip))")
         print(
-            "CPU per call: server \(step.serverCPUPerCallMicros.map { "\(Int($0)) µs" } ?? "n/a (not its parent)"), "
+            "CPU per call: server \(step.serverCPUPerCallMicros.map { "\(Int($0)) µs" } ?? "n/a (not its parent)")"
+                + (step.serverKernelCPUPerCallMicros.map { " (\(Int($0)) µs of it in the kernel)" } ?? "") + ", "
                 + "load generator \(step.generatorCPUPerCallMicros.map { "\(Int($0)) µs" } ?? "n/a")")
         if let nodes = step.nodeCPUPerCallMicros, nodes.count > 1 {
             print("  per node: " + nodes.enumerated().map { "node \($0.offset) \(Int($0.element)) µs" }.joined(separator: ", "))

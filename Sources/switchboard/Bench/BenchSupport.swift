@@ -185,15 +185,31 @@ func residentKilobytes(of pid: Int32) -> Int? {
     return line.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }.first
 }
 
-/// CPU seconds (user + system) a process has used so far, from /proc/PID/stat.
+/// CPU seconds a process has used so far, from /proc/PID/stat: in user space and in the kernel.
+struct CPUTimes {
+    var user: Double
+    var system: Double
+    var total: Double { user + system }
+
+    static func of(_ pid: Int32) -> CPUTimes? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = text.lastIndex(of: ")")
+        else { return nil }
+        // After "pid (comm)": state is field 3; utime and stime are fields 14 and 15.
+        let fields = text[text.index(after: end)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        let tick = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return CPUTimes(user: user / tick, system: system / tick)
+    }
+
+    static func - (after: CPUTimes, before: CPUTimes) -> CPUTimes {
+        CPUTimes(user: after.user - before.user, system: after.system - before.system)
+    }
+}
+
+/// CPU seconds (user + system) a process has used so far.
 func cpuSeconds(of pid: Int32) -> Double? {
-    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-        let end = text.lastIndex(of: ")")
-    else { return nil }
-    // After "pid (comm)": state is field 3; utime and stime are fields 14 and 15.
-    let fields = text[text.index(after: end)...].split(separator: " ")
-    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    CPUTimes.of(pid)?.total
 }
 
 /// How late the server's event loops ran (its `/metrics`, `switchboard_event_loop_lag_*`).

@@ -342,6 +342,8 @@ final class CallLoad: Sendable {
 struct CPUUse {
     /// The server nodes together, and each.
     var server: Double?
+    /// Of `server`, the part spent in the kernel (system time).
+    var serverKernel: Double?
     var nodes: [Double]
     /// Every postgres process on this machine, when asked.
     var database: Double?
@@ -349,17 +351,19 @@ struct CPUUse {
 
     /// Measures `body`.
     static func measure<T>(serverPids: [Int32], database: Bool = false, _ body: () async throws -> T) async rethrows -> (T, CPUUse) {
-        let before = serverPids.map(cpuSeconds)
+        let before = serverPids.map(CPUTimes.of)
         let databaseBefore = database ? postgresCPUSeconds() : nil
         let generator = cpuSeconds(of: getpid()) ?? 0
         let result = try await body()
-        let nodes = zip(before, serverPids.map(cpuSeconds)).compactMap { before, after in
+        let used = zip(before, serverPids.map(CPUTimes.of)).compactMap { before, after in
             before.flatMap { before in after.map { $0 - before } }
         }
+        let nodes = used.map(\.total)
         return (
             result,
             CPUUse(
-                server: nodes.isEmpty ? nil : nodes.reduce(0, +), nodes: nodes,
+                server: nodes.isEmpty ? nil : nodes.reduce(0, +),
+                serverKernel: used.isEmpty ? nil : used.map(\.system).reduce(0, +), nodes: nodes,
                 database: databaseBefore.flatMap { before in postgresCPUSeconds().map { $0 - before } },
                 generator: (cpuSeconds(of: getpid()) ?? 0) - generator)
         )
@@ -378,6 +382,8 @@ struct StepReport: Codable {
     /// CPU time per completed call (user + system, µs): the server's (when its pid is known) and
     /// the load generator's own.
     var serverCPUPerCallMicros: Double?
+    /// Of it, the kernel's part (system time: the socket and file system calls, waking threads).
+    var serverKernelCPUPerCallMicros: Double?
     var generatorCPUPerCallMicros: Double?
     /// In a cluster: each node's, and PostgreSQL's (every postgres process on the machine).
     var nodeCPUPerCallMicros: [Double]?
@@ -394,6 +400,7 @@ struct StepReport: Codable {
         self.hangupToRecordsDurable = load.records.summary
         let calls = Double(max(1, counters.completed))
         serverCPUPerCallMicros = cpu.server.map { ($0 / calls * 1e6).rounded() }
+        serverKernelCPUPerCallMicros = cpu.serverKernel.map { ($0 / calls * 1e6).rounded() }
         generatorCPUPerCallMicros = (cpu.generator / calls * 1e6).rounded()
         nodeCPUPerCallMicros = cpu.nodes.count > 1 ? cpu.nodes.map { ($0 / calls * 1e6).rounded() } : nil
         databaseCPUPerCallMicros = cpu.database.map { ($0 / calls * 1e6).rounded() }
