@@ -23,6 +23,17 @@ import Testing
         let results = try Self.run("echo")
         let echo = try #require(results["echo"] as? [String: Any])
         #expect((Self.latency(echo["roundTrip"])?["count"] as? Int ?? 0) == 200)
+        #expect(echo["intervalMicros"] as? Int == 0)
+    }
+
+    /// With a pause between round trips (the threads sleep, as between the frames of calls at a low rate).
+    @Test func echoWithPauses() throws {
+        let results = try Self.run("echo", ["--interval-us", "200"])
+        let echo = try #require(results["echo"] as? [String: Any])
+        #expect((Self.latency(echo["roundTrip"])?["count"] as? Int ?? 0) == 200)
+        #expect(echo["intervalMicros"] as? Int == 200)
+        let refused = try CLITests.run(["bench", "echo", "--smoke", "--interval-us=-1"])
+        #expect(refused.status != 0 && refused.stderr.contains("--interval-us must be 0-1000000"), "\(refused.stderr)")
     }
 
     @Test func invite() throws {

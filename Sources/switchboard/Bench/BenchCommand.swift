@@ -77,17 +77,27 @@ struct BenchCommand: AsyncParsableCommand {
             abstract: "The floor: round trips through a bare WebSocket echo server (same library, same client code).")
         @OptionGroup var options: Options
         @Option(help: "Round trips to time.") var messages = 50_000
+        @Option(
+            name: .customLong("interval-us"),
+            help: "Pause after each reply before the next message, in µs (0: back to back; with a pause the threads sleep between round trips, as at a call rate).")
+        var intervalMicros = 0
 
         func run() async throws {
+            guard (0...1_000_000).contains(intervalMicros) else {
+                throw ValidationError("--interval-us must be 0-1000000")
+            }
             let bench = try await Bench(options)
             defer { bench.stop() }
             let count = options.smoke ? 200 : messages
-            let report = try await bench.echo(messages: count)
+            let report = try await bench.echo(messages: count, interval: .microseconds(Int64(intervalMicros)))
             Bench.table(
-                "echo: \(count) sequential round trips of a \(report.messageBytes)-byte message",
+                "echo: \(count) sequential round trips of a \(report.messageBytes)-byte message"
+                    + (intervalMicros > 0 ? ", \(intervalMicros) µs apart" : ", back to back"),
                 LatencySummary.header, [["round trip"] + report.roundTrip.row])
             print("throughput \(Int(report.messagesPerSecond)) round trips/s on one connection")
-            try bench.write(options.json, scenario: "echo", parameters: ["messages": count], results: ["echo": report])
+            try bench.write(
+                options.json, scenario: "echo", parameters: ["messages": count, "intervalMicros": intervalMicros],
+                results: ["echo": report])
         }
     }
 
@@ -392,11 +402,11 @@ final class Bench: Sendable {
     static let echoPayload =
         #"{"id":"s123.45","type":"call.start","data":{"participantIds":["uabcdr123"],"mediaType":"audio"}}"#
 
-    func echo(messages: Int) async throws -> EchoReport {
+    func echo(messages: Int, interval: TimeAmount = .zero) async throws -> EchoReport {
         guard let echoServer else { throw BenchError("no echo server") }
         return try await measureEcho(
             host: "127.0.0.1", port: echoServer.port, messages: messages, payload: Self.echoPayload,
-            source: "127.0.0.\(10)", group: group)
+            source: "127.0.0.\(10)", group: group, interval: interval)
     }
 
     func callLoad(pairs: Int, hold: TimeAmount = .zero) async throws -> CallLoad {

@@ -8,14 +8,19 @@ import SwitchboardProtocol
 struct EchoReport: Codable {
     var messages: Int
     var messageBytes: Int
+    /// The pause between a reply and the next message (0: back to back, the threads never sleep).
+    var intervalMicros: Int
     var roundTrip: LatencySummary
     var messagesPerSecond: Double
 }
 
 /// Sequential round trips of `payload` through a WebSocket echo server, sent and timed on the
 /// event loop (no thread hop in the measured path). The first tenth warms up and is not recorded.
+/// With an `interval`, each message waits that long after the previous reply, so every thread on
+/// the path (the client's and the server's) has gone to sleep and is woken by the message.
 func measureEcho(
-    host: String, port: Int, messages: Int, payload: String, source: String?, group: any EventLoopGroup
+    host: String, port: Int, messages: Int, payload: String, source: String?, group: any EventLoopGroup,
+    interval: TimeAmount = .zero
 ) async throws -> EchoReport {
     final class Loop: Sendable {
         let state = NIOLockedValueBox<(sentAt: UInt64, remaining: Int, warmup: Int)>((0, 0, 0))
@@ -37,9 +42,16 @@ func measureEcho(
                 }
                 return state.remaining > 0
             }
-            if next {
-                loop.state.withLockedValue { $0.sentAt = monotonicNanos() }
-                loop.socket.withLockedValue { $0 }?.send(payload)
+            if next, let socket = loop.socket.withLockedValue({ $0 }) {
+                let send: @Sendable () -> Void = {
+                    loop.state.withLockedValue { $0.sentAt = monotonicNanos() }
+                    socket.send(payload)
+                }
+                if interval > .zero {
+                    socket.channel.eventLoop.scheduleTask(in: interval, send)
+                } else {
+                    send()
+                }
             } else {
                 loop.done.withLockedValue { $0.take() }?.resume()
             }
@@ -58,7 +70,8 @@ func measureEcho(
     let seconds = Double(monotonicNanos() - started) / 1e9
     socket.close()
     return EchoReport(
-        messages: messages, messageBytes: payload.utf8.count, roundTrip: recorder.summary,
+        messages: messages, messageBytes: payload.utf8.count, intervalMicros: Int(interval.nanoseconds / 1000),
+        roundTrip: recorder.summary,
         messagesPerSecond: (Double(messages + warmup) / seconds).rounded())
 }
 
