@@ -30,6 +30,14 @@ struct RequestLedgerTests {
         #expect(await Self.answer(ledger, "r0", Self.device(0), now: 0))
     }
 
+    /// At a bound of 0 an answer is dropped as soon as it is given, and the device with it.
+    @Test func aDeviceBoundOfZeroKeepsNothing() async {
+        let ledger = RequestLedger(limits: .init(perDevice: 0))
+        #expect(await Self.answer(ledger, "r0", Self.device(0), now: 0))
+        #expect(ledger.entryCount == 0 && ledger.deviceCount == 0 && ledger.byteCount == 0 && ledger.arrivalCount == 0)
+        #expect(await Self.answer(ledger, "r0", Self.device(0), now: 0))  // nothing to resend: handled again
+    }
+
     @Test func answersAgeOutAndDevicesThatAreGoneAreForgotten() async {
         let ledger = RequestLedger(limits: .init(retention: 1_000))
         for index in 0..<50 { #expect(await Self.answer(ledger, "r", Self.device(index), now: 0)) }

@@ -38,6 +38,31 @@ final class RequestLedger: Sendable {
         var order: [RequestID] = []
         var head = 0
         var entries: [RequestID: Entry] = [:]
+
+        /// Records the answer to `id`; returns its waiters, or nil when it has no entry or an answer.
+        mutating func answer(_ id: RequestID, _ answer: String) -> [CheckedContinuation<String, Never>]? {
+            guard let index = entries.index(forKey: id), entries.values[index].answer == nil else { return nil }
+            let waiters = entries.values[index].waiters
+            entries.values[index].answer = answer
+            entries.values[index].waiters = []
+            return waiters
+        }
+
+        /// The oldest request of this device that has its answer.
+        var oldestAnswered: RequestID? {
+            order[head...].first { entries[$0]?.answer != nil }
+        }
+
+        /// Removes `id`'s entry and moves `head` past the ids that are gone.
+        mutating func remove(_ id: RequestID) -> Entry? {
+            guard let entry = entries.removeValue(forKey: id) else { return nil }
+            while head < order.count, entries[order[head]] == nil { head += 1 }
+            if head > 64 && head * 2 > order.count {
+                order.removeFirst(head)
+                head = 0
+            }
+            return entry
+        }
     }
 
     private struct Arrival {
@@ -78,16 +103,24 @@ final class RequestLedger: Sendable {
         }
         let start = state.withLockedValue { state -> Start in
             evict(&state, now: now)
-            if let entry = state.logs[device]?.entries[id] {
-                return entry.answer.map(Start.answered) ?? .wait
+            // The device's log is looked up once and changed in place.
+            let index: [DeviceKey: Log].Index
+            if let found = state.logs.index(forKey: device) {
+                if let entry = state.logs.values[found].entries[id] {
+                    return entry.answer.map(Start.answered) ?? .wait
+                }
+                index = found
+            } else {
+                state.logs[device] = Log()
+                index = state.logs.index(forKey: device)!
             }
             state.nextSequence += 1
             let sequence = state.nextSequence
-            state.logs[device, default: Log()].entries[id] = Entry(answer: nil, at: now, sequence: sequence)
-            state.logs[device]?.order.append(id)
+            state.logs.values[index].entries[id] = Entry(answer: nil, at: now, sequence: sequence)
+            state.logs.values[index].order.append(id)
             state.arrivals[sequence] = Arrival(device: device, id: id)
             state.entries += 1
-            trimDevice(&state, device)
+            trimDevice(&state, at: index)
             return .fresh
         }
         switch start {
@@ -112,13 +145,11 @@ final class RequestLedger: Sendable {
     /// duplicate waiting for it.
     func finish(_ id: RequestID, device: DeviceKey, answer: String) {
         let waiters = state.withLockedValue { state -> [CheckedContinuation<String, Never>] in
-            guard var entry = state.logs[device]?.entries[id], entry.answer == nil else { return [] }
-            let waiters = entry.waiters
-            entry.answer = answer
-            entry.waiters = []
-            state.logs[device]?.entries[id] = entry
+            guard let index = state.logs.index(forKey: device) else { return [] }
+            let waiters = state.logs.values[index].answer(id, answer)
+            guard let waiters else { return [] }
             state.bytes += answer.utf8.count
-            trimDevice(&state, device)
+            trimDevice(&state, at: index)
             return waiters
         }
         waiters.forEach { $0.resume(returning: answer) }
@@ -186,27 +217,30 @@ final class RequestLedger: Sendable {
         }
     }
 
-    /// Keeps a device's answered entries to `perDevice`, dropping its oldest.
-    private func trimDevice(_ state: inout State, _ device: DeviceKey) {
-        while let log = state.logs[device], log.entries.count > limits.perDevice {
-            guard let oldest = log.order[log.head...].first(where: { log.entries[$0]?.answer != nil }) else { return }
-            remove(&state, device, oldest)
+    /// Keeps the answered entries of the device at `index` to `perDevice`, dropping its oldest.
+    private func trimDevice(_ state: inout State, at index: [DeviceKey: Log].Index) {
+        while state.logs.values[index].entries.count > limits.perDevice {
+            guard let oldest = state.logs.values[index].oldestAnswered else { return }
+            // With no entry left the device is forgotten, and `index` with it.
+            guard remove(&state, at: index, oldest) else { return }
         }
     }
 
     private func remove(_ state: inout State, _ device: DeviceKey, _ id: RequestID) {
-        guard var log = state.logs.removeValue(forKey: device), let entry = log.entries.removeValue(forKey: id) else {
-            return
-        }
+        guard let index = state.logs.index(forKey: device) else { return }
+        remove(&state, at: index, id)
+    }
+
+    /// Removes an entry of the device at `index`; a device left without entries is forgotten.
+    /// Returns whether the device is still there.
+    @discardableResult
+    private func remove(_ state: inout State, at index: [DeviceKey: Log].Index, _ id: RequestID) -> Bool {
+        guard let entry = state.logs.values[index].remove(id) else { return true }
         state.arrivals[entry.sequence] = nil
         state.entries -= 1
         state.bytes -= entry.answer?.utf8.count ?? 0
-        while log.head < log.order.count, log.entries[log.order[log.head]] == nil { log.head += 1 }
-        if log.entries.isEmpty { return }  // the device is forgotten
-        if log.head > 64 && log.head * 2 > log.order.count {
-            log.order.removeFirst(log.head)
-            log.head = 0
-        }
-        state.logs[device] = log
+        guard state.logs.values[index].entries.isEmpty else { return true }
+        state.logs.remove(at: index)
+        return false
     }
 }
