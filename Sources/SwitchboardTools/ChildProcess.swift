@@ -91,6 +91,12 @@ public final class ChildProcess: Sendable {
         self.error = parentEnds[2].map { FileHandle(fileDescriptor: $0, closeOnDealloc: true) }
     }
 
+    /// A child that has ended is reaped, so it does not stay a zombie; one still running is left
+    /// running (``ServerProcess`` kills its own).
+    deinit {
+        _ = reap()
+    }
+
     /// Whether the child has not ended yet (reaps it if it has).
     public var isRunning: Bool { reap() == nil }
 

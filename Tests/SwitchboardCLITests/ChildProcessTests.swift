@@ -43,6 +43,17 @@ struct ChildProcessTests {
         #expect(child.waitForExit() == .signal(SIGKILL))
     }
 
+    @Test func aChildThatEndedIsReapedWhenNobodyHoldsItAnyMore() throws {
+        var child: ChildProcess? = try ChildProcess(executable: URL(fileURLWithPath: "/bin/true"), arguments: [])
+        let pid = try #require(child?.processIdentifier)
+        // Waits for the end without reaping: the child is a zombie until somebody does.
+        var info = siginfo_t()
+        #expect(waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == 0)
+        #expect(FileManager.default.fileExists(atPath: "/proc/\(pid)"))
+        child = nil
+        #expect(!FileManager.default.fileExists(atPath: "/proc/\(pid)"), "pid \(pid) is still a zombie")
+    }
+
     @Test func aMissingExecutableIsAnError() {
         #expect(throws: ChildProcessError.self) {
             try ChildProcess(executable: URL(fileURLWithPath: "/nonexistent/switchboard"), arguments: [])
