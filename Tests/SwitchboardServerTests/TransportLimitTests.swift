@@ -113,6 +113,9 @@ struct TransportLimitTests {
         let server = try await TestServer.start { $0.connections.maxPendingPerAddress = 5 }
         var held: [RawTCPClient] = []
         for _ in 0..<5 { held.append(try await RawTCPClient.connect(port: server.port, sourceAddress: "127.0.0.9")) }
+        // Admitted (each has its head deadline) before the sixth: connections are admitted on their
+        // own event loops, so a sixth connected at once could be admitted before one of the five.
+        #expect(await server.node.context.deadlines.waitUntil { $0.count == 5 })
         let refused = try await RawTCPClient.connect(port: server.port, sourceAddress: "127.0.0.9")
         try await refused.waitUntilClosed()
         // Another address connects and logs in.
