@@ -344,53 +344,6 @@ extension StorageTests {
     }
 }
 
-struct TimerQueueTests {
-    @Test func popsDueKeysInDeadlineOrder() {
-        var queue = TimerQueue<String>()
-        queue.set("c", at: 30)
-        queue.set("a", at: 10)
-        queue.set("b", at: 20)
-        queue.set("d", at: 40)
-        #expect(queue.earliestDeadline() == 10)
-        #expect(queue.popDue(now: 25) == ["a", "b"])
-        #expect(queue.earliestDeadline() == 30)
-        #expect(queue.count == 2)
-    }
-
-    @Test func cancelAndMove() {
-        var queue = TimerQueue<String>()
-        queue.set("a", at: 10)
-        queue.set("b", at: 20)
-        queue.cancel("a")
-        queue.set("b", at: 50)
-        queue.set("c", at: 30)
-        #expect(queue.earliestDeadline() == 30)
-        #expect(queue.popDue(now: 40) == ["c"])
-        #expect(queue.popDue(now: 60) == ["b"])
-        #expect(queue.earliestDeadline() == nil)
-    }
-
-    @Test func manyRandomTimersComeOutSorted() {
-        var queue = TimerQueue<Int>()
-        let seed = FuzzBudget.firstSeed("timer queue")
-        var generator = SeededRandom(seed: seed)
-        var expected: [Int: Int64] = [:]
-        for key in 0..<2000 {
-            let deadline = Int64.random(in: 0...10_000, using: &generator)
-            queue.set(key, at: deadline)
-            expected[key] = deadline
-            if key % 7 == 0 {
-                queue.cancel(key)
-                expected[key] = nil
-            }
-        }
-        let popped = queue.popDue(now: 10_000)
-        #expect(Set(popped) == Set(expected.keys), "SWITCHBOARD_FUZZ_SEED=\(seed)")
-        let deadlines = popped.map { expected[$0]! }
-        #expect(deadlines == deadlines.sorted(), "SWITCHBOARD_FUZZ_SEED=\(seed)")
-    }
-}
-
 struct PersistenceWriterTests {
     @Test func aBatchKeepsTheLastSaveOfACallAndNoneOfAnEndedOne() {
         func save(_ id: CallID, _ at: Int64) -> PersistenceWriter.Write {
