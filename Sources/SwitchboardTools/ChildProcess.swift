@@ -107,6 +107,13 @@ public final class ChildProcess: Sendable {
         }
     }
 
+    /// SIGKILL, then waits for the end (quick: the child cannot catch it).
+    @discardableResult
+    public func killAndReap() -> Termination {
+        send(SIGKILL)
+        return waitForExit()
+    }
+
     /// Blocks until the child ends.
     public func waitForExit() -> Termination {
         while true {

@@ -26,10 +26,7 @@ public final class ServerProcess: Sendable {
     /// A child nobody holds any more is not left running (a test that failed half-way, a bench
     /// that stopped early).
     deinit {
-        if process.isRunning {
-            process.send(SIGKILL)
-            _ = process.waitForExit()
-        }
+        if process.isRunning { process.killAndReap() }
     }
 
     /// Starts `binary <command> --port PORT <arguments>` and returns once it prints that it listens
@@ -60,8 +57,7 @@ public final class ServerProcess: Sendable {
             }
         }
         guard let port else {
-            process.send(SIGKILL)
-            _ = process.waitForExit()
+            process.killAndReap()
             throw ChildProcessError(description: "the server did not start: \(output.withLockedValue { $0 })")
         }
         // Keep reading so the server never blocks on a full pipe.
@@ -80,8 +76,7 @@ public final class ServerProcess: Sendable {
 
     /// `kill -9`: no shutdown at all.
     public func kill() {
-        process.send(SIGKILL)
-        _ = process.waitForExit()
+        process.killAndReap()
     }
 
     /// SIGTERM: a graceful shutdown.

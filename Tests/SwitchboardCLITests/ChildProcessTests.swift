@@ -54,9 +54,23 @@ struct ChildProcessTests {
         #expect(!FileManager.default.fileExists(atPath: "/proc/\(pid)"), "pid \(pid) is still a zombie")
     }
 
-    @Test func aMissingExecutableIsAnError() {
+    /// What the child writes to a `.file` stream is in the file once it ends (the servers' error logs).
+    @Test func anOutputCanGoToAFile() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try "an older log".write(to: file, atomically: true, encoding: .utf8)
+        let child = try ChildProcess(
+            executable: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", "echo to stderr >&2"], error: .file(file))
+        #expect(child.waitForExit() == .exit(0))
+        #expect(try String(contentsOf: file, encoding: .utf8) == "to stderr\n")
+    }
+
+    @Test func aChildThatCannotStartIsAnError() {
         #expect(throws: ChildProcessError.self) {
             try ChildProcess(executable: URL(fileURLWithPath: "/nonexistent/switchboard"), arguments: [])
+        }
+        #expect(throws: ChildProcessError.self) {
+            try ChildProcess(executable: URL(fileURLWithPath: "/bin/true"), arguments: [], input: .file(URL(fileURLWithPath: "/dev/null")))
         }
     }
 }
