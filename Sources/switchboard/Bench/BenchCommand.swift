@@ -82,10 +82,11 @@ struct BenchCommand: AsyncParsableCommand {
             help: "Pause after each reply before the next message, in µs (0: back to back; with a pause the threads sleep between round trips, as at a call rate).")
         var intervalMicros = 0
 
+        func validate() throws {
+            guard (0...1_000_000).contains(intervalMicros) else { throw ValidationError("--interval-us must be 0-1000000") }
+        }
+
         func run() async throws {
-            guard (0...1_000_000).contains(intervalMicros) else {
-                throw ValidationError("--interval-us must be 0-1000000")
-            }
             let bench = try await Bench(options)
             defer { bench.stop() }
             let count = options.smoke ? 200 : messages

@@ -16,8 +16,8 @@ struct EchoReport: Codable {
 
 /// Sequential round trips of `payload` through a WebSocket echo server, sent and timed on the
 /// event loop (no thread hop in the measured path). The first tenth warms up and is not recorded.
-/// With an `interval`, each message waits that long after the previous reply, so every thread on
-/// the path (the client's and the server's) has gone to sleep and is woken by the message.
+/// With an `interval`, each message waits that long after the previous reply, so the threads on the
+/// path (the client's and the server's) can go to sleep and are woken by the message.
 func measureEcho(
     host: String, port: Int, messages: Int, payload: String, source: String?, group: any EventLoopGroup,
     interval: TimeAmount = .zero
