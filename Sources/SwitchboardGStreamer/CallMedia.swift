@@ -105,6 +105,7 @@ actor CallMedia {
     private var failed: Set<String> = []
 
     private let emit: @Sendable (MediaEvent) -> Void
+    private let blocking: BlockingCalls
 
     init(
         configuration: GStreamerMediaEngine.Configuration, logger: Logger,
@@ -113,6 +114,7 @@ actor CallMedia {
         self.configuration = configuration
         self.logger = logger
         self.emit = emit
+        blocking = BlockingCalls(clock: configuration.clock, limit: configuration.stallLimit)
         pipeline = try Element.make("pipeline", name: "switchboard-call")
         let router = self.router
         let transportFailures = self.transportFailures
@@ -191,7 +193,7 @@ actor CallMedia {
         let connection = try PeerConnection(
             peer: peer, name: "peer-\(peer.rawValue)-\(generation)", pipeline: pipeline, ice: ice, events: events,
             router: router, recordDirectory: configuration.recordDirectory, playback: configuration.playback,
-            logger: logger, emit: emit)
+            blocking: blocking, logger: logger, emit: emit)
         for kind in TrackKind.allCases {
             if let chain = chains[kind] { try connection.attach(kind, tee: chain.tee) }
         }
@@ -239,7 +241,11 @@ actor CallMedia {
     /// Ends the call's media: every connection closes (recordings get their ends), then the pipeline.
     func close() async {
         for peer in Array(slots.keys) { await closePeer(peer) }
-        pipeline.setState(GST_STATE_NULL)
+        let pipeline = self.pipeline
+        if await !blocking.run({ pipeline.setState(GST_STATE_NULL) }) {
+            logger.error("the call's pipeline did not stop in time: left behind")
+            emit(.teardownStalled(nil, "pipeline"))
+        }
         await bus.stop()
     }
 }

@@ -26,7 +26,9 @@ import SwitchboardProtocol
 ///   answering, the engine sets them to the offer's.
 ///
 /// All work on the pipeline runs in one ordered job queue; GStreamer's threads only touch the
-/// thread-safe parts (receiving chains, counters) and hand events to the SDK.
+/// thread-safe parts (receiving chains, counters) and hand events to the SDK. A teardown step that
+/// could block that queue (an element whose thread webrtcbin holds) is waited for at most
+/// ``Configuration/stallLimit`` and then left behind, reported as ``MediaEvent/teardownStalled(_:_:)``.
 public final class GStreamerMediaEngine: PeerMediaEngine {
     public struct Configuration: Sendable {
         /// What the microphone sends.
@@ -48,13 +50,22 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
         public var loopbackOnly: Bool
         /// Frame size, rate and bitrate of a shared screen.
         public var screenQuality: (width: Int, height: Int, frameRate: Int, bitrateKbps: Int)
+        /// The longest the engine waits for one step of a teardown (an element stopping). A step
+        /// that takes longer is left to finish on its own thread and reported
+        /// (``MediaEvent/teardownStalled(_:_:)``): the engine's next steps never wait behind it.
+        public var stallLimit: Duration
+        /// The clock of ``stallLimit``.
+        public var clock: any SwitchboardClock
 
         public init(
             audioSource: AudioSource = .tone(), videoSource: VideoSource = .pattern(),
             backCameraSource: VideoSource? = nil, recordDirectory: URL? = nil, playback: String? = nil,
             relayOnly: Bool = false, loopbackOnly: Bool = false,
-            screenQuality: (width: Int, height: Int, frameRate: Int, bitrateKbps: Int) = (960, 540, 10, 800)
+            screenQuality: (width: Int, height: Int, frameRate: Int, bitrateKbps: Int) = (960, 540, 10, 800),
+            stallLimit: Duration = .seconds(3), clock: any SwitchboardClock = SystemClock()
         ) {
+            self.stallLimit = stallLimit
+            self.clock = clock
             self.audioSource = audioSource
             self.videoSource = videoSource
             self.backCameraSource = backCameraSource

@@ -124,4 +124,8 @@ public enum MediaEvent: Equatable, Sendable {
     case audioLevel(UserID, level: Int, playout: Int)
     /// The ICE connection to a member changed state (`checking`, `connected`, `failed`…).
     case connectionState(UserID, String)
+    /// Tearing down the connection to a member did not finish within the engine's limit
+    /// (``GStreamerMediaEngine/Configuration/stallLimit``): the named part (`webrtcbin`, a
+    /// sending branch) was left to stop on its own thread, and the engine went on.
+    case teardownStalled(UserID?, String)
 }

@@ -36,7 +36,7 @@ final class PeerConnection: @unchecked Sendable {
         var branch: Branch?
     }
 
-    private struct Branch {
+    private struct Branch: Sendable {
         var bin: Element
         var teePad: Pad
     }
@@ -72,13 +72,16 @@ final class PeerConnection: @unchecked Sendable {
     let name: String
     private let logger: Logger
     private let emit: @Sendable (MediaEvent) -> Void
+    private let blocking: BlockingCalls
     private let state = NIOLockedValueBox(State())
 
     init(
         peer: UserID, name: String, pipeline: Element, ice: IcePolicy, events: PeerConnectionEvents, router: LevelRouter,
-        recordDirectory: URL?, playback: String?, logger: Logger, emit: @escaping @Sendable (MediaEvent) -> Void
+        recordDirectory: URL?, playback: String?, blocking: BlockingCalls, logger: Logger,
+        emit: @escaping @Sendable (MediaEvent) -> Void
     ) throws {
         self.peer = peer
+        self.blocking = blocking
         self.emit = emit
         self.name = name
         self.pipeline = pipeline
@@ -366,16 +369,36 @@ final class PeerConnection: @unchecked Sendable {
         }
     }
 
-    /// Stops sending a local track: its branch leaves the tee (once no buffer is in flight there),
-    /// its transceiver goes inactive for good and its pad is released. The caller renegotiates.
+    /// Stops sending a local track: its branch leaves the tee, its transceiver goes inactive for
+    /// good, and the branch stops and its pad is released. The caller renegotiates.
+    ///
+    /// A branch feeding a transceiver that was never negotiated, or a connection whose DTLS never
+    /// completed, has its streaming thread held inside webrtcbin; it cannot stop before the
+    /// connection does. It is then left to stop on its own thread when the connection closes.
     func detach(_ kind: TrackKind) async {
         guard let sender = state.withLockedValue({ $0.senders.removeValue(forKey: kind) }) else { return }
         sender.transceiver.set("direction", "inactive")
-        if let branch = sender.branch { await Self.remove(branch, tee: sender.tee, from: pipeline) }
-        webrtc.releaseRequestPad(sender.pad)
+        guard let branch = sender.branch else {
+            webrtc.releaseRequestPad(sender.pad)
+            return
+        }
+        await Self.unlink(branch, from: sender.tee)
+        let (pipeline, webrtc) = (pipeline, webrtc)
+        let stopped = await blocking.run {
+            branch.bin.setState(GST_STATE_NULL)
+            pipeline.remove(branch.bin)
+            webrtc.releaseRequestPad(sender.pad)
+        }
+        if !stopped {
+            logger.warning("a sending branch waits for its connection to close", metadata: ["peer": "\(peer)", "kind": "\(kind)"])
+        }
     }
 
-    private static func remove(_ branch: Branch, tee: Element, from pipeline: Element) async {
+    /// Takes a sending branch off its track's tee, once no buffer is in flight there. First, always:
+    /// the tee feeds every connection, and a branch that refuses data as flushing (its connection
+    /// stopping) would make the tee stop the track's source for all of them. The branch's queue
+    /// is leaky, so the tee's thread never waits in it and the pad goes idle at once.
+    private static func unlink(_ branch: Branch, from tee: Element) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let input = branch.bin.staticPad("sink")
             branch.teePad.whenIdle { [teePad = branch.teePad] in
@@ -384,8 +407,6 @@ final class PeerConnection: @unchecked Sendable {
                 continuation.resume()
             }
         }
-        branch.bin.setState(GST_STATE_NULL)
-        pipeline.remove(branch.bin)
     }
 
     /// The RTP caps a track is offered with. With its SSRC, webrtcbin names the stream in
@@ -625,10 +646,15 @@ final class PeerConnection: @unchecked Sendable {
 
     // MARK: - closing
 
-    /// Tears the connection down: local branches leave their tees, the webrtcbin stops,
-    /// recordings get their ends; everything leaves the pipeline.
+    /// Tears the connection down: local branches leave their tees, the webrtcbin stops, then the
+    /// branches, and recordings get their ends; everything leaves the pipeline. In that order
+    /// because a branch whose thread webrtcbin holds (an offer never answered, DTLS never done)
+    /// can only stop once webrtcbin has: stopping it first waited forever (issue 28).
+    ///
+    /// Each stop that can block is waited for at most the engine's limit; one that takes longer
+    /// is left to finish on its own thread and reported, and the teardown goes on.
     func close() async {
-        let (senders, tracks, handlers) = state.withLockedValue { state in
+        let (branches, tracks, handlers) = state.withLockedValue { state in
             state.closed = true
             defer {
                 state.tracks = []
@@ -641,13 +667,27 @@ final class PeerConnection: @unchecked Sendable {
             )
         }
         for handler in handlers { sb_disconnect(webrtc.raw, handler) }
-        for (branch, tee) in senders { await Self.remove(branch, tee: tee, from: pipeline) }
-        // webrtcbin stops first, so nothing pushes into chains that are stopping; the
-        // recordings' ends are sent into the chains directly.
-        webrtc.setState(GST_STATE_NULL)
+        for (branch, tee) in branches { await Self.unlink(branch, from: tee) }
+        // webrtcbin stops before the receiving chains too, so nothing pushes into chains that are
+        // stopping; the recordings' ends are sent into the chains directly.
+        let (pipeline, webrtc) = (pipeline, webrtc)
+        await stop("webrtcbin") { webrtc.setState(GST_STATE_NULL) }
+        for (branch, _) in branches {
+            await stop("a sending branch") {
+                branch.bin.setState(GST_STATE_NULL)
+                pipeline.remove(branch.bin)
+            }
+        }
         for track in tracks { await track.finish() }
         for track in tracks { pipeline.remove(track.bin) }
         pipeline.remove(webrtc)
+    }
+
+    /// One step of the teardown that can block, within the engine's limit; reported if it did not finish.
+    private func stop(_ part: String, _ body: @escaping @Sendable () -> Void) async {
+        guard await !blocking.run(body) else { return }
+        logger.error("a connection's teardown did not finish in time: left behind", metadata: ["peer": "\(peer)", "part": "\(part)"])
+        emit(.teardownStalled(peer, part))
     }
 }
 #endif

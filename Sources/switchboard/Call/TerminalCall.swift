@@ -365,6 +365,8 @@ struct Output: Sendable {
         case .trackEnded(let peer, let kind): text = "\(peer)'s \(kind.rawValue) ended"
         case .frameSize(let peer, let kind, let width, let height): text = "\(peer)'s \(kind.rawValue) is \(width)×\(height)"
         case .connectionState(let peer, let state): text = "connection to \(peer): \(state)"
+        case .teardownStalled(let peer, let part):
+            text = "closing \(peer.map { "the connection to \($0)" } ?? "the call's media") stalled: \(part) left behind"
         case .audioLevel: return
         }
         write(json ? encode(["event": "media", "summary": text]) : text)
