@@ -77,6 +77,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case unauthorized = 5004
             case notFound = 5005
             case developmentOnly = 5006
+            case hostNotAllowed = 5007
 
             case invalidPushToken = 6001
             case invalidBundleID = 6002
@@ -222,6 +223,9 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         public static let notFound = Code(.notFound)
         /// The endpoint exists in development mode only.
         public static let developmentOnly = Code(.developmentOnly)
+        /// The development endpoint answers requests for loopback hosts only (or those the
+        /// operator lists): another `Host` may be a site that rebound its name to this server.
+        public static let hostNotAllowed = Code(.hostNotAllowed)
 
         // MARK: 6xxx push
         /// The push token is not 32–200 hex digits.
@@ -303,6 +307,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .unauthorized: "unauthorized"
             case .notFound: "not found"
             case .developmentOnly: "available in development mode only"
+            case .hostNotAllowed: "not available to requests for this host"
             case .invalidPushToken: "invalid push token"
             case .invalidBundleID: "invalid bundle id"
             case .pushTokenInUse: "push token registered to another device"

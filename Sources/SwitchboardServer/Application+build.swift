@@ -179,6 +179,7 @@ struct AliveMarker: Service {
 public func buildApplication(
     configuration: ServerConfiguration, clock: any SwitchboardClock = SystemClock(), logger: Logger
 ) async throws -> SwitchboardNode {
+    let webPolicy = try WebPolicy(configuration.web)
     let storage: any SwitchboardStorage
     switch configuration.database {
     case .sqlite(let path):
@@ -275,13 +276,15 @@ public func buildApplication(
     }
 
     let router = Router(context: SwitchboardRequestContext.self)
+    // First, so that it wraps everything after it: the files and every route.
+    router.add(middleware: SecurityHeadersMiddleware(policy: webPolicy))
     if let folder = configuration.webRoot {
         guard let webRoot = WebRoot(folder: folder, logger: logger) else {
             throw SwitchboardError(.invalidParams, "the web root \(folder) is not a directory")
         }
         router.add(middleware: FileMiddleware(fileProvider: webRoot, searchForIndexHtml: true))
     }
-    AdminAPI.register(on: router, node: context, adminSecret: adminSecret)
+    AdminAPI.register(on: router, node: context, adminSecret: adminSecret, web: webPolicy)
 
     let portBox = NIOLockedValueBox<SwitchboardNode?>(nil)
     let ownEventLoops = configuration.eventLoopThreads.map { MultiThreadedEventLoopGroup(numberOfThreads: max(1, $0)) }

@@ -72,6 +72,8 @@ public struct ServerConfiguration: Sendable {
     public var heartbeatInterval = 10
     /// Directory of the browser client, served at `/`; nil serves none.
     public var webRoot: String?
+    /// Which servers the page may connect to, who may frame it, whose requests get development UserSigs.
+    public var web = WebSecurity()
     /// Listen backlog; connection storms need more than the usual 256.
     public var backlog = 4096
     /// Event-loop threads serving connections; nil: one per core (NIO's shared group).

@@ -131,14 +131,38 @@ public final class RawTCPClient: Sendable {
 }
 
 extension RawTCPClient {
+    /// An HTTP response as it came: the status, the header fields in order, the body.
+    public struct HTTPResponse: Sendable {
+        public var status: Int
+        public var headers: [(name: String, value: String)]
+        public var body: String
+
+        /// The value of the first field named `name` (case-insensitive).
+        public subscript(name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
     /// One HTTP/1.1 GET with the path exactly as given; returns the status and the body.
     public static func get(port: Int, rawPath: String) async throws -> (status: Int, body: String) {
+        let response = try await get(port: port, rawPath: rawPath, host: "127.0.0.1")
+        return (response.status, response.body)
+    }
+
+    /// One GET with the path and the `Host` header exactly as given (nil: none, as HTTP/1.0).
+    public static func get(port: Int, rawPath: String, host: String?) async throws -> HTTPResponse {
         let client = try await connect(port: port)
-        try await client.send("GET \(rawPath) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        let head = host.map { "GET \(rawPath) HTTP/1.1\r\nHost: \($0)\r\n" } ?? "GET \(rawPath) HTTP/1.0\r\n"
+        try await client.send(head + "Connection: close\r\n\r\n")
         try await client.waitUntilClosed()
         let text = String(decoding: client.received, as: UTF8.self)
-        let status = text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
-        let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
-        return (status, body)
+        let end = text.range(of: "\r\n\r\n")
+        let lines = text[..<(end?.lowerBound ?? text.endIndex)].components(separatedBy: "\r\n")
+        let status = lines.first?.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
+        let headers = lines.dropFirst().compactMap { line -> (name: String, value: String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        return HTTPResponse(status: status, headers: headers, body: end.map { String(text[$0.upperBound...]) } ?? "")
     }
 }

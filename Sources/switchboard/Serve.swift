@@ -97,6 +97,18 @@ struct Serve: AsyncParsableCommand {
     var webRoot: String?
 
     @Option(
+        help: "WebSocket origins besides this server's that the browser client may connect to (and send UserSigs to) when a link says ?server=, e.g. wss://node2.example.com; repeatable or comma-separated [SWITCHBOARD_WEB_ALLOWED_SERVERS, default: none].")
+    var webAllowedServers: [String] = []
+
+    @Option(
+        help: "Who may show the browser client in a frame: 'self' or origins such as https://app.example.com; repeatable or comma-separated [SWITCHBOARD_WEB_FRAME_ANCESTORS, default: nobody].")
+    var webFrameAncestors: [String] = []
+
+    @Option(
+        help: "Hosts besides localhost, 127.0.0.0/8 and [::1] whose requests get development UserSigs (a guard against DNS rebinding); repeatable or comma-separated [SWITCHBOARD_DEV_ALLOWED_HOSTS, default: none].")
+    var devAllowedHosts: [String] = []
+
+    @Option(
         help: "Connections at once [SWITCHBOARD_MAX_CONNECTIONS, default: the open-file limit minus 256 kept for the server's own files].")
     var maxConnections: Int?
 
@@ -235,6 +247,30 @@ struct Serve: AsyncParsableCommand {
         }
         // The browser client: the folder given, else the files shipped beside the binary.
         configuration.webRoot = setting(webRoot, "SWITCHBOARD_WEB_ROOT") ?? WebClient.bundledRoot
+        func items(_ flags: [String], _ name: String) -> [String] {
+            list(flags, name).flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }
+        }
+        configuration.web.allowedServers = try items(webAllowedServers, "SWITCHBOARD_WEB_ALLOWED_SERVERS").map { text in
+            guard let origin = WebSecurity.serverOrigin(text) else {
+                throw ValidationError(
+                    "--web-allowed-servers takes WebSocket origins such as wss://node2.example.com:8443 (no path; a host name or IPv4 address), got '\(text)'")
+            }
+            return origin
+        }
+        configuration.web.frameAncestors = try items(webFrameAncestors, "SWITCHBOARD_WEB_FRAME_ANCESTORS").map { text in
+            guard let ancestor = WebSecurity.frameAncestor(text) else {
+                throw ValidationError(
+                    "--web-frame-ancestors takes 'self' or origins such as https://app.example.com, got '\(text)'")
+            }
+            return ancestor
+        }
+        configuration.web.devAllowedHosts = try items(devAllowedHosts, "SWITCHBOARD_DEV_ALLOWED_HOSTS").map { text in
+            guard WebSecurity.isDevHost(text) else {
+                throw ValidationError("--dev-allowed-hosts takes host names or addresses without a port, got '\(text)'")
+            }
+            return text
+        }
 
         var logger = Logger(label: "switchboard")
         let level = setting(logLevel, "SWITCHBOARD_LOG_LEVEL") ?? "info"

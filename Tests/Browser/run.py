@@ -17,6 +17,7 @@ Usage: run.py --binary .build/debug/switchboard --web Web --golden Tests/Switchb
 """
 
 import argparse
+import http.server
 import json
 import os
 import shutil
@@ -40,9 +41,9 @@ SERVER = None
 TURN_SECRET = "browser-test-turn-secret"
 
 
-def free_port(kind=socket.SOCK_STREAM):
+def free_port(kind=socket.SOCK_STREAM, host="127.0.0.1"):
     with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -68,6 +69,10 @@ class Servers:
         self.directory = tempfile.mkdtemp(prefix="switchboard-browser-")
         self.turn_port = free_port(socket.SOCK_DGRAM)
         self.port = free_port()
+        # The one server besides its own that the page may use: this server again, through a
+        # forwarder on another loopback address (another origin), started by the test that uses it.
+        self.listed_host = "127.0.0.3"
+        self.listed_port = free_port(host=self.listed_host)
         self.processes = []
 
     def start(self):
@@ -92,7 +97,8 @@ class Servers:
         self.processes.append(subprocess.Popen(
             [ARGS.binary, "serve", "--port", str(self.port), "--database", f"{self.directory}/switchboard.sqlite",
              "--web-root", ARGS.web, "--turn-url", f"turn:127.0.0.1:{self.turn_port}?transport=udp",
-             "--turn-secret", TURN_SECRET, "--log-level", "warning"],
+             "--turn-secret", TURN_SECRET, "--log-level", "warning",
+             "--web-allowed-servers", f"ws://{self.listed_host}:{self.listed_port}"],
             stdout=server_log, stderr=subprocess.STDOUT))
         wait_until(self.healthy, timeout=30, what="the server to answer /health")
 
@@ -144,7 +150,7 @@ def browser():
         "--autoplay-policy=no-user-gesture-required", "--allow-loopback-in-peer-connection",
         "--disable-features=WebRtcHideLocalIpsWithMdns",
         # Nothing leaves the machine: no name resolves except loopback, no background traffic.
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.*",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--disable-default-apps", "--no-first-run", "--disable-domain-reliability",
         "--disable-client-side-phishing-detection", "--metrics-recording-only",
@@ -157,11 +163,25 @@ def browser():
 class Page:
     """One user in one Chromium session."""
 
-    def __init__(self, user, query=""):
+    def __init__(self, user, query="", url=None):
         self.user = user
+        self.violations_expected = False
         self.driver = browser()
-        self.driver.get(SERVER.url(query))
-        wait_until(lambda: self.js("return !!window.switchboard"), what=f"{user}'s page to load")
+        # Every Content-Security-Policy violation of every document, from before its first script.
+        self.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+            window.cspViolations = [];
+            document.addEventListener("securitypolicyviolation",
+              (e) => window.cspViolations.push(`${e.effectiveDirective} ${e.blockedURI}`));"""})
+        self.driver.get(url or SERVER.url(query))
+        if url is None:
+            wait_until(lambda: self.js("return !!window.switchboard"), what=f"{user}'s page to load")
+
+    def csp_violations(self):
+        """The policy violations the page has seen, and those Chromium logged."""
+        self.driver.switch_to.default_content()
+        seen = self.js("return window.cspViolations ?? []")
+        logged = [line for line in self.console() if "Content Security Policy" in line]
+        return seen + logged
 
     def js(self, script, *args):
         return self.driver.execute_script(script, *args)
@@ -209,10 +229,12 @@ class Page:
         return path
 
     def console(self):
+        """Everything the browser logged so far."""
         try:
-            return [entry["message"] for entry in self.driver.get_log("browser")]
+            self.logged = getattr(self, "logged", []) + [entry["message"] for entry in self.driver.get_log("browser")]
         except Exception:
-            return []
+            pass
+        return getattr(self, "logged", [])
 
     def close(self):
         self.driver.quit()
@@ -344,7 +366,14 @@ class Harness(unittest.TestCase):
     def tearDown(self):
         failed = any(error for _, error in (self._outcome.result.errors + self._outcome.result.failures)
                      if _ is self) if hasattr(self._outcome, "result") else False
+        # Every page ran under its Content-Security-Policy without breaking it (a test that
+        # provokes a violation on purpose says so).
+        violations = {}
         for page in self.pages:
+            if not failed and not page.violations_expected:
+                found = page.csp_violations()
+                if found:
+                    violations[page.user] = found
             if failed:
                 page.screenshot(f"failed-{self._testMethodName}-{page.user}")
                 print(f"--- console of {page.user}", *page.console()[-20:], sep="\n", file=sys.stderr)
@@ -355,9 +384,11 @@ class Harness(unittest.TestCase):
                 print(call.output(), file=sys.stderr)
         if failed:
             print(SERVER.logs(), file=sys.stderr)
+        if violations:
+            self.fail(f"Content-Security-Policy violations: {violations}")
 
-    def page(self, user, query=""):
-        page = Page(user, query)
+    def page(self, user, query="", url=None):
+        page = Page(user, query, url)
         self.pages.append(page)
         return page
 
@@ -705,6 +736,153 @@ class SwiftEngineTests(Harness):
         for member in summary["members"].values():
             self.assertGreater(member["audio"]["framesDecoded"], 0)
         kim.click("hangup")
+
+
+class Listener:
+    """A TCP listener that counts the connections it gets: a stranger's server."""
+
+    def __init__(self, host, port=0, serve=None):
+        self.socket = socket.create_server((host, port))
+        self.port = self.socket.getsockname()[1]
+        self.connections = 0
+        self.serve = serve or (lambda connection: connection.close())
+        self.open = []
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            self.connections += 1
+            self.open.append(connection)
+            threading.Thread(target=self.serve, args=(connection,), daemon=True).start()
+
+    def close(self):
+        self.socket.close()
+        for connection in self.open:
+            try:
+                connection.close()
+            except OSError:
+                pass
+
+
+def forward_to_switchboard(connection):
+    """Carries one connection to the Switchboard server and back, byte for byte."""
+    upstream = socket.create_connection(("127.0.0.1", SERVER.port))
+
+    def pump(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    back = threading.Thread(target=pump, args=(upstream, connection), daemon=True)
+    back.start()
+    pump(connection, upstream)
+    back.join(timeout=5)
+    upstream.close()
+
+
+class FramingSite:
+    """Another origin whose page shows the Switchboard page in a frame."""
+
+    def __init__(self, host, target):
+        page = f'<!doctype html><title>prize</title><iframe id="switchboard" src="{target}"></iframe>'.encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
+        self.url = f"http://{host}:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class PagePolicyTests(Harness):
+    """What the server lets browsers do with its page: connect only to its own origin and the
+    servers the operator lists (a link cannot send a user's UserSig elsewhere), be framed by
+    nobody, sniff nothing, leak no referrer."""
+
+    def test_the_page_is_served_with_its_policy(self):
+        with urllib.request.urlopen(SERVER.url()) as response:
+            headers = response.headers
+        own = f"127.0.0.1:{SERVER.port}"
+        self.assertEqual(headers["Content-Security-Policy"],
+                         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                         f"connect-src 'self' ws://{own} wss://{own} ws://{SERVER.listed_host}:{SERVER.listed_port}; "
+                         "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+        self.assertEqual(headers["X-Frame-Options"], "DENY")
+        self.assertEqual(headers["X-Content-Type-Options"], "nosniff")
+        self.assertEqual(headers["Referrer-Policy"], "no-referrer")
+
+    def test_another_site_cannot_frame_the_page(self):
+        site = FramingSite("127.0.0.4", SERVER.url())
+        try:
+            page = self.page("framer", url=site.url)
+            page.violations_expected = True
+            page.driver.switch_to.frame(page.driver.find_element(By.ID, "switchboard"))
+            # Chromium shows its own error page in the frame instead of the client.
+            wait_until(lambda: page.js("return location.href").startswith("chrome-error:"),
+                       what="Chromium to refuse to show the page in the frame")
+            self.assertFalse(page.js("return !!window.switchboard"))
+            self.assertIsNone(page.js("return document.getElementById('accept')"))
+        finally:
+            site.close()
+
+    def test_a_link_to_an_unlisted_server_is_refused_before_anything_connects(self):
+        stranger = Listener("127.0.0.2")
+        try:
+            target = f"ws://127.0.0.2:{stranger.port}/v1/ws"
+            page = self.page("victim", f"&server={target}")
+            wait_until(lambda: page.visible("server-error"), what="the refusal on the page")
+            self.assertIn(target, page.element("server-error").text)
+            self.assertIn("will not connect there", page.element("server-error").text)
+            self.assertFalse(page.element("login-dev").is_enabled())
+            self.assertFalse(page.element("login").is_enabled())
+            # A login pressed anyway fetches no UserSig and connects nowhere.
+            page.element("user-id").send_keys("victim")
+            page.js("const b = document.getElementById('login-dev'); b.disabled = false; b.click();")
+            wait_until(lambda: "does not list" in page.element("login-error").text, what="the login refused")
+            self.assertEqual(page.js("return window.switchboard.state.status"), "loggedOut")
+            # The browser holds to the same list: the policy blocks a socket there whatever a script does.
+            page.js(f"try {{ new WebSocket('{target}'); }} catch (e) {{}}")
+            wait_until(lambda: any(f"127.0.0.2:{stranger.port}" in v for v in page.js("return window.cspViolations")),
+                       what="the policy to block the socket")
+            page.violations_expected = True
+            self.assertEqual(stranger.connections, 0)
+        finally:
+            stranger.close()
+
+    def test_a_listed_server_is_used(self):
+        forwarder = Listener(SERVER.listed_host, SERVER.listed_port, serve=forward_to_switchboard)
+        try:
+            own = f"ws://127.0.0.1:{SERVER.port}/v1/ws"
+            page = self.page("listed", f"&server=ws://{SERVER.listed_host}:{SERVER.listed_port}/v1/ws&server={own}")
+            page.log_in()
+            self.assertFalse(page.visible("server-error"))
+            self.assertEqual(forwarder.connections, 1)
+            self.assertEqual(page.js("return window.switchboard.state.status"), "loggedIn")
+        finally:
+            forwarder.close()
 
 
 def main():

@@ -23,8 +23,12 @@ struct CLITests {
         var stderr: String
     }
 
-    static func run(_ arguments: [String]) throws -> Output {
-        let process = try ChildProcess(executable: binary, arguments: arguments, output: .pipe, error: .pipe)
+    /// Runs the binary to its end; `environment` is added to this process's.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Output {
+        let process = try ChildProcess(
+            executable: binary, arguments: arguments,
+            environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            output: .pipe, error: .pipe)
         let stdout = process.output!.readDataToEndOfFile()
         let stderr = process.error!.readDataToEndOfFile()
         let termination = process.waitForExit()

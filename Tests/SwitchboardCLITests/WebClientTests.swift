@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardTestServers
 import SwitchboardTools
 import Testing
 
@@ -52,6 +53,56 @@ struct WebClientTests {
         #expect(!server.output.contains("shipped with this binary"))
         let (status, index) = try await Self.page(server.port, "/")
         #expect(status == 200 && index == "<p>our own page</p>")
+    }
+
+    /// The page's policy comes from `serve`'s flags: the servers the page may use and who may
+    /// frame it in its headers, the development hosts answered.
+    @Test func serveTakesThePagesPolicyFromItsFlags() async throws {
+        let directory = try Self.emptyDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try ServerProcess.launch(
+            binary: CLITests.binary,
+            arguments: [
+                "--web-allowed-servers", "wss://node2.example.com, ws://node3.example.com:8080",
+                "--web-allowed-servers", "WSS://Node4.example.com:443/", "--web-frame-ancestors", "self",
+                "--dev-allowed-hosts", "dev.example.com",
+            ], directory: directory)
+        defer { server.kill() }
+        let own = "localhost:\(server.port)"
+        let page = try await RawTCPClient.get(port: server.port, rawPath: "/", host: own)
+        let policy = try #require(page["Content-Security-Policy"])
+        #expect(
+            policy.contains(
+                "connect-src 'self' ws://\(own) wss://\(own) wss://node2.example.com ws://node3.example.com:8080 wss://node4.example.com;"
+            ), "\(policy)")
+        #expect(policy.hasSuffix("frame-ancestors 'self'"), "\(policy)")
+        #expect(page["X-Frame-Options"] == "SAMEORIGIN")
+        let listed = try await RawTCPClient.get(port: server.port, rawPath: "/v1/dev/usersig?userID=alice", host: "dev.example.com")
+        #expect(listed.status == 200)
+        let other = try await RawTCPClient.get(port: server.port, rawPath: "/v1/dev/usersig?userID=alice", host: "evil.example.com")
+        #expect(other.status == 403 && other.body.contains("5007"))
+    }
+
+    @Test func serveRefusesPolicyEntriesThatAreNotOnes() throws {
+        for (flag, value, message) in [
+            ("--web-allowed-servers", "https://node2.example.com", "--web-allowed-servers takes WebSocket origins"),
+            ("--web-allowed-servers", "wss://node2.example.com/v1/ws", "--web-allowed-servers takes WebSocket origins"),
+            ("--web-frame-ancestors", "*", "--web-frame-ancestors takes 'self' or origins"),
+            ("--dev-allowed-hosts", "dev.example.com:8080", "--dev-allowed-hosts takes host names"),
+        ] {
+            let output = try CLITests.run(["serve", "--port", "0", flag, value])
+            #expect(output.status != 0, "\(flag) \(value)")
+            #expect(output.stderr.contains(message), "\(output.stderr)")
+        }
+        // The environment variables go through the same checks.
+        for (name, value) in [
+            ("SWITCHBOARD_WEB_ALLOWED_SERVERS", "wss://node2.example.com,https://node3.example.com"),
+            ("SWITCHBOARD_WEB_FRAME_ANCESTORS", "none"), ("SWITCHBOARD_DEV_ALLOWED_HOSTS", "dev_box"),
+        ] {
+            let output = try CLITests.run(["serve", "--port", "0"], environment: [name: value])
+            #expect(output.status != 0, "\(name)")
+            #expect(output.stderr.contains("takes"), "\(name): \(output.stderr)")
+        }
     }
 
     /// Where the files are looked for: the resources beside the binary, or nothing (never a crash).

@@ -32,7 +32,9 @@ struct AdminAuthMiddleware<Context: RequestContext>: RouterMiddleware {
 
 /// The admin HTTP API (SPEC §6) and the health endpoint.
 enum AdminAPI {
-    static func register(on router: Router<SwitchboardRequestContext>, node: NodeContext, adminSecret: String) {
+    static func register(
+        on router: Router<SwitchboardRequestContext>, node: NodeContext, adminSecret: String, web: WebPolicy
+    ) {
         router.get("/health") { _, _ in
             var body: [String: any Sendable] = ["status": "ok", "devices": node.registry.deviceCount]
             // On a cluster node that does not lead, the calls are the leader's to count.
@@ -50,13 +52,29 @@ enum AdminAPI {
                 body: ResponseBody(byteBuffer: ByteBuffer(string: node.metrics.render())))
         }
 
+        // What the browser client needs to know before it connects anywhere: the servers besides
+        // its own that it may send a UserSig to.
+        router.get("/v1/web/config") { _, _ in
+            var response = encoded(WebConfig(allowedServers: web.allowedServerOrigins))
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }
+
         // Development mode only (the server made its own app): a UserSig for any user, so the
         // browser client can log in without an app backend. Production apps issue UserSigs from
-        // their backend with the app's secret.
+        // their backend with the app's secret. Only to requests for a loopback Host (or one the
+        // operator named), so that no site can rebind its name to this server and ask for sigs.
         router.get("/v1/dev/usersig") { request, _ in
             guard let app = node.apps.all.first(where: \.isDevelopment) else {
                 return Self.error(
                     SwitchboardError(.developmentOnly, "UserSigs are issued here in development mode only"))
+            }
+            guard web.issuesDevelopmentSigs(host: request.head.authority) else {
+                return Self.error(
+                    SwitchboardError(
+                        .hostNotAllowed,
+                        "development UserSigs are issued only to requests for a loopback host (localhost, 127.0.0.1, [::1]); start the server with --dev-allowed-hosts to name another"
+                    ))
             }
             let user = UserID(rawValue: request.uri.queryParameters["userID"].map(String.init) ?? "")
             guard user.isValid else { return Self.error(SwitchboardError(.invalidUserID)) }
@@ -64,7 +82,9 @@ enum AdminAPI {
             let sig = UserSig.generate(
                 sdkAppID: app.sdkAppID, secretKey: app.secretKey, userID: user.rawValue, expire: expire,
                 time: node.clock.now() / 1000)
-            return encoded(DevUserSig(sdkAppID: app.sdkAppID, userID: user, userSig: sig, expire: expire))
+            var response = encoded(DevUserSig(sdkAppID: app.sdkAppID, userID: user, userSig: sig, expire: expire))
+            response.headers[.cacheControl] = "no-store"
+            return response
         }
 
         let admin = router.group("/v1").add(middleware: AdminAuthMiddleware(secret: adminSecret))
@@ -265,6 +285,12 @@ enum AdminAPI {
         var expire: Int64
     }
 
+    /// `GET /v1/web/config`.
+    struct WebConfig: Codable, Sendable, Equatable {
+        /// WebSocket origins besides the page's own that the page may connect to.
+        var allowedServers: [String]
+    }
+
     struct OnlineUsers: Codable, Sendable, Equatable {
         var users: [OnlineUser]
     }
@@ -291,7 +317,7 @@ enum AdminAPI {
             case .unauthorized: .unauthorized
             case .callNotFound, .notFound, .unknownApp: .notFound
             case .callAlreadyEnded: .conflict
-            case .developmentOnly: .forbidden
+            case .developmentOnly, .hostNotAllowed: .forbidden
             case .storageUnavailable, .shuttingDown: .serviceUnavailable
             case .internalError: .internalServerError
             default: .badRequest

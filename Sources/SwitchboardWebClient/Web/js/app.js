@@ -5,12 +5,12 @@
 import { Signaling, tabDeviceId } from "./signaling.js";
 import { MediaSession, networkQuality, volumeLevel } from "./media.js";
 import { clampFloating, durationText, tiles } from "./layout.js";
+import { resolveServers } from "./servers.js";
 
 const params = new URLSearchParams(location.search);
-// `?server=URL` (repeatable): the nodes of a cluster, tried in turn; by default the page's own server.
-const serverURLs = params.getAll("server").length
-  ? params.getAll("server")
-  : [`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/v1/ws`];
+// `?server=URL` (repeatable): the nodes of a cluster, tried in turn; by default the page's own
+// server. Servers its own server does not list are refused before anything connects.
+const servers = resolveServers(params, location);
 const options = { relayOnly: params.get("relay") === "1", loopbackOnly: params.get("loopback") === "1" };
 
 const $ = (id) => document.getElementById(id);
@@ -84,8 +84,9 @@ function updateParticipant(callId, userId, change) {
 // MARK: - session
 
 async function login(userID, sdkAppID, userSig) {
+  const urls = await servers;
   signaling?.close();
-  signaling = new Signaling(serverURLs);
+  signaling = new Signaling(urls);
   signaling.addEventListener("frame", (event) => onEvent(event.detail));
   signaling.addEventListener("status", (event) => {
     state.status = event.detail === "connected" ? "loggedIn" : event.detail;
@@ -108,6 +109,8 @@ async function login(userID, sdkAppID, userSig) {
 }
 
 async function loginDevelopment(userID) {
+  // No UserSig is fetched for a server the page will not use.
+  await servers;
   const response = await fetch(`/v1/dev/usersig?userID=${encodeURIComponent(userID)}`);
   const body = await response.json();
   if (!response.ok) throw new Error(`${body.error?.message ?? response.statusText} (${body.error?.code ?? response.status})`);
@@ -577,6 +580,11 @@ function tap(userId) {
 // MARK: - wiring
 
 function wire() {
+  servers.catch((refusal) => {
+    $("server-error").textContent = refusal.message;
+    $("server-error").hidden = false;
+    for (const id of ["login-dev", "login"]) $(id).disabled = true;
+  });
   $("login-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     $("login-error").textContent = "";
@@ -595,6 +603,8 @@ function wire() {
     }
   });
   $("logout").addEventListener("click", logout);
+  // Enter in the callee field submits the form; the buttons say which call to place.
+  $("call-form").addEventListener("submit", (event) => event.preventDefault());
   $("call-audio").addEventListener("click", () => placeCall("audio"));
   $("call-video").addEventListener("click", () => placeCall("video"));
   $("accept").addEventListener("click", () => accept().catch((e) => ($("call-error").textContent = e.message)));
