@@ -9,9 +9,10 @@ extension CallStateMachine {
     /// `accept`; a left member is `none`.
     struct Member: Codable, Equatable, Sendable {
         enum Phase: Codable, Equatable, Sendable {
-            /// Invited and not answered. `pushed`: rang through a VoIP push (no device was
-            /// connected), so when the ringing stops the push's retries stop, and a missed call
-            /// may be announced with an alert push. `deadline`: when it stops ringing (Unix ms), kept so
+            /// Invited and not answered. `pushed`: some of the member's devices had no live
+            /// connection and rang through a push, so when the ringing stops the push's retries
+            /// stop, and a missed call may be announced with an alert push (to the devices still
+            /// without a connection then). `deadline`: when it stops ringing (Unix ms), kept so
             /// that a call restored after a restart times out when it would have.
             case ringing(pushed: Bool, deadline: Int64)
             case joined(Presence)

@@ -107,17 +107,17 @@ actor CallEngine {
                 let app = command.caller.app
                 let invitees = Set(command.request.participantIds.filter(\.isValid))
                 command.blockedBy = try await usersBlocking(command.caller.user, among: invitees, app: app)
-                let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
+                let tokens = try await pushTokens(app: app, of: invitees)
                 command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
-                command.pushable = Self.ringable(tokens).subtracting(command.online)
+                command.pushable = ringable(tokens, app: app)
                 return .success(Resolved(event: .start(command), tokens: tokens))
             case .invite(var command):
                 let app = command.command.user.app
                 let invitees = Set(command.invitees.filter(\.isValid))
                 command.blockedBy = try await usersBlocking(command.command.user.user, among: invitees, app: app)
-                let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
+                let tokens = try await pushTokens(app: app, of: invitees)
                 command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
-                command.pushable = Self.ringable(tokens).subtracting(command.online)
+                command.pushable = ringable(tokens, app: app)
                 return .success(Resolved(event: .invite(command), tokens: tokens))
             case .join(var join):
                 let user = join.command.user
@@ -136,9 +136,15 @@ actor CallEngine {
         }
     }
 
-    /// The users a VoIP push can ring: those with a VoIP token (an alert token only announces).
-    static func ringable(_ tokens: [UserID: [PushToken]]) -> Set<UserID> {
-        Set(tokens.filter { $0.value.contains { $0.kind == .voip } }.keys)
+    /// The users a push can ring: those with a device that has no live connection and a token
+    /// that rings (``PushToken/rings``). Push is decided per device: a user with a browser tab open
+    /// and a backgrounded iPhone rings on both, the tab over its socket, the iPhone by push.
+    private func ringable(_ tokens: [UserID: [PushToken]], app: SdkAppID) -> Set<UserID> {
+        Set(
+            tokens.filter { user, tokens in
+                let connected = delivery.connectedDevices(UserKey(app: app, user: user))
+                return tokens.contains { $0.rings && !connected.contains($0.device) }
+            }.keys)
     }
 
     /// Which of `invitees` block `caller`: the database is asked about those in ``blockers`` only.

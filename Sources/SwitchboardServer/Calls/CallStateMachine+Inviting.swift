@@ -121,7 +121,7 @@ extension CallStateMachine {
                 phase = .left(Member.Departure(at: now, result: .missed, reason: .offline))
                 unreachable.append((invitee, .offline))
             } else {
-                phase = .ringing(pushed: !online.contains(invitee), deadline: now + Int64(call.timeout) * 1000)
+                phase = .ringing(pushed: pushable.contains(invitee), deadline: now + Int64(call.timeout) * 1000)
                 ringing.append(invitee)
                 roster.add(key, to: call.id)
             }
@@ -139,7 +139,8 @@ extension CallStateMachine {
         return (ringing, busy, unreachable)
     }
 
-    /// Sends the invitations (VoIP pushes to invitees without a connected device) and sets the ring timers.
+    /// Sends the invitations (over every connected device, and as pushes to the devices without a
+    /// connection that have a ringing token) and sets the ring timers.
     func ring(
         _ invitees: [UserID], in call: Call, inviter: UserID, snapshot: CallInfo, now: Int64, out: inout CallOutput
     ) {

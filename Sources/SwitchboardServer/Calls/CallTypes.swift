@@ -57,8 +57,8 @@ struct RecordDraft: Equatable, Sendable {
     var record: CallRecord
 }
 
-/// A push to all of a user's devices that registered a token of the kind it needs, or the end of
-/// one still being delivered.
+/// A push to those of a user's devices that registered a token of the kind it needs and have no
+/// live connection when it is sent, or the end of one still being delivered.
 struct PushMessage: Equatable, Sendable {
     enum Content: Equatable, Sendable {
         /// The invitation, as a VoIP push (to VoIP tokens), while the user rings.
@@ -153,7 +153,8 @@ struct StartCallCommand: Equatable, Sendable, Codable {
     var profiles: [UserID: UserProfile]
     /// Invitees who block the caller.
     var blockedBy: Set<UserID> = []
-    /// Invitees without a connected device who have a push token: they ring through VoIP pushes.
+    /// Invitees with a device that has no live connection and a ringing push token: those
+    /// devices ring through pushes (the user's connected devices ring over their sockets).
     var pushable: Set<UserID> = []
 }
 
@@ -167,7 +168,7 @@ struct InviteCommand: Equatable, Sendable, Codable {
     var profiles: [UserID: UserProfile]
     /// Invitees who block the inviter.
     var blockedBy: Set<UserID> = []
-    /// Invitees without a connected device who have a push token.
+    /// Invitees with a device that has no live connection and a ringing push token.
     var pushable: Set<UserID> = []
 }
 

@@ -137,6 +137,9 @@ struct PushToken: Equatable, Sendable {
     var environment: PushEnvironment
     var bundleId: String
     var updatedAt: Int64
+
+    /// Whether a push to this token can ring a call (an alert token only announces a missed one).
+    var rings: Bool { kind == .voip }
 }
 
 /// Push tokens: one of each kind per device, each token on one device.
