@@ -128,6 +128,12 @@ struct CallOutput: Equatable, Sendable {
     mutating func append(contentsOf actions: [CallAction]) {
         self.actions.append(contentsOf: actions)
     }
+
+    /// Sends `event` to a member where they hear about `call` (see ``CallStateMachine/Call/recipient(_:)``):
+    /// nowhere for a screened member, whom the call never reaches.
+    mutating func send(_ event: ServerEvent, to member: CallStateMachine.Member, of call: CallStateMachine.Call) {
+        if let recipient = call.recipient(member) { actions.append(.send(event, to: recipient)) }
+    }
 }
 
 /// A member's request about one call, from one device.
@@ -155,6 +161,10 @@ struct StartCallCommand: Equatable, Sendable, Codable {
     var blockedBy: Set<UserID> = []
     /// Invitees without a connected device who have a push token: they ring through VoIP pushes.
     var pushable: Set<UserID> = []
+    /// For invitees in `blockedBy`, how long (ms) their screened ringing lasts before they decline
+    /// (drawn by the engine; see ``CallStateMachine/Member/Phase/screened(declineAt:deadline:)``).
+    /// Optional: commands from nodes before it lack it.
+    var declineDelays: [UserID: Int64]?
 }
 
 /// Invitations into a call in progress, with what the engine gathered about the invitees.
@@ -169,6 +179,8 @@ struct InviteCommand: Equatable, Sendable, Codable {
     var blockedBy: Set<UserID> = []
     /// Invitees without a connected device who have a push token.
     var pushable: Set<UserID> = []
+    /// As ``StartCallCommand/declineDelays``.
+    var declineDelays: [UserID: Int64]?
 }
 
 /// A user joining a group call by themselves.
