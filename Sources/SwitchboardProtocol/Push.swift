@@ -89,9 +89,10 @@ extension RequestType {
 /// callee's app (it shows nothing by itself: the app reports the call to CallKit); a missed-call
 /// alert shows ``title`` and ``body`` with ``sound``.
 public struct PushConfig: Codable, Equatable, Sendable {
-    /// The alert's title (at most ``maxTitleBytes`` UTF-8 bytes, no control characters).
+    /// The alert's title (at most ``maxTitleBytes`` UTF-8 bytes of text that shows what it says:
+    /// ``Swift/String/isBoundedText(maxBytes:)``).
     public var title: String?
-    /// The alert's text (at most ``maxBodyBytes`` UTF-8 bytes, no control characters).
+    /// The alert's text (at most ``maxBodyBytes`` UTF-8 bytes, as ``title``).
     public var body: String?
     /// A sound file in the callee's app bundle, or `default` (at most ``maxSoundBytes`` letters,
     /// digits, `.`, `-`, `_`).
@@ -125,10 +126,14 @@ public struct PushConfig: Codable, Equatable, Sendable {
     public var problem: SwitchboardError? {
         func refuse(_ message: String) -> SwitchboardError { SwitchboardError(.invalidPushConfig, message) }
         if let title, !title.isBoundedText(maxBytes: Self.maxTitleBytes) {
-            return refuse("pushConfig.title: at most \(Self.maxTitleBytes) bytes without control characters")
+            return refuse(
+                "pushConfig.title: at most \(Self.maxTitleBytes) bytes, without control, bidirectional or invisible "
+                    + "format characters")
         }
         if let body, !body.isBoundedText(maxBytes: Self.maxBodyBytes) {
-            return refuse("pushConfig.body: at most \(Self.maxBodyBytes) bytes without control characters")
+            return refuse(
+                "pushConfig.body: at most \(Self.maxBodyBytes) bytes, without control, bidirectional or invisible "
+                    + "format characters")
         }
         if let sound, !Self.isValidSound(sound) {
             return refuse("pushConfig.sound: 1-\(Self.maxSoundBytes) letters, digits, '.', '-', '_'")

@@ -244,8 +244,12 @@ public func buildApplication(
         }
     }
     let limiter = RateLimiter(disabled: configuration.rateLimits.disabled)
+    var rules = CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds)
+    rules.relayBytes = configuration.rateLimits.disabled ? nil : configuration.rateLimits.relayBytesPerMember
+    let decline = configuration.blockedCallerDecline
+    rules.declineDelays = decline.lowerBound.milliseconds...decline.upperBound.milliseconds
     let engine = CallEngine(
-        configuration: CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds),
+        configuration: rules,
         delivery: delivery, storage: storage, limiter: limiter, limits: configuration.rateLimits, writer: writer,
         push: push, metrics: metrics, clock: clock, logger: logger)
     var cluster: ClusterNode?

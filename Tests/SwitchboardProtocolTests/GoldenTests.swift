@@ -190,6 +190,20 @@ struct GoldenTests {
                 id: "22",
                 outcome: .failure(SwitchboardError(.rateLimited, "too many requests; retry in 20000 ms", retryAfter: 20_000))))
         try check("event.callsSynced", ServerEvent.callsSynced(CallsSyncedEvent(callIds: [Self.callId])))
+        // A media signal over the member's relay budget, and a request from another device of a
+        // member in the call (issue 28): the server's own messages (RelayBudgetTests, DeviceScopeTests).
+        try check(
+            "response.error.mediaRelay",
+            ResponseEnvelope<Empty>(
+                id: "36",
+                outcome: .failure(
+                    SwitchboardError(
+                        .rateLimited, "media signals are limited to 65536 bytes a second (bursts of 524288); retry in 500 ms",
+                        retryAfter: 500))))
+        try check(
+            "response.error.otherDevice",
+            ResponseEnvelope<Empty>(
+                id: "37", outcome: .failure(SwitchboardError(.notInCall, "this device is not the one in the call"))))
     }
 
     @Test func pushRegistration() throws {
@@ -481,7 +495,7 @@ struct GoldenTests {
             "request.call.media.offer", "request.call.media.candidate", "request.call.media.restart", "event.mediaSignal",
             "request.media.iceServers", "response.media.iceServers", "request.call.start.pushConfig", "event.memberStats",
             "request.push.register.alert", "request.push.unregister.alert", "push.missedCall", "push.missedCall.localized",
-            "event.callRecord.noAnswer",
+            "event.callRecord.noAnswer", "response.error.mediaRelay", "response.error.otherDevice",
         ]
         #expect(Set(files) == checked)
     }

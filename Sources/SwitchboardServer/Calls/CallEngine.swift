@@ -110,6 +110,15 @@ actor CallEngine {
                 let tokens = try await pushTokens(app: app, of: invitees)
                 command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
                 command.pushable = ringable(tokens, app: app)
+                command.declineDelays = declineDelays(command.blockedBy)
+                // After the last wait, so that the machine decides on what was checked here.
+                if machine.validate(command) == nil {
+                    let overLimit = calleesOverLimit(
+                        invitees.intersection(command.online.union(command.pushable)).subtracting(command.blockedBy),
+                        app: app, settings: command.settings, now: now)
+                    command.online.subtract(overLimit)
+                    command.pushable.subtract(overLimit)
+                }
                 return .success(Resolved(event: .start(command), tokens: tokens))
             case .invite(var command):
                 let app = command.command.user.app
@@ -118,6 +127,14 @@ actor CallEngine {
                 let tokens = try await pushTokens(app: app, of: invitees)
                 command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
                 command.pushable = ringable(tokens, app: app)
+                command.declineDelays = declineDelays(command.blockedBy)
+                if case .success(let (_, fresh)) = machine.validate(command) {
+                    let overLimit = calleesOverLimit(
+                        Set(fresh).intersection(command.online.union(command.pushable)).subtracting(command.blockedBy),
+                        app: app, settings: command.settings, now: now)
+                    command.online.subtract(overLimit)
+                    command.pushable.subtract(overLimit)
+                }
                 return .success(Resolved(event: .invite(command), tokens: tokens))
             case .join(var join):
                 let user = join.command.user
@@ -134,6 +151,29 @@ actor CallEngine {
             logger.error("storage failed", metadata: ["error": "\(error)"])
             return .failure(SwitchboardError(.storageUnavailable))
         }
+    }
+
+    /// Of the reachable invitees of a request that passed its checks (a connected device or a push
+    /// token, and not blocking the caller), those whose invitation is one too many
+    /// (``RateLimits/invitationsPerCallee``): they do not ring, and the caller sees them offline,
+    /// as a callee with no device and no push token, never the limit of someone else. One found
+    /// busy under the busy-reject policy is not counted: it would not ring either.
+    private func calleesOverLimit(
+        _ invitees: Set<UserID>, app: SdkAppID, settings: AppSettings, now: Int64
+    ) -> Set<UserID> {
+        invitees.filter { invitee in
+            let key = UserKey(app: app, user: invitee)
+            if settings.busyPolicy == .reject && machine.roster.isInAnyCall(key) { return false }
+            return limiter.take(limits.invitationsPerCallee, "invitations-received", key.description, now: now) != nil
+        }
+    }
+
+    /// How long each invitee who blocks the caller seems to ring before declining, drawn from the
+    /// configured range (see ``CallStateMachine/Member/Phase/screened(declineAt:deadline:)``).
+    private func declineDelays(_ blockers: Set<UserID>) -> [UserID: Int64]? {
+        guard !blockers.isEmpty else { return nil }
+        let range = machine.configuration.declineDelays
+        return Dictionary(uniqueKeysWithValues: blockers.map { ($0, Int64.random(in: range)) })
     }
 
     /// The users a push can ring: those with a device that has no live connection and a token
