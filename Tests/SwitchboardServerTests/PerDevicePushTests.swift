@@ -165,3 +165,63 @@ struct PerDevicePushTests {
         }
     }
 }
+
+/// What each kind of push token must carry (``RegisterPushTokenRequest/problem``), as the server
+/// answers it.
+struct PushTokenKindTests {
+    static let endpoint = "https://push.example.net/wpush/v2/gAAAAABn3xQ1"
+    static let keys = WebPushKeys(
+        p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4",
+        auth: "BTBZMqHH6r4Tts7J_aSIgg")
+    static let sealingKey = "jn0pOZvLmi7NfOaoN2P-n5YgOa5wy0ZhbhpoD-ZJrls"
+    static let fcmToken = "dGVzdC1mY20tdG9rZW4:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx"
+
+    @Test(arguments: [
+        (RegisterPushTokenRequest(token: endpoint, kind: .web, webPush: keys, sealingKey: sealingKey), nil),
+        (RegisterPushTokenRequest(token: fcmToken, kind: .fcm), nil),
+        (RegisterPushTokenRequest(token: fcmToken, kind: .fcm, sealingKey: sealingKey), nil),
+        (
+            RegisterPushTokenRequest(
+                token: String(repeating: "ab", count: 32), environment: .sandbox, bundleId: "com.example.app", kind: .alert,
+                alertRinging: true), nil
+        ),
+        // A web token is an https endpoint with its keys.
+        (RegisterPushTokenRequest(token: "http://push.example.net/x", kind: .web, webPush: keys), .invalidPushToken),
+        (RegisterPushTokenRequest(token: "https://user:pw@push.example.net/x", kind: .web, webPush: keys), .invalidPushToken),
+        (RegisterPushTokenRequest(token: endpoint, kind: .web), .invalidPushToken),
+        (
+            RegisterPushTokenRequest(token: endpoint, kind: .web, webPush: WebPushKeys(p256dh: keys.auth, auth: keys.auth)),
+            .invalidPushToken
+        ),
+        (RegisterPushTokenRequest(token: "https://x/" + String(repeating: "a", count: 2048), kind: .web, webPush: keys), .invalidPushToken),
+        // FCM tokens have their own alphabet and length.
+        (RegisterPushTokenRequest(token: "bad token", kind: .fcm), .invalidPushToken),
+        (RegisterPushTokenRequest(token: String(repeating: "a", count: 4097), kind: .fcm), .invalidPushToken),
+        // APNs tokens need their environment and bundle id.
+        (RegisterPushTokenRequest(token: String(repeating: "ab", count: 32), bundleId: "com.example.app"), .invalidParams),
+        (RegisterPushTokenRequest(token: String(repeating: "ab", count: 32), environment: .sandbox), .invalidBundleID),
+        // Fields of another kind, and a sealing key that is no X25519 key.
+        (RegisterPushTokenRequest(token: fcmToken, kind: .fcm, webPush: keys), .invalidParams),
+        (RegisterPushTokenRequest(token: fcmToken, kind: .fcm, alertRinging: true), .invalidParams),
+        (RegisterPushTokenRequest(token: fcmToken, kind: .fcm, sealingKey: keys.auth), .invalidParams),
+    ] as [(RegisterPushTokenRequest, SwitchboardError.Code?)])
+    func eachKindIsChecked(_ request: RegisterPushTokenRequest, _ expected: SwitchboardError.Code?) async throws {
+        #expect(request.problem?.code == expected)
+        let server = try await TestServer.start()
+        let raw = try await RawClient(url: server.url)
+        _ = try await raw.request(
+            LoginRequest(sdkAppID: server.app.sdkAppID, userID: "dave", userSig: server.userSig("dave"), deviceId: "d1"),
+            id: "login")
+        let response = try await raw.request(request, id: "r")
+        #expect(RawClient.errorCode(response) == expected?.rawValue)
+        let stored = try await server.node.context.storage.pushTokens(app: server.app.sdkAppID, users: ["dave"])["dave"]
+        if expected == nil {
+            let token = try #require(stored?.first)
+            #expect(token.kind == request.kind && token.token == request.token && token.webPush == request.webPush)
+            #expect(token.sealingKey == request.sealingKey && token.alertRinging == (request.alertRinging ?? false))
+        } else {
+            #expect(stored == nil)
+        }
+        await server.stop()
+    }
+}
