@@ -371,6 +371,27 @@ public enum VoIPPush: Equatable, Sendable {
         case .callEnded(let push): try PushPayload.encode(aps: PushPayload.NoAlert(), kind: "callEnded", push)
         }
     }
+
+    /// The `switchboard` object of the push: what a sealed push carries inside its box.
+    public func content() throws -> Data {
+        switch self {
+        case .incomingCall(let push): try PushPayload.content(kind: "incomingCall", push)
+        case .callEnded(let push): try PushPayload.content(kind: "callEnded", push)
+        }
+    }
+
+    /// The body sealed for a device (``SealedPush``):
+    /// `{"aps":{},"switchboard":{"v":1,"kind":"sealed","sealed":…}}`, made to fit
+    /// ``maxPayloadBytes`` as ``fittedPayload()`` is (the box grows with what it holds).
+    public func fittedSealedPayload(for sealingKey: String) throws -> Data {
+        let seal: (VoIPPush) throws -> Data = {
+            try PushPayload.sealed(aps: PushPayload.NoAlert(), content: try $0.content(), for: sealingKey)
+        }
+        guard case .incomingCall(let push) = self else { return try seal(self) }
+        return try PushPayload.fitted(push, limit: Self.maxPayloadBytes, dropping: IncomingCallPush.droppable) {
+            try seal(.incomingCall($0))
+        }
+    }
 }
 
 extension IncomingCallPush {
@@ -446,17 +467,51 @@ public struct MissedCallPush: Codable, Equatable, Sendable {
         try PushPayload.encode(aps: aps, kind: "missedCall", self)
     }
 
+    /// The alert's localization key of a sealed missed-call push, which names nobody: the system
+    /// shows it as it is unless the app's notification service extension opens the box and
+    /// rewrites the alert (`mutable-content`).
+    public static let sealedLocalizationKey = "SWITCHBOARD_MISSED_CALL_SEALED"
+
+    /// The body sealed for a device (``SealedPush``): a neutral alert with `mutable-content`, and
+    /// `{"v":1,"kind":"sealed","sealed":…}` under `switchboard`, made to fit ``maxPayloadBytes``.
+    public func fittedSealedPayload(for sealingKey: String) throws -> Data {
+        try PushPayload.fitted(self, limit: Self.maxPayloadBytes, dropping: Self.droppable) { push in
+            let aps = PushPayload.Alert(
+                alert: .init(locKey: Self.sealedLocalizationKey), sound: push.sound ?? "default", mutableContent: 1)
+            return try PushPayload.sealed(aps: aps, content: try PushPayload.content(kind: "missedCall", push), for: sealingKey)
+        }
+    }
+
     /// Reads a missed-call push from its JSON body; nil when it is not one.
-    public init?(json: Data) {
+    /// A sealed one (``fittedSealedPayload(for:)``) opens with `sealingKey` (a notification
+    /// service extension does that to rewrite the alert with the caller's name).
+    public init?(json: Data, sealingKey: PushSealingKey? = nil) {
         struct Body: Decodable {
-            struct Envelope: Decodable { var kind: String }
+            struct Envelope: Decodable {
+                var kind: String
+                var sealed: String?
+            }
             var switchboard: Envelope
         }
         struct Content: Decodable { var switchboard: MissedCallPush }
-        guard let body = try? SwitchboardJSON.decode(Body.self, from: json), body.switchboard.kind == "missedCall",
-            let content = try? SwitchboardJSON.decode(Content.self, from: json)
+        guard let body = try? SwitchboardJSON.decode(Body.self, from: json) else { return nil }
+        if body.switchboard.kind == "sealed" {
+            guard let sealed = body.switchboard.sealed, let content = try? sealingKey?.open(sealed) else { return nil }
+            self.init(content: content)
+            return
+        }
+        guard body.switchboard.kind == "missedCall", let content = try? SwitchboardJSON.decode(Content.self, from: json)
         else { return nil }
         self = content.switchboard
+    }
+
+    /// Reads the `switchboard` object of a missed-call push (what a sealed one holds).
+    init?(content: Data) {
+        struct Envelope: Decodable { var kind: String }
+        guard (try? SwitchboardJSON.decode(Envelope.self, from: content))?.kind == "missedCall",
+            let push = try? SwitchboardJSON.decode(MissedCallPush.self, from: content)
+        else { return nil }
+        self = push
     }
 
     private var aps: PushPayload.Alert {
@@ -475,6 +530,20 @@ public enum PushPayload {
     /// Encodes `{"aps":…,"switchboard":{"v":1,"kind":…,…content}}`.
     static func encode<APS: Encodable, Content: Encodable>(aps: APS, kind: String, _ content: Content) throws -> Data {
         try SwitchboardJSON.encode(Body(aps: aps, switchboard: Envelope(kind: kind, content: content)))
+    }
+
+    /// Encodes the `switchboard` object alone: `{"v":1,"kind":…,…content}`.
+    static func content<Content: Encodable>(kind: String, _ content: Content) throws -> Data {
+        try SwitchboardJSON.encode(Envelope(kind: kind, content: content))
+    }
+
+    /// Encodes `{"aps":…,"switchboard":{"v":1,"kind":"sealed","sealed":…}}` with `content` sealed for the key.
+    static func sealed<APS: Encodable>(aps: APS, content: Data, for sealingKey: String) throws -> Data {
+        try encode(aps: aps, kind: "sealed", Sealed(sealed: try SealedPush.seal(content, to: sealingKey)))
+    }
+
+    private struct Sealed: Encodable {
+        var sealed: String
     }
 
     private struct Body<APS: Encodable, Content: Encodable>: Encodable {
@@ -522,6 +591,19 @@ public enum PushPayload {
 
         var alert: Text
         var sound: String
+        /// 1 lets the app's notification service extension change the alert (a sealed push).
+        var mutableContent: Int?
+
+        init(alert: Text, sound: String, mutableContent: Int? = nil) {
+            self.alert = alert
+            self.sound = sound
+            self.mutableContent = mutableContent
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case alert, sound
+            case mutableContent = "mutable-content"
+        }
     }
 
     /// The body of `push`, leaving out its optional texts in the order `dropping` gives, one by

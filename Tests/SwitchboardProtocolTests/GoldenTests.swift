@@ -514,6 +514,8 @@ struct GoldenTests {
             "request.push.register.alert", "request.push.unregister.alert", "push.missedCall", "push.missedCall.localized",
             "event.callRecord.noAnswer", "response.error.mediaRelay", "response.error.otherDevice",
             "request.push.register.web", "request.push.register.fcm", "request.push.register.alertRinging",
+            // Checked by SealedPushTests.
+            "push.sealed.vector", "push.incomingCall.sealed",
         ]
         #expect(Set(files) == checked)
     }
