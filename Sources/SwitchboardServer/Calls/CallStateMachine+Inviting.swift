@@ -53,10 +53,6 @@ extension CallStateMachine {
         case .success(let match):
             (found, index) = match
         }
-        guard found.type == .group else {
-            out.answer(.failure(SwitchboardError(.groupCallOnly, "only group calls take more members")))
-            return
-        }
         guard found.members[index].isJoined else {
             out.answer(.failure(SwitchboardError(.invalidCallState, "join the call before inviting")))
             return
@@ -77,6 +73,16 @@ extension CallStateMachine {
             return
         }
         var call = found
+        if call.type == .oneToOne {
+            // Inviting turns a one-to-one call into a group call (SPEC §3), which takes no
+            // media-type changes: an open one is answered or cancelled first.
+            if call.mediaChange != nil {
+                out.answer(
+                    .failure(SwitchboardError(.mediaChangeInProgress, "answer or cancel the media-type change first")))
+                return
+            }
+            call.type = .group
+        }
         let added = addInvitees(
             fresh, inviter: inviter, to: &call, settings: command.settings, online: command.online,
             pushable: command.pushable, blockedBy: command.blockedBy, profiles: command.profiles, now: now)
