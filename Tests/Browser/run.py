@@ -45,6 +45,10 @@ TURN_SECRET = "browser-test-turn-secret"
 # Every screen is checked and photographed at a laptop's size and a phone's.
 DESKTOP = (1100, 900)
 PHONE = (375, 812)
+# The protocol's names a person should never read (docs/PROTOCOL.md); the page says them in words.
+PROTOCOL_WORDS = ["noResponse", "lineBusy", "otherDeviceAccepted", "otherDeviceReject", "endByServer", "noAnswer",
+                  "oneToOne", "veryBad", "timedOut", "callNotFound", "joinNotAllowed", "invalidCallState",
+                  "alreadyInCall", "mediaChangeInProgress", "userSig", "sdkAppID:", "undefined", "null", "[object"]
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "a11y.js")) as _checker:
     A11Y_CHECKER = _checker.read()
 
@@ -273,9 +277,11 @@ class Page:
         wait_until(lambda: self.js("return window.innerWidth") == width, what=f"{self.user}'s page at {width} px")
 
     def check_screen(self, name, sizes=(DESKTOP, PHONE), at_each=None):
-        """At each size: the accessibility check, a walk through the screen with the Tab key (every
-        control reached in order, each with a visible focus), `at_each(size)` for what the test
-        asserts there, and a screenshot (`.build/browser-artifacts/<name>-<user>-<w>x<h>.png`)."""
+        """At each size: the accessibility check (and no protocol words on screen), `at_each(size)`
+        for what the test asserts there, and a screenshot
+        (`.build/browser-artifacts/<name>-<user>-<w>x<h>.png`); at the first size also a walk through
+        the screen with the Tab key (every control reached in order, each with a visible focus: the
+        order is the page's, the same at every size)."""
         found = {}
         try:
             for size in sizes:
@@ -283,8 +289,12 @@ class Page:
                 if not self.js("return !!window.__a11y"):
                     self.js(A11Y_CHECKER)
                 problems = self.js("return window.__a11y.problems()")
-                problems += self.tab_walk()
-                self.js("document.activeElement?.blur()")
+                shown = self.js("return document.body.innerText")
+                problems += [f"the protocol's word {word!r} on screen" for word in PROTOCOL_WORDS if word in shown]
+                problems += [f"an error code on screen: {code}" for code in re.findall(r"\(\d{4}\)", shown)]
+                if size == sizes[0]:
+                    problems += self.tab_walk()
+                    self.js("document.activeElement?.blur()")
                 if at_each:
                     at_each(size)
                 self.screenshot(f"{name}-{self.user}-{size[0]}x{size[1]}")
@@ -544,6 +554,49 @@ class BrowserTests(Harness):
               '{"event":"callEnded","data":{"callId":"c","mediaType":"hologram","reason":"hangup"}}').problems));
         """)
         self.assertEqual(broken, ['$.data.mediaType: "hologram" is not a MediaType'])
+
+    def test_every_reason_and_error_has_words(self):
+        """words.js says every end reason, from each side, every record result and every error code
+        of the protocol in words, with none of the protocol's names; records.js dates read as a
+        phone's recents do."""
+        page = self.page("words")
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "PROTOCOL.md")) as f:
+            codes = sorted({int(code) for code in re.findall(r"^\| (\d{4}) \| `", f.read(), re.M)})
+        report = page.driver.execute_async_script("""
+            const [codes, done] = arguments;
+            Promise.all([import('/js/words.js'), import('/js/records.js'), import('/js/protocol.js')]).then(
+              ([words, records, protocol]) => {
+                const sentences = [];
+                const reasons = ["unknown", "hangup", "reject", "noResponse", "offline", "lineBusy", "canceled",
+                                 "otherDeviceAccepted", "otherDeviceReject", "endByServer"];
+                const name = (id) => id === "bob" ? "Bob" : id;
+                for (const reason of reasons) for (const me of ["alice", "bob"]) for (const by of ["alice", "bob", undefined])
+                  for (const group of [false, true]) for (const connected of [false, true])
+                    sentences.push(words.endText({reason, userId: by}, {me, callerId: "alice", group, connected, name}));
+                for (const result of ["answered", "missed", "noAnswer", "rejected", "canceled", "busy", "offline", "unknown"])
+                  for (const direction of ["outgoing", "incoming"]) sentences.push(words.recordResultText({result, direction}));
+                const errors = Object.fromEntries(codes.map((code) => [code, words.errorText({code}, "call")]));
+                const now = new Date(2026, 10, 27, 15, 0).getTime();
+                const at = (days, hour) => new Date(2026, 10, 27 - days, hour, 5).getTime();
+                done({sentences, errors, generic: words.errorText({code: 1}),
+                      dates: [records.dateText(at(0, 9), now, "en-GB"), records.dateText(at(1, 9), now, "en-GB"),
+                              records.dateText(at(3, 9), now, "en-GB"), records.dateText(at(40, 9), now, "en-GB"),
+                              records.dateText(new Date(2025, 0, 2).getTime(), now, "en-GB")]});
+              }, (error) => done({error: String(error)}));
+        """, codes)
+        self.assertNotIn("error", report)
+        self.assertGreater(len(codes), 50)
+        for sentence in report["sentences"] + list(report["errors"].values()):
+            self.assertTrue(sentence.strip(), sentence)
+            for word in PROTOCOL_WORDS:
+                self.assertNotIn(word, sentence)
+            self.assertIsNone(re.search(r"\d{4}", sentence), sentence)
+        # Every code the server or the page can give has its own sentence, not the generic one.
+        on_the_wire = [code for code in codes if code < 4000 or code in (5001, 5002, 5003, 5006, 5007)]
+        generic = [code for code in on_the_wire if report["errors"][str(code)] == report["generic"]
+                   and code not in (1001, 1002, 1004, 1006, 1007, 1010, 1012, 2009, 3008, 3010, 3013, 3016, 3018, 3019)]
+        self.assertEqual(generic, [], "codes a person can meet, said only as 'Something went wrong'")
+        self.assertEqual(report["dates"], ["09:05", "Yesterday 09:05", "Tuesday 09:05", "18 Oct", "2 Jan 2025"])
 
     # MARK: calls
 
