@@ -26,9 +26,12 @@ const $ = (id) => document.getElementById(id);
 
 /** How long a passing notice stays (a declined switch, a busy invitee), ms. */
 const PASSING_NOTICE_MS = 10000;
-/** At most this many names remembered, and group calls left that may still be going on. */
+/** At most this many names remembered, group calls left that may still be going on, recent
+ * calls listed (the newest kept) and protocol mismatches kept for the console. */
 const NAMES_LIMIT = 500;
 const ONGOING_LIMIT = 20;
+const RECORDS_LIMIT = 100;
+const PROBLEMS_LIMIT = 100;
 
 const state = {
   me: null,
@@ -176,7 +179,7 @@ async function login(userID, sdkAppID, userSig) {
     if (!event.detail?.afterRestart) media?.reconnected();
   });
   signaling.addEventListener("problem", (event) => {
-    state.problems.push(event.detail);
+    state.problems = [...state.problems, event.detail].slice(-PROBLEMS_LIMIT);
     console.warn("protocol mismatch", event.detail);
   });
   const result = await signaling.login({ sdkAppID, userID, userSig, deviceId: tabDeviceId() });
@@ -500,7 +503,7 @@ function onEvent({ event, data }) {
       mediaChangeFinished(data);
       break;
     case "callRecord":
-      state.records = [data.record, ...state.records.filter((r) => r.callId !== data.record.callId)];
+      state.records = [data.record, ...state.records.filter((r) => r.callId !== data.record.callId)].slice(0, RECORDS_LIMIT);
       state.ongoing.delete(data.record.callId);
       break;
     case "sessionEnded":
@@ -596,6 +599,8 @@ function startMedia(info) {
   state.microphoneOn = mine?.microphoneOn ?? true;
   state.cameraOn = info.mediaType === "video" && (mine?.cameraOn ?? true);
   state.inviteOpen = false;
+  // What was said about another call is stale in this one.
+  clear("call");
   media = new MediaSession({
     me: state.me,
     callId: info.callId,
