@@ -1137,10 +1137,32 @@ struct CallStateMachineTests {
             step: invite("mallory", "m1", ["dave"]),
             expected: ["reply error notInCall"]),
         Row(
-            name: "a one-to-one call takes no invitations",
+            name: "an invitation into a one-to-one call rings the new member",
             setup: [start(), accept("bob", "b1")],
             step: invite("alice", "a1", ["dave"]),
-            expected: ["reply error groupCallOnly"]),
+            expected: [
+                "reply invited busy=[] alice:accept bob:accept dave:waiting",
+                "dave@* ← callReceived(from alice)",
+                "timer ring(c1,dave) +30000",
+                "alice@a1 ← callUpdated(alice:accept bob:accept dave:waiting)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept dave:waiting)",
+            ]),
+        Row(
+            name: "a one-to-one call someone was invited into is a group call: a member who left may join again",
+            setup: [start(), accept("bob", "b1"), invite("alice", "a1", ["dave"]), accept("dave", "d1"), hangup("bob", "b1")],
+            step: join("bob", "b1"),
+            expected: [
+                "reply call alice:accept bob:accept dave:accept",
+                "bob@*-b1 ← callElsewhere(on b1 active)",
+                "alice@a1 ← callUpdated(alice:accept bob:accept dave:accept)",
+                "bob@b1 ← callStarted",
+                "dave@d1 ← callUpdated(alice:accept bob:accept dave:accept)",
+            ]),
+        Row(
+            name: "no invitation into a one-to-one call while a media-type change is open",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: invite("bob", "b1", ["dave"]),
+            expected: ["reply error mediaChangeInProgress"]),
         Row(
             name: "invitations beyond the app's limit are refused",
             setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],

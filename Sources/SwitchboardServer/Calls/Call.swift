@@ -129,7 +129,8 @@ extension CallStateMachine {
         let id: CallID
         let app: SdkAppID
         let roomId: RoomID
-        let type: CallType
+        /// One-to-one until someone is invited into it: then a group call for the rest of its life.
+        var type: CallType
         var mediaType: CallMediaType
         let callerId: UserID
         let chatGroupId: ChatGroupID?

@@ -56,6 +56,8 @@ extension CallStateMachine {
         }
         let inviter = command.command.user.user
         var call = found
+        // An invitation makes a one-to-one call a group call for the rest of its life (``validate(_:)``).
+        call.type = .group
         let added = addInvitees(
             fresh, inviter: inviter, to: &call, settings: command.settings, online: command.online,
             pushable: command.pushable, blockedBy: command.blockedBy, declineDelays: command.declineDelays ?? [:],

@@ -85,8 +85,10 @@ extension CallStateMachine {
         case .success(let match):
             (found, index) = match
         }
-        guard found.type == .group else {
-            return .failure(SwitchboardError(.groupCallOnly, "only group calls take more members"))
+        // Inviting turns a one-to-one call into a group call (SPEC §3), which takes no media-type
+        // changes: an open one is answered or cancelled first.
+        if found.type == .oneToOne, found.mediaChange != nil {
+            return .failure(SwitchboardError(.mediaChangeInProgress, "answer or cancel the media-type change first"))
         }
         guard found.members[index].isJoined else {
             return .failure(SwitchboardError(.invalidCallState, "join the call before inviting"))
