@@ -400,6 +400,53 @@ extension IncomingCallPush {
     static var droppable: [WritableKeyPath<IncomingCallPush, String?>] {
         [\.userData, \.extra, \.body, \.title, \.callerName]
     }
+
+    /// The notification category of an invitation sent as an alert, whose actions the app
+    /// registers: ``answerAction`` and ``declineAction``.
+    public static let alertCategory = "SWITCHBOARD_INCOMING_CALL"
+    public static let answerAction = "SWITCHBOARD_ANSWER"
+    public static let declineAction = "SWITCHBOARD_DECLINE"
+    /// The alert's localization keys when the caller gave no title: audio and video calls, with the
+    /// caller's name as the argument (`"Incoming call from %@"`), and a sealed one that names nobody.
+    public static let audioLocalizationKey = "SWITCHBOARD_INCOMING_CALL"
+    public static let videoLocalizationKey = "SWITCHBOARD_INCOMING_VIDEO_CALL"
+    public static let sealedLocalizationKey = "SWITCHBOARD_INCOMING_CALL_SEALED"
+
+    /// The invitation as a time-sensitive alert, for a device that rings without CallKit
+    /// (``RegisterPushTokenRequest/alertRinging``): the system shows it with the answer and decline
+    /// actions of ``alertCategory``; the `switchboard` object is the VoIP push's. Made to fit
+    /// ``MissedCallPush/maxPayloadBytes``.
+    public func fittedAlertPayload() throws -> Data {
+        try PushPayload.fitted(self, limit: MissedCallPush.maxPayloadBytes, dropping: Self.droppable) { push in
+            try PushPayload.encode(aps: push.ringingAlert(sealed: false), kind: "incomingCall", push)
+        }
+    }
+
+    /// The same sealed for a device (``SealedPush``): a neutral alert the app's notification
+    /// service extension may rewrite (`mutable-content`), the invitation in the box.
+    public func fittedSealedAlertPayload(for sealingKey: String) throws -> Data {
+        try PushPayload.fitted(self, limit: MissedCallPush.maxPayloadBytes, dropping: Self.droppable) { push in
+            try PushPayload.sealed(
+                aps: push.ringingAlert(sealed: true), content: try PushPayload.content(kind: "incomingCall", push),
+                for: sealingKey)
+        }
+    }
+
+    private func ringingAlert(sealed: Bool) -> PushPayload.Alert {
+        let text: PushPayload.Alert.Text =
+            if sealed {
+                .init(locKey: Self.sealedLocalizationKey)
+            } else if title != nil || body != nil {
+                .init(title: title, body: body)
+            } else {
+                .init(
+                    locKey: mediaType == .video ? Self.videoLocalizationKey : Self.audioLocalizationKey,
+                    locArgs: [callerName ?? callerId.rawValue])
+            }
+        return PushPayload.Alert(
+            alert: text, sound: sound ?? "default", mutableContent: sealed ? 1 : nil, category: Self.alertCategory,
+            interruptionLevel: "time-sensitive")
+    }
 }
 
 /// A call the user did not answer while their app was not running: a regular alert push
@@ -593,16 +640,25 @@ public enum PushPayload {
         var sound: String
         /// 1 lets the app's notification service extension change the alert (a sealed push).
         var mutableContent: Int?
+        /// The notification category, whose actions the app registered.
+        var category: String?
+        /// `time-sensitive` breaks through Focus, as a ringing call must.
+        var interruptionLevel: String?
 
-        init(alert: Text, sound: String, mutableContent: Int? = nil) {
+        init(
+            alert: Text, sound: String, mutableContent: Int? = nil, category: String? = nil, interruptionLevel: String? = nil
+        ) {
             self.alert = alert
             self.sound = sound
             self.mutableContent = mutableContent
+            self.category = category
+            self.interruptionLevel = interruptionLevel
         }
 
         private enum CodingKeys: String, CodingKey {
-            case alert, sound
+            case alert, sound, category
             case mutableContent = "mutable-content"
+            case interruptionLevel = "interruption-level"
         }
     }
 
