@@ -1573,8 +1573,7 @@ class WebPushTests(Harness):
             self.deliver(bob, push)
             # bob looks elsewhere (his window minimized): the same push shows a notification.
             bob.driver.minimize_window()
-            self.deliver(bob, push)
-            shown = wait_until(lambda: self.notifications(bob), what="the notification")
+            shown = self.deliver_until(bob, push, lambda: self.notifications(bob), what="the notification")
             self.assertEqual(shown, [{"title": "alice", "body": "Incoming audio call", "tag": call_id,
                                       "requireInteraction": True, "actions": ["answer", "decline"],
                                       "kind": "incomingCall"}])
