@@ -69,7 +69,7 @@ struct FCMTests {
         let s = try await setUp(serverAccount: serverAccount)
         let call = try await s.alice.callStore.calls(
             participantIds: ["bob"], mediaType: .video, params: CallParams(userData: "topic-7"))
-        let invitation = try await s.fcm.messages.first { _ in true }
+        let invitation = try await s.fcm.messages.first(timeout: .seconds(30)) { _ in true }
         #expect(invitation.token == Self.bobToken)
         #expect(invitation.priority == "HIGH" && invitation.ttl == "30s" && invitation.collapseKey == call.callId.rawValue)
         #expect(Array(invitation.data.keys) == ["switchboard"])
@@ -84,7 +84,7 @@ struct FCMTests {
         #expect(s.alice.callStore.state.activeCall?.callId == call.callId)
 
         try await s.alice.callStore.hangup()
-        let stopped = try await s.fcm.messages.first(from: 1) { _ in true }
+        let stopped = try await s.fcm.messages.first(from: 1, timeout: .seconds(30)) { _ in true }
         #expect(
             stopped.push
                 == .callEnded(CallEndedPush(callId: call.callId, sdkAppID: s.server.app.sdkAppID, reason: .canceled, mediaType: .video)))
@@ -101,10 +101,10 @@ struct FCMTests {
             let index = s.fcm.messages.values.count
             let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
             let callId = call.callId
-            let message = try await s.fcm.messages.first(from: index) { $0.push?.callId == callId }
+            let message = try await s.fcm.messages.first(from: index, timeout: .seconds(30)) { $0.push?.callId == callId }
             #expect(message.push?.kind == "incomingCall")
             try await s.alice.callStore.hangup()
-            try await s.fcm.messages.first(from: index + 1) { $0.push?.callId == callId && $0.push?.kind == "callEnded" }
+            try await s.fcm.messages.first(from: index + 1, timeout: .seconds(30)) { $0.push?.callId == callId && $0.push?.kind == "callEnded" }
             return message
         }
         let first = try await ring()
@@ -129,14 +129,14 @@ struct FCMTests {
         let s = try await setUp()
         s.fcm.unregister(Self.bobToken)
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        let removed = try await s.deliveries.first { $0.outcome == "token_removed" }
+        let removed = try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "token_removed" }
         #expect(removed.service == "fcm" && s.fcm.answers.values.map(\.reason) == ["UNREGISTERED"])
         #expect(try await s.server.node.context.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(timeout: .seconds(30), where: isEnded)
         let again = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         #expect(
-            try await s.aliceEvents.first { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
+            try await s.aliceEvents.first(timeout: .seconds(30)) { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: again.callId, mediaType: .audio, reason: .offline, userId: "bob"))
         await tearDown(s)
     }
@@ -145,12 +145,12 @@ struct FCMTests {
         let s = try await setUp()
         s.fcm.behavior = .throttle(count: 1)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.outcome == "retrying" }
+        try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "retrying" }
         s.fcm.behavior = .fail(count: 1)
         s.server.clock.advance(by: .seconds(1))
-        try await s.deliveries.first(from: 1) { $0.outcome == "retrying" }
+        try await s.deliveries.first(from: 1, timeout: .seconds(30)) { $0.outcome == "retrying" }
         s.server.clock.advance(by: .seconds(2))
-        let delivered = try await s.fcm.messages.first { _ in true }
+        let delivered = try await s.fcm.messages.first(timeout: .seconds(30)) { _ in true }
         #expect(delivered.push?.callId == call.callId && delivered.ttl == "27s")
         #expect(s.fcm.answers.values.map(\.status) == [429, 500, 200])
         await tearDown(s)
@@ -165,7 +165,7 @@ struct FCMTests {
         let events = Recorder(alice.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         #expect(
-            try await events.first(where: isEnded)
+            try await events.first(timeout: .seconds(30), where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .offline, userId: "bob"))
         await server.stop()
     }

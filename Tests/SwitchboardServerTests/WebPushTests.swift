@@ -95,7 +95,7 @@ struct WebPushTests {
         let s = try await setUp()
         let call = try await s.alice.callStore.calls(
             participantIds: ["bob"], mediaType: .video, params: CallParams(userData: "topic-7", pushConfig: PushTests.pushConfig))
-        let invitation = try await s.service.messages.first { _ in true }
+        let invitation = try await s.service.messages.first(timeout: .seconds(30)) { _ in true }
         let deadline = s.server.clock.now() + 30_000
         #expect(
             invitation.push
@@ -116,7 +116,7 @@ struct WebPushTests {
         // which takes the ringing notification's place (no separate end of the ringing), under
         // the call's topic.
         try await s.alice.callStore.hangup()
-        let missed = try await s.service.messages.first(from: 1) { _ in true }
+        let missed = try await s.service.messages.first(from: 1, timeout: .seconds(30)) { _ in true }
         guard case .missedCall(let notice) = missed.push else {
             Issue.record("not a missed call: \(String(decoding: missed.plaintext, as: UTF8.self))")
             return
@@ -156,12 +156,12 @@ struct WebPushTests {
         let s = try await setUp()
         s.service.behavior = .fail(count: 1)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.callId == call.callId && $0.outcome == "retrying" }
+        try await s.deliveries.first(timeout: .seconds(30)) { $0.callId == call.callId && $0.outcome == "retrying" }
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(timeout: .seconds(30), where: isEnded)
         // The invitation is withdrawn at its next attempt, and only then does the end go out.
         s.server.clock.advance(by: .seconds(1))
-        let outcomes = try await s.deliveries.matches(2) { $0.callId == call.callId && $0.outcome != "retrying" }
+        let outcomes = try await s.deliveries.matches(2, timeout: .seconds(30)) { $0.callId == call.callId && $0.outcome != "retrying" }
         #expect(outcomes.map(\.kind) == ["incomingCall", "callEnded"])
         #expect(outcomes.map(\.outcome) == ["withdrawn", "delivered"])
         #expect(s.service.messages.values.map(\.push?.kind) == ["callEnded"])
@@ -174,14 +174,14 @@ struct WebPushTests {
         let s = try await setUp()
         if unsubscribed { s.service.unsubscribe(s.subscription) } else { s.service.forget(s.subscription) }
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.outcome == "token_removed" }
+        try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "token_removed" }
         #expect(s.service.answers.values.map(\.status) == [unsubscribed ? 410 : 404])
         #expect(try await s.server.node.context.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(timeout: .seconds(30), where: isEnded)
         let again = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         #expect(
-            try await s.aliceEvents.first { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
+            try await s.aliceEvents.first(timeout: .seconds(30)) { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: again.callId, mediaType: .audio, reason: .offline, userId: "bob"))
         await tearDown(s)
     }
@@ -190,11 +190,11 @@ struct WebPushTests {
         let s = try await setUp()
         s.service.behavior = .throttle(count: 1)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.outcome == "retrying" }
+        try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "retrying" }
         s.server.clock.advance(by: .seconds(1))
-        let delivered = try await s.service.messages.first { _ in true }
+        let delivered = try await s.service.messages.first(timeout: .seconds(30)) { _ in true }
         #expect(delivered.push?.callId == call.callId && delivered.ttl == 29)
-        let answers = try await s.service.answers.matches(2) { _ in true }
+        let answers = try await s.service.answers.matches(2, timeout: .seconds(30)) { _ in true }
         #expect(answers.map(\.status) == [429, 201])
         await tearDown(s)
     }
