@@ -23,12 +23,16 @@ struct FCMTests {
     }
 
     /// An Android phone of `user` registers its FCM token, then its app is killed.
-    static func registerToken(_ server: TestServer, user: UserID, device: DeviceID, _ token: String) async throws {
+    static func registerToken(
+        _ server: TestServer, user: UserID, device: DeviceID, _ token: String, sealingKey: PushSealingKey? = nil
+    ) async throws {
         let phone = try await RawClient(url: server.url)
         _ = try await phone.request(
             LoginRequest(sdkAppID: server.app.sdkAppID, userID: user, userSig: server.userSig(user.rawValue), deviceId: device),
             id: "login")
-        #expect(try await phone.request(RegisterPushTokenRequest(token: token, kind: .fcm), id: "r")["result"] != nil)
+        // A new id each time: the server answers a repeated one from its ledger.
+        let request = RegisterPushTokenRequest(token: token, kind: .fcm, sealingKey: sealingKey?.publicKey)
+        #expect(try await phone.request(request, id: "register-\(UUID().uuidString)")["result"] != nil)
         phone.close()
         #expect(await phone.frames.waitForEnd())
     }
@@ -90,6 +94,30 @@ struct FCMTests {
                 == .callEnded(CallEndedPush(callId: call.callId, sdkAppID: s.server.app.sdkAppID, reason: .canceled, mediaType: .video)))
         #expect(stopped.priority == "HIGH" && stopped.accessToken == invitation.accessToken)
         #expect(s.fcm.grants == 1)
+        await tearDown(s)
+    }
+
+    /// An Android phone that registered a sealing key gets the sealed object in `data.switchboard`:
+    /// FCM sees neither the caller's id nor their nickname; the phone's key opens it.
+    @Test func aSealedTokensMessagesNameNobody() async throws {
+        let s = try await setUp()
+        let key = PushSealingKey()
+        try await Self.registerToken(s.server, user: "bob", device: "bob-pixel", Self.bobToken, sealingKey: key)
+        let call = try await s.alice.callStore.calls(
+            participantIds: ["bob"], mediaType: .video, params: CallParams(userData: "topic-7"))
+        let message = try await s.fcm.messages.first(timeout: .seconds(30)) { _ in true }
+        let body = String(decoding: message.body, as: UTF8.self)
+        for clear in ["alice", "Alice", "topic-7"] {
+            #expect(!body.contains(clear), "\(clear) in \(body)")
+        }
+        #expect(message.priority == "HIGH" && message.collapseKey == call.callId.rawValue && message.push == nil)
+        let object = try #require(message.data["switchboard"])
+        guard case .incomingCall(let invitation)? = CallPush(object: Data(object.utf8), sealingKey: key) else {
+            Issue.record("the message does not open with the phone's key: \(object)")
+            return
+        }
+        #expect(invitation.callId == call.callId && invitation.callerName == "Alice" && invitation.userData == "topic-7")
+        #expect(CallPush(object: Data(object.utf8), sealingKey: PushSealingKey()) == nil)
         await tearDown(s)
     }
 
