@@ -104,6 +104,7 @@ struct NotificationRingingTests {
         }
     }
 
+    @discardableResult
     static func step<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()

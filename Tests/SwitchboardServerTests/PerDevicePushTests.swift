@@ -143,6 +143,7 @@ struct PerDevicePushTests {
         await apns.stop()
     }
 
+    @discardableResult
     func step<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
