@@ -44,7 +44,9 @@ public protocol NotificationReceiver: AnyObject, Sendable {
 /// - In the foreground, an invitation is not shown as a notification: the app rings with its own
 ///   screen from the invitation its connection brought. A missed-call alert is shown.
 /// - A call that stops ringing while the app runs (canceled, answered elsewhere, missed) takes its
-///   notification away.
+///   notification away. While it does not run, the server's end of the ringing (an alert with the
+///   invitation's `apns-collapse-id`, ``CallEndedPush/alertPayload()``) replaces it: APNs cannot
+///   remove a delivered notification.
 /// - Sealed pushes (``SealedPush``) open with ``NotificationRingingSettings/sealingKey``.
 public final class NotificationRingingCoordinator: NotificationReceiver, Sendable {
     private let client: SwitchboardClient
@@ -120,8 +122,20 @@ public final class NotificationRingingCoordinator: NotificationReceiver, Sendabl
     // MARK: - NotificationReceiver
 
     public func shouldPresent(payload: [AnyHashable: Any]) -> Bool {
-        guard case .incomingCall? = VoIPPush(payload: payload, sealingKey: settings.sealingKey) else { return true }
-        return false
+        switch VoIPPush(payload: payload, sealingKey: settings.sealingKey) {
+        case .incomingCall?: return false
+        case .callEnded?:
+            remoteNotificationReceived(payload: payload)
+            return false
+        case nil: return true
+        }
+    }
+
+    /// A push handed to the app in the background (`didReceiveRemoteNotification`, for the end of
+    /// a ringing, which carries `content-available`): the end of a ringing takes its notification away.
+    public func remoteNotificationReceived(payload: [AnyHashable: Any]) {
+        guard case .callEnded(let end)? = VoIPPush(payload: payload, sealingKey: settings.sealingKey) else { return }
+        center.removeDelivered(identifiers: [end.callId.rawValue])
     }
 
     public func didReceive(

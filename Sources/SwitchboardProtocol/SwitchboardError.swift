@@ -82,6 +82,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case invalidPushToken = 6001
             case invalidBundleID = 6002
             case pushTokenInUse = 6003
+            case pushEndpointNotAllowed = 6004
 
             case mediaPayloadTooLarge = 7001
             case peerNotInCall = 7002
@@ -236,6 +237,10 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         /// The token is registered to another device or user; say `move: true` to take it over
         /// (within the same app only).
         public static let pushTokenInUse = Code(.pushTokenInUse)
+        /// A Web Push endpoint on a host the server does not send to: loopback, private,
+        /// link-local or otherwise not public, a name that is not a public DNS name, or a port
+        /// other than 443, unless the operator allows the host (`--web-push-allowed-hosts`).
+        public static let pushEndpointNotAllowed = Code(.pushEndpointNotAllowed)
 
         // MARK: 7xxx media
         /// An SDP or ICE payload is larger than allowed.
@@ -315,6 +320,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .invalidPushToken: "invalid push token"
             case .invalidBundleID: "invalid bundle id"
             case .pushTokenInUse: "push token registered to another device"
+            case .pushEndpointNotAllowed: "the server does not send pushes to this endpoint"
             case .mediaPayloadTooLarge: "media payload too large"
             case .peerNotInCall: "peer is not in this call"
             case .connectionFailed: "could not connect to the server"

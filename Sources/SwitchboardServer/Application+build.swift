@@ -180,6 +180,10 @@ public func buildApplication(
     configuration: ServerConfiguration, clock: any SwitchboardClock = SystemClock(), logger: Logger
 ) async throws -> SwitchboardNode {
     let webPolicy = try WebPolicy(configuration.web)
+    let endpointPolicy = try WebPushEndpointPolicy(allowedHosts: configuration.webPush.allowedHosts)
+    let serverPush = AppPushCredentials(
+        apns: try configuration.apns?.key(), webPush: configuration.webPush.vapid, fcm: configuration.fcm.serviceAccount)
+    for problem in [serverPush.webPush?.problem, serverPush.fcm?.problem].compactMap({ $0 }) { throw problem }
     let storage: any SwitchboardStorage
     switch configuration.database {
     case .sqlite(let path):
@@ -216,13 +220,27 @@ public func buildApplication(
         }
     }
 
+    // Every app has a VAPID key pair from its first start on: a browser subscribes with its public
+    // key. Added only where none is stored, so nodes of a cluster starting together agree on one.
+    for app in served where app.push.webPush == nil {
+        try await storage.addPushCredentials(
+            app: app.sdkAppID, AppPushCredentials(webPush: .generate()), now: now)
+    }
+    let stored = Dictionary(try await storage.loadApps().map { ($0.sdkAppID, $0.push) }, uniquingKeysWith: { _, new in new })
+    for index in served.indices { served[index].push = stored[served[index].sdkAppID] ?? AppPushCredentials() }
+
     let registry = ConnectionRegistry()
     let metrics = ServerMetrics()
-    var apns: APNsClient?
-    if let apnsConfiguration = configuration.apns {
-        apns = try await APNsClient(configuration: apnsConfiguration, clock: clock, logger: logger)
-    }
     let apps = AppDirectory(served)
+    let credentials = PushCredentials(apps: apps, server: serverPush)
+    let transports: [any PushTransport] = [
+        APNsTransport(
+            configuration: configuration.apns ?? APNsConfiguration(), credentials: credentials, clock: clock, logger: logger),
+        WebPushTransport(
+            configuration: configuration.webPush, policy: endpointPolicy, credentials: credentials, clock: clock,
+            logger: logger),
+        FCMTransport(configuration: configuration.fcm, credentials: credentials, clock: clock, logger: logger),
+    ]
     let profiles = ProfileDirectory(store: storage)
 
     // On PostgreSQL the node is one of a cluster: the engine's events go wherever their devices
@@ -235,7 +253,8 @@ public func buildApplication(
     let bus = postgres.map { ClusterBus(node: nodeId, client: $0.client, location: $0.location, logger: logger) }
     let directory = bus.map { ClusterDirectory(node: nodeId, local: registry, bus: $0) }
     let delivery: any CallDelivery = directory ?? registry
-    let push = PushService(store: storage, presence: delivery, apns: apns, clock: clock, metrics: metrics, logger: logger)
+    let push = PushService(
+        store: storage, presence: delivery, transports: transports, clock: clock, metrics: metrics, logger: logger)
     let writer = PersistenceWriter(
         store: storage, clock: clock, commitInterval: configuration.commitInterval, logger: logger
     ) { stored in
@@ -262,8 +281,8 @@ public func buildApplication(
     }
     let context = NodeContext(
         configuration: configuration, storage: storage, apps: apps, profiles: profiles, registry: registry,
-        engine: engine, cluster: cluster, limiter: limiter, writer: writer, metrics: metrics, push: push, clock: clock,
-        logger: logger)
+        engine: engine, cluster: cluster, limiter: limiter, writer: writer, metrics: metrics, push: push,
+        pushCredentials: credentials, webPushEndpoints: endpointPolicy, clock: clock, logger: logger)
     let adminSecret = configuration.adminSecret ?? randomHex(bytes: 24)
 
     // Calls the last run left in the journal (a deploy, a crash) are restored before anyone

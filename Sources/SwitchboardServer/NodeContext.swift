@@ -30,6 +30,10 @@ final class NodeContext: Sendable {
     let outboxes = LoopOutboxes()
     let metrics: ServerMetrics
     let push: PushService
+    /// Which push credentials each app uses (its own, else the server's).
+    let pushCredentials: PushCredentials
+    /// Which Web Push endpoints may be registered.
+    let webPushEndpoints: WebPushEndpointPolicy
     let clock: any SwitchboardClock
     let logger: Logger
     private let counters = NIOLockedValueBox<(connections: UInt64, shuttingDown: Bool)>((0, false))
@@ -37,9 +41,12 @@ final class NodeContext: Sendable {
     init(
         configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
         profiles: ProfileDirectory, registry: ConnectionRegistry, engine: CallEngine, cluster: ClusterNode?,
-        limiter: RateLimiter, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService, clock: any SwitchboardClock,
+        limiter: RateLimiter, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService,
+        pushCredentials: PushCredentials, webPushEndpoints: WebPushEndpointPolicy, clock: any SwitchboardClock,
         logger: Logger
     ) {
+        self.pushCredentials = pushCredentials
+        self.webPushEndpoints = webPushEndpoints
         self.configuration = configuration
         self.storage = storage
         self.apps = apps

@@ -70,6 +70,27 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Minutes a provider token is reused, 20-59 [SWITCHBOARD_APNS_TOKEN_LIFETIME, default 25].")
     var apnsTokenLifetime: Int?
 
+    @Option(
+        help: "The server's VAPID private key for Web Push (a file: PEM, or 32 bytes base64url), for apps without their own [SWITCHBOARD_VAPID_KEY_FILE, default: each app's generated key pair].")
+    var vapidKeyFile: String?
+
+    @Option(help: "Contact for push services with --vapid-key-file: mailto: or https: [SWITCHBOARD_VAPID_SUBJECT].")
+    var vapidSubject: String?
+
+    @Option(
+        help: "Hosts of Web Push endpoints to send to although they are loopback, private or local, or on a port other than 443; repeatable or comma-separated [SWITCHBOARD_WEB_PUSH_ALLOWED_HOSTS, default: none].")
+    var webPushAllowedHosts: [String] = []
+
+    @Option(
+        help: "A Firebase service account's JSON key file for FCM, for apps without their own [SWITCHBOARD_FCM_SERVICE_ACCOUNT].")
+    var fcmServiceAccount: String?
+
+    @Option(help: "FCM HTTP v1 base URL [SWITCHBOARD_FCM_URL, default https://fcm.googleapis.com].")
+    var fcmUrl: String?
+
+    @Option(help: "A PEM file of extra CAs to trust for Web Push services, FCM and its token endpoint [SWITCHBOARD_PUSH_CA_FILE].")
+    var pushCaFile: String?
+
     @Option(help: "Secret of the admin HTTP API [SWITCHBOARD_ADMIN_SECRET, default: generated and printed].")
     var adminSecret: String?
 
@@ -237,6 +258,22 @@ struct Serve: AsyncParsableCommand {
         func list(_ flags: [String], _ name: String) -> [String] {
             flags.isEmpty ? (environment[name]?.split(separator: ",").map(String.init) ?? []) : flags
         }
+        if let file = setting(vapidKeyFile, "SWITCHBOARD_VAPID_KEY_FILE") {
+            let text = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let key = VAPIDKey(privateKey: text, subject: setting(vapidSubject, "SWITCHBOARD_VAPID_SUBJECT") ?? "")
+            if let problem = key.problem { throw ValidationError("--vapid-key-file/--vapid-subject: \(problem.message)") }
+            configuration.webPush.vapid = key
+        }
+        configuration.webPush.trustRootsPath = setting(pushCaFile, "SWITCHBOARD_PUSH_CA_FILE")
+        configuration.fcm.trustRootsPath = configuration.webPush.trustRootsPath
+        if let file = setting(fcmServiceAccount, "SWITCHBOARD_FCM_SERVICE_ACCOUNT") {
+            do {
+                configuration.fcm.serviceAccount = try FCMServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: file)))
+            } catch let error as SwitchboardError {
+                throw ValidationError("--fcm-service-account: \(error.message)")
+            }
+        }
+        if let url = setting(fcmUrl, "SWITCHBOARD_FCM_URL") { configuration.fcm.apiURL = url }
         configuration.ice.stunURLs = list(stunUrl, "SWITCHBOARD_STUN_URLS")
         configuration.ice.turnURLs = list(turnUrl, "SWITCHBOARD_TURN_URLS")
         configuration.ice.turnSecret = setting(turnSecret, "SWITCHBOARD_TURN_SECRET")
@@ -255,6 +292,7 @@ struct Serve: AsyncParsableCommand {
             list(flags, name).flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty }
         }
+        configuration.webPush.allowedHosts = items(webPushAllowedHosts, "SWITCHBOARD_WEB_PUSH_ALLOWED_HOSTS")
         configuration.web.allowedServers = try items(webAllowedServers, "SWITCHBOARD_WEB_ALLOWED_SERVERS").map { text in
             guard let origin = WebSecurity.serverOrigin(text) else {
                 throw ValidationError(
@@ -331,8 +369,13 @@ struct Serve: AsyncParsableCommand {
             lines.append("  apps       \(node.apps.map { String($0.sdkAppID.rawValue) }.joined(separator: ", "))")
         }
         lines.append(
-            configuration.apns.map { "  VoIP push  APNs key \($0.keyId), team \($0.teamId)" }
-                ?? "  VoIP push  off (no APNs key): invitees without a connected device are offline")
+            configuration.apns?.keyPath.map { _ in "  APNs       key \(configuration.apns?.keyId ?? ""), team \(configuration.apns?.teamId ?? "")" }
+                ?? "  APNs       no server key (apps may have their own: PUT /v1/apps/{sdkAppID}/push)")
+        lines.append(
+            "  Web Push   " + (configuration.webPush.vapid.map { _ in "the server's VAPID key" } ?? "each app's generated VAPID key"))
+        lines.append(
+            configuration.fcm.serviceAccount.map { "  FCM        project \($0.projectId)" }
+                ?? "  FCM        no server account (apps may have their own)")
         let ice = configuration.ice
         lines.append(
             ice.turnURLs.isEmpty

@@ -177,13 +177,14 @@ actor CallEngine {
     }
 
     /// The users a push can ring: those with a device that has no live connection and a token
-    /// that rings (``PushToken/rings``). Push is decided per device: a user with a browser tab open
-    /// and a backgrounded iPhone rings on both, the tab over its socket, the iPhone by push.
+    /// that rings (``PushToken/rings``) through a push service the app has credentials for. Push
+    /// is decided per device: a user with a browser tab open and a backgrounded iPhone rings on
+    /// both, the tab over its socket, the iPhone by push.
     private func ringable(_ tokens: [UserID: [PushToken]], app: SdkAppID) -> Set<UserID> {
         Set(
             tokens.filter { user, tokens in
                 let connected = delivery.connectedDevices(UserKey(app: app, user: user))
-                return tokens.contains { $0.rings && !connected.contains($0.device) }
+                return tokens.contains { $0.rings && !connected.contains($0.device) && push.reaches($0) }
             }.keys)
     }
 

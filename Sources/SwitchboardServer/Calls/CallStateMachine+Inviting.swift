@@ -162,25 +162,31 @@ extension CallStateMachine {
         }
     }
 
-    /// When a pushed invitee stops ringing: the invitation push's retries stop and, for a call
-    /// they missed, an alert push says so if the caller asked for it (``PushConfig/missedCallAlert``).
+    /// When a pushed invitee stops ringing: the invitation push's retries stop, and the devices
+    /// that show the ringing themselves (browsers, Android apps, iPhones without CallKit) are told
+    /// once: of the missed call when the caller asked for that (``PushConfig/missedCallAlert``;
+    /// it replaces the ringing notification), else that the ringing ended.
     func pushesAfterRinging(_ call: Call, _ member: Member, result: CallRecordResult, reason: CallEndReason, now: Int64)
         -> [CallAction]
     {
         let key = call.key(member)
-        var actions = [CallAction.push(PushMessage(user: key, content: .ringStopped(call.id), expiration: now))]
         if result == .missed, call.pushConfig?.missedCallAlert == true {
             let alert = MissedCallPush(
                 callId: call.id, sdkAppID: call.app, userId: member.userId, callerId: call.callerId,
                 callerName: call.members.first?.profile?.displayableNickname, mediaType: call.mediaType,
                 callType: call.type, reason: reason, userData: call.userData, pushConfig: call.pushConfig)
-            actions.append(
-                .push(PushMessage(user: key, content: .missedCall(alert), expiration: now + Self.missedCallAlertLifetime)))
+            return [.push(PushMessage(user: key, content: .missedCall(alert), expiration: now + Self.missedCallAlertLifetime))]
         }
-        return actions
+        let stopped = CallEndedPush(callId: call.id, sdkAppID: call.app, reason: reason, mediaType: call.mediaType)
+        return [.push(PushMessage(user: key, content: .ringStopped(stopped), expiration: now + Self.stopPushLifetime))]
     }
 
     /// How long APNs keeps trying to deliver a missed-call alert to a phone that is off.
     static let missedCallAlertLifetime: Int64 = 24 * 3_600_000
+
+    /// How long a push service keeps the end of a ringing for a device that is off: longer than
+    /// any invitation it may still hold (a call rings at most 600 s), so a device that comes back
+    /// gets both and does not ring on.
+    static let stopPushLifetime: Int64 = 15 * 60_000
 
 }

@@ -57,21 +57,25 @@ struct RecordDraft: Equatable, Sendable {
     var record: CallRecord
 }
 
-/// A push to those of a user's devices that registered a token of the kind it needs and have no
-/// live connection when it is sent, or the end of one still being delivered.
+/// A push to those of a user's devices that registered a token of a kind it goes to
+/// (``CallPush/isFor(_:)``) and have no live connection when it is sent.
 struct PushMessage: Equatable, Sendable {
     enum Content: Equatable, Sendable {
-        /// The invitation, as a VoIP push (to VoIP tokens), while the user rings.
+        /// The invitation (VoIP, Web Push and FCM tokens), while the user rings.
         case ring(IncomingCallPush)
-        /// The user stopped ringing: an invitation push not delivered yet is not sent any more.
-        case ringStopped(CallID)
-        /// A missed call, as an alert push (to alert tokens).
+        /// The user stopped ringing: an invitation push not delivered yet is not sent any more, and
+        /// the devices that show the ringing themselves are told (ringing alert, Web Push and FCM
+        /// tokens).
+        case ringStopped(CallEndedPush)
+        /// The user stopped ringing and missed the call: as ``ringStopped(_:)``, told as a missed
+        /// call (alert, Web Push and FCM tokens).
         case missedCall(MissedCallPush)
     }
 
     var user: UserKey
     var content: Content
-    /// When APNs may give up delivering it (Unix ms): for an invitation, the end of the ringing.
+    /// When the push service may give up delivering it (Unix ms): for an invitation, the end of
+    /// the ringing.
     var expiration: Int64
     /// The user's tokens when the engine already read them to decide the push (an invitation);
     /// nil: the push service reads them.

@@ -228,6 +228,18 @@ final class PostgresStorage: SwitchboardStorage {
             ALTER TABLE push_tokens ADD COLUMN alert_ringing BOOLEAN NOT NULL DEFAULT FALSE;
             """)
         ),
+        (
+            // Each app's own APNs key, VAPID key pair and FCM service account, as JSON.
+            "v6-app-push-credentials",
+            statements(
+                """
+            CREATE TABLE app_push_credentials (
+                sdk_app_id BIGINT PRIMARY KEY,
+                credentials TEXT NOT NULL,
+                updated_at BIGINT NOT NULL
+            );
+            """)
+        ),
     ]
 
     /// The statements of a script whose statements each end with `;` and contain no other.
@@ -265,11 +277,12 @@ final class PostgresStorage: SwitchboardStorage {
         var apps: [AppRecord] = []
         let rows = try await client.query(
             """
-            SELECT sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees, is_development, created_at
-            FROM apps ORDER BY sdk_app_id
+            SELECT sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees, is_development, created_at,
+                app_push_credentials.credentials
+            FROM apps LEFT JOIN app_push_credentials USING (sdk_app_id) ORDER BY sdk_app_id
             """, logger: logger)
-        for try await (id, secret, busy, max, sees, development, created) in rows.decode(
-            (Int64, String, String, Int32, String, Bool, Int64).self)
+        for try await (id, secret, busy, max, sees, development, created, push) in rows.decode(
+            (Int64, String, String, Int32, String, Bool, Int64, String?).self)
         {
             apps.append(
                 AppRecord(
@@ -277,9 +290,27 @@ final class PostgresStorage: SwitchboardStorage {
                     settings: AppSettings(
                         busyPolicy: BusyPolicy(rawValue: busy) ?? .reject, maxParticipants: Int(max),
                         blockedCallerSees: BlockedCallerSees(rawValue: sees) ?? .reject),
-                    isDevelopment: development, createdAt: created))
+                    isDevelopment: development, createdAt: created, push: try AppPushCredentials.stored(push)))
         }
         return apps
+    }
+
+    func addPushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws {
+        let text = try credentials.storedText()
+        try await client.query(
+            """
+            INSERT INTO app_push_credentials (sdk_app_id, credentials, updated_at) VALUES (\(app.rawValue), \(text), \(now))
+            ON CONFLICT (sdk_app_id) DO NOTHING
+            """, logger: logger)
+    }
+
+    func savePushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws {
+        let text = try credentials.storedText()
+        try await client.query(
+            """
+            INSERT INTO app_push_credentials (sdk_app_id, credentials, updated_at) VALUES (\(app.rawValue), \(text), \(now))
+            ON CONFLICT (sdk_app_id) DO UPDATE SET credentials = excluded.credentials, updated_at = excluded.updated_at
+            """, logger: logger)
     }
 
     func saveApp(_ app: AppRecord) async throws {

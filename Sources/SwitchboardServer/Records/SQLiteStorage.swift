@@ -160,6 +160,17 @@ final class SQLiteStorage: SwitchboardStorage {
                     ALTER TABLE push_tokens ADD COLUMN alert_ringing INTEGER NOT NULL DEFAULT 0;
                     """)
         }
+        migrator.registerMigration("v8-app-push-credentials") { db in
+            // Each app's own APNs key, VAPID key pair and FCM service account, as JSON.
+            try db.execute(
+                sql: """
+                    CREATE TABLE app_push_credentials (
+                        sdk_app_id INTEGER PRIMARY KEY,
+                        credentials TEXT NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 
@@ -170,7 +181,13 @@ final class SQLiteStorage: SwitchboardStorage {
 
     func loadApps() async throws -> [AppRecord] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM apps ORDER BY sdk_app_id").map { row in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT apps.*, app_push_credentials.credentials AS push_credentials FROM apps
+                    LEFT JOIN app_push_credentials USING (sdk_app_id) ORDER BY sdk_app_id
+                    """
+            ).map { row in
                 AppRecord(
                     sdkAppID: SdkAppID(row["sdk_app_id"] as Int64),
                     secretKey: row["secret_key"],
@@ -179,8 +196,33 @@ final class SQLiteStorage: SwitchboardStorage {
                         maxParticipants: row["max_participants"],
                         blockedCallerSees: BlockedCallerSees(rawValue: row["blocked_caller_sees"]) ?? .reject),
                     isDevelopment: row["is_development"],
-                    createdAt: row["created_at"])
+                    createdAt: row["created_at"],
+                    push: try AppPushCredentials.stored(row["push_credentials"]))
             }
+        }
+    }
+
+    func addPushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws {
+        let text = try credentials.storedText()
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO app_push_credentials (sdk_app_id, credentials, updated_at) VALUES (?, ?, ?)
+                    ON CONFLICT (sdk_app_id) DO NOTHING
+                    """,
+                arguments: [app.rawValue, text, now])
+        }
+    }
+
+    func savePushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws {
+        let text = try credentials.storedText()
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO app_push_credentials (sdk_app_id, credentials, updated_at) VALUES (?, ?, ?)
+                    ON CONFLICT (sdk_app_id) DO UPDATE SET credentials = excluded.credentials, updated_at = excluded.updated_at
+                    """,
+                arguments: [app.rawValue, text, now])
         }
     }
 

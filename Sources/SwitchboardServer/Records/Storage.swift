@@ -9,6 +9,8 @@ struct AppRecord: Equatable, Sendable {
     /// Created by the server for a first run without configuration.
     var isDevelopment: Bool
     var createdAt: Int64
+    /// The app's own push credentials (its VAPID key pair at least, once it has started).
+    var push = AppPushCredentials()
 }
 
 /// A stored record with its owner.
@@ -17,11 +19,16 @@ struct StoredRecord: Equatable, Sendable {
     var record: CallRecord
 }
 
-/// Apps and their settings.
+/// Apps, their settings and their push credentials.
 protocol AppStore: Sendable {
     func loadApps() async throws -> [AppRecord]
-    /// Inserts or replaces an app.
+    /// Inserts or replaces an app, but not its push credentials.
     func saveApp(_ app: AppRecord) async throws
+    /// Replaces an app's push credentials (kept beside its secret key, as its other secrets).
+    func savePushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws
+    /// Stores an app's push credentials unless it has some already (the first start of an app,
+    /// maybe on several nodes at once: the first one's stay).
+    func addPushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws
 }
 
 /// Users' nicknames and avatars.
