@@ -13,6 +13,10 @@ let package = Package(
         .library(name: "SwitchboardProtocol", targets: ["SwitchboardProtocol"]),
         .library(name: "Switchboard", targets: ["Switchboard"]),
         .library(name: "SwitchboardCallKit", targets: ["SwitchboardCallKit"]),
+        // Empty where SwiftUI and UIKit do not exist (Linux).
+        .library(name: "SwitchboardUI", targets: ["SwitchboardUI"]),
+        // Empty unless the app gives it Google's WebRTC framework (docs/IOS.md, "Media").
+        .library(name: "SwitchboardWebRTC", targets: ["SwitchboardWebRTC"]),
         .library(name: "SwitchboardServer", targets: ["SwitchboardServer"]),
         .library(name: "SwitchboardTesting", targets: ["SwitchboardTesting"]),
         .library(name: "SwitchboardTestServers", targets: ["SwitchboardTestServers"]),
@@ -135,6 +139,23 @@ let package = Package(
                 "Switchboard",
                 "SwitchboardProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+
+        // The call views: SwiftUI with UIKit wrappers, on the platform-neutral view logic of
+        // `Switchboard` (View/). Their sources compile only where SwiftUI and UIKit exist.
+        .target(
+            name: "SwitchboardUI",
+            dependencies: ["Switchboard", "SwitchboardProtocol"]
+        ),
+
+        // The iOS media engine on Google's WebRTC framework. Its sources compile only where the
+        // `WebRTC` module exists: the app adds WebRTC.framework (docs/IOS.md lists the builds).
+        .target(
+            name: "SwitchboardWebRTC",
+            dependencies: [
+                "Switchboard", "SwitchboardProtocol", "SwitchboardUI",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
