@@ -64,6 +64,13 @@ public struct SendMediaSignalRequest: SignalingRequest {
         self.candidate = candidate
     }
 
+    /// What the signal carries, in UTF-8 bytes: its `sdp`, or its candidate's line, `sdpMid` and
+    /// `usernameFragment`. The server's relay budget per member counts these.
+    public var payloadBytes: Int {
+        (sdp?.utf8.count ?? 0) + (candidate?.candidate.utf8.count ?? 0) + (candidate?.sdpMid?.utf8.count ?? 0)
+            + (candidate?.usernameFragment?.utf8.count ?? 0)
+    }
+
     /// The problem with this signal's content, if any (the server checks it; clients may too).
     public func validationError() -> SwitchboardError? {
         switch kind {

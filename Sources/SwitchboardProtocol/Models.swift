@@ -204,11 +204,37 @@ public struct UserProfile: Codable, Equatable, Sendable {
     public static let maxAvatarURLBytes = 1024
 }
 
+extension UserProfile {
+    /// The nickname, when it is text the server accepts now (``String/isBoundedText(maxBytes:)``):
+    /// what pushes may show on a lock screen. A nickname saved before a rule refused it is left out
+    /// (the app shows the caller's id instead).
+    public var displayableNickname: String? {
+        nickname.flatMap { $0.isBoundedText(maxBytes: Self.maxNicknameBytes) ? $0 : nil }
+    }
+}
+
 extension String {
-    /// At most `maxBytes` UTF-8 bytes and no control characters (C0, DEL, C1): text a client may
-    /// hand to others (nicknames, platform names) and that every copy of it can afford.
+    /// At most `maxBytes` UTF-8 bytes of text that shows what it says: text a client may hand to
+    /// others (nicknames, push titles and bodies, platform names) and that every copy of it can
+    /// afford. Refused: control characters (C0, DEL, C1), line and paragraph separators (U+2028,
+    /// U+2029), and format characters (Unicode general category Cf) — among them the bidirectional
+    /// controls (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C), which reorder what a lock
+    /// screen shows, and invisible ones (U+200B, U+2060, U+FEFF, U+00AD, tags), which hide text.
+    /// Allowed of Cf: the zero-width joiner and non-joiner (U+200D, U+200C), which emoji sequences
+    /// and several scripts need and which neither reorder nor hide anything.
     public func isBoundedText(maxBytes: Int) -> Bool {
-        utf8.count <= maxBytes
-            && unicodeScalars.allSatisfy { !(0x00...0x1F).contains($0.value) && !(0x7F...0x9F).contains($0.value) }
+        utf8.count <= maxBytes && unicodeScalars.allSatisfy(Self.isShownAsWritten)
+    }
+
+    private static func isShownAsWritten(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F: return false
+        case 0x200C, 0x200D: return true
+        default: break
+        }
+        switch scalar.properties.generalCategory {
+        case .format, .lineSeparator, .paragraphSeparator: return false
+        default: return true
+        }
     }
 }

@@ -6,14 +6,36 @@ public enum PushEnvironment: String, Codable, Sendable, CaseIterable {
     case production
 }
 
-/// What a push token receives. iOS gives an app two different tokens: PushKit's, for VoIP pushes
-/// (a ringing call), and the remote-notification token of `registerForRemoteNotifications`, for
-/// alerts the user sees (a missed call). APNs refuses a push sent to the other kind of token.
+/// What a push token is, and so where its pushes go. iOS gives an app two different tokens:
+/// PushKit's, for VoIP pushes (a ringing call), and the remote-notification token of
+/// `registerForRemoteNotifications`, for alerts the user sees (a missed call, or a ringing call
+/// where CallKit is not used). APNs refuses a push sent to the other kind of token. The browser
+/// client's service worker has a Web Push subscription, an Android app an FCM registration token.
 public enum PushTokenKind: String, Codable, Sendable, CaseIterable {
     /// PushKit's VoIP token: invitations (`apns-push-type: voip`, topic `<bundleId>.voip`).
     case voip
-    /// The remote-notification token: missed-call alerts (`apns-push-type: alert`, topic `<bundleId>`).
+    /// The remote-notification token: missed-call alerts (`apns-push-type: alert`, topic
+    /// `<bundleId>`), and invitations too on a device that rings without CallKit
+    /// (``RegisterPushTokenRequest/alertRinging``).
     case alert
+    /// A Web Push subscription (RFC 8030, messages encrypted per RFC 8291, VAPID per RFC 8292):
+    /// the token is the subscription's endpoint URL, its keys in ``RegisterPushTokenRequest/webPush``.
+    case web
+    /// A Firebase Cloud Messaging registration token (HTTP v1 API): high-priority data messages.
+    case fcm
+}
+
+/// The keys of a Web Push subscription (`PushSubscription.getKey`), base64url without padding.
+public struct WebPushKeys: Codable, Equatable, Sendable {
+    /// The user agent's P-256 public key, uncompressed (65 bytes).
+    public var p256dh: String
+    /// The authentication secret (16 bytes).
+    public var auth: String
+
+    public init(p256dh: String, auth: String) {
+        self.p256dh = p256dh
+        self.auth = auth
+    }
 }
 
 /// Register one of this device's push tokens so that calls reach it while the app is not running.
@@ -23,24 +45,80 @@ public struct RegisterPushTokenRequest: SignalingRequest {
     public typealias Response = Empty
     public static let type = RequestType.registerPushToken
 
-    /// The token as hex (64 digits for today's tokens; 32–200 accepted).
+    /// APNs tokens (``PushTokenKind/voip``, ``PushTokenKind/alert``): hex, 64 digits today (32–200
+    /// accepted). FCM: the registration token. Web Push: the subscription's `https` endpoint.
     public var token: String
-    public var environment: PushEnvironment
-    /// The app's bundle id; VoIP pushes go to topic `<bundleId>.voip`, alerts to `<bundleId>`.
-    public var bundleId: String
+    /// APNs tokens only (required there): which APNs environment the token belongs to.
+    public var environment: PushEnvironment?
+    /// APNs tokens only (required there): the app's bundle id; VoIP pushes go to topic
+    /// `<bundleId>.voip`, alerts to `<bundleId>`.
+    public var bundleId: String?
     /// Take the token over from another device or user of the same app that holds it.
     public var move: Bool?
     /// What the token is; absent means ``PushTokenKind/voip``.
     public var kind: PushTokenKind?
+    /// Web Push only (required there): the subscription's keys.
+    public var webPush: WebPushKeys?
+    /// This device's X25519 public key (32 bytes, base64url): its pushes then carry their content
+    /// only as a sealed box for it (``SealedPush``), so the push service sees no names.
+    public var sealingKey: String?
+    /// Alert tokens only: the device rings without CallKit (a region or app policy), so
+    /// invitations come to this token as time-sensitive alerts with answer and decline actions.
+    public var alertRinging: Bool?
 
     public init(
-        token: String, environment: PushEnvironment, bundleId: String, move: Bool? = nil, kind: PushTokenKind? = nil
+        token: String, environment: PushEnvironment? = nil, bundleId: String? = nil, move: Bool? = nil,
+        kind: PushTokenKind? = nil, webPush: WebPushKeys? = nil, sealingKey: String? = nil, alertRinging: Bool? = nil
     ) {
         self.token = token
         self.environment = environment
         self.bundleId = bundleId
         self.move = move
         self.kind = kind
+        self.webPush = webPush
+        self.sealingKey = sealingKey
+        self.alertRinging = alertRinging
+    }
+
+    /// What is wrong with the request, if anything: each kind's token and the fields it needs.
+    public var problem: SwitchboardError? {
+        let kind = self.kind ?? .voip
+        switch kind {
+        case .voip, .alert:
+            guard Self.isValidToken(token) else {
+                return SwitchboardError(.invalidPushToken, "an APNs token is 32-200 hex digits")
+            }
+            guard environment != nil else { return SwitchboardError(.invalidParams, "an APNs token needs its environment") }
+            guard let bundleId, Self.isValidBundleID(bundleId) else { return SwitchboardError(.invalidBundleID) }
+        case .fcm:
+            guard Self.isValidFCMToken(token) else {
+                return SwitchboardError(.invalidPushToken, "an FCM token is 1-4096 letters, digits, '-', '_', ':' and '.'")
+            }
+        case .web:
+            guard Self.isValidWebPushEndpoint(token) else {
+                return SwitchboardError(.invalidPushToken, "a Web Push endpoint is an https URL of at most 2048 bytes")
+            }
+            guard let keys = webPush, Base64URL.decode(keys.p256dh)?.count == 65, Base64URL.decode(keys.p256dh)?.first == 4,
+                Base64URL.decode(keys.auth)?.count == 16
+            else {
+                return SwitchboardError(
+                    .invalidPushToken, "webPush needs p256dh (65 bytes) and auth (16 bytes), base64url")
+            }
+        }
+        if webPush != nil && kind != .web { return SwitchboardError(.invalidParams, "webPush is for web tokens") }
+        if alertRinging == true && kind != .alert { return SwitchboardError(.invalidParams, "alertRinging is for alert tokens") }
+        if let sealingKey, Base64URL.decode(sealingKey)?.count != 32 {
+            return SwitchboardError(.invalidParams, "sealingKey is an X25519 public key: 32 bytes, base64url")
+        }
+        return nil
+    }
+
+    /// The token as stored: APNs tokens lowercased (they are hex), others as given.
+    public var normalizedToken: String {
+        switch kind ?? .voip {
+        case .voip, .alert: token.lowercased()
+        case .web, .fcm: token
+        }
     }
 
     /// Whether `token` is 32–200 hex digits.
@@ -56,6 +134,28 @@ public struct RegisterPushTokenRequest: SignalingRequest {
         }
     }
 
+    /// Whether `token` can be an FCM registration token: 1–4096 letters, digits, `-`, `_`, `:`, `.`.
+    public static func isValidFCMToken(_ token: String) -> Bool {
+        (1...4096).contains(token.utf8.count) && token.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"),
+                UInt8(ascii: "."):
+                true
+            default:
+                false
+            }
+        }
+    }
+
+    /// Whether `endpoint` is an `https` URL with a host, at most 2048 bytes, without credentials.
+    public static func isValidWebPushEndpoint(_ endpoint: String) -> Bool {
+        guard endpoint.utf8.count <= 2048, let url = URL(string: endpoint), url.scheme == "https",
+            let host = url.host, !host.isEmpty, url.user == nil, url.password == nil
+        else { return false }
+        return true
+    }
+
     /// Whether `bundleId` looks like a bundle id: 1–155 letters, digits, `.` and `-`, not starting with `.`.
     public static func isValidBundleID(_ bundleId: String) -> Bool {
         (1...155).contains(bundleId.utf8.count) && !bundleId.hasPrefix(".")
@@ -68,6 +168,22 @@ public struct RegisterPushTokenRequest: SignalingRequest {
                     false
                 }
             }
+    }
+}
+
+/// Base64url without padding (RFC 4648 §5), as Web Push and JOSE write keys.
+public enum Base64URL {
+    public static func encode(_ data: some Collection<UInt8>) -> String {
+        Data(data).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The bytes, or nil when `text` is not base64url (padding is accepted).
+    public static func decode(_ text: String) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.hasSuffix("=") { base64.removeLast() }
+        while base64.utf8.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
     }
 }
 
@@ -89,9 +205,10 @@ extension RequestType {
 /// callee's app (it shows nothing by itself: the app reports the call to CallKit); a missed-call
 /// alert shows ``title`` and ``body`` with ``sound``.
 public struct PushConfig: Codable, Equatable, Sendable {
-    /// The alert's title (at most ``maxTitleBytes`` UTF-8 bytes, no control characters).
+    /// The alert's title (at most ``maxTitleBytes`` UTF-8 bytes of text that shows what it says:
+    /// ``Swift/String/isBoundedText(maxBytes:)``).
     public var title: String?
-    /// The alert's text (at most ``maxBodyBytes`` UTF-8 bytes, no control characters).
+    /// The alert's text (at most ``maxBodyBytes`` UTF-8 bytes, as ``title``).
     public var body: String?
     /// A sound file in the callee's app bundle, or `default` (at most ``maxSoundBytes`` letters,
     /// digits, `.`, `-`, `_`).
@@ -125,10 +242,14 @@ public struct PushConfig: Codable, Equatable, Sendable {
     public var problem: SwitchboardError? {
         func refuse(_ message: String) -> SwitchboardError { SwitchboardError(.invalidPushConfig, message) }
         if let title, !title.isBoundedText(maxBytes: Self.maxTitleBytes) {
-            return refuse("pushConfig.title: at most \(Self.maxTitleBytes) bytes without control characters")
+            return refuse(
+                "pushConfig.title: at most \(Self.maxTitleBytes) bytes, without control, bidirectional or invisible "
+                    + "format characters")
         }
         if let body, !body.isBoundedText(maxBytes: Self.maxBodyBytes) {
-            return refuse("pushConfig.body: at most \(Self.maxBodyBytes) bytes without control characters")
+            return refuse(
+                "pushConfig.body: at most \(Self.maxBodyBytes) bytes, without control, bidirectional or invisible "
+                    + "format characters")
         }
         if let sound, !Self.isValidSound(sound) {
             return refuse("pushConfig.sound: 1-\(Self.maxSoundBytes) letters, digits, '.', '-', '_'")
@@ -250,6 +371,27 @@ public enum VoIPPush: Equatable, Sendable {
         case .callEnded(let push): try PushPayload.encode(aps: PushPayload.NoAlert(), kind: "callEnded", push)
         }
     }
+
+    /// The `switchboard` object of the push: what a sealed push carries inside its box.
+    public func content() throws -> Data {
+        switch self {
+        case .incomingCall(let push): try PushPayload.content(kind: "incomingCall", push)
+        case .callEnded(let push): try PushPayload.content(kind: "callEnded", push)
+        }
+    }
+
+    /// The body sealed for a device (``SealedPush``):
+    /// `{"aps":{},"switchboard":{"v":1,"kind":"sealed","sealed":…}}`, made to fit
+    /// ``maxPayloadBytes`` as ``fittedPayload()`` is (the box grows with what it holds).
+    public func fittedSealedPayload(for sealingKey: String) throws -> Data {
+        let seal: (VoIPPush) throws -> Data = {
+            try PushPayload.sealed(aps: PushPayload.NoAlert(), content: try $0.content(), for: sealingKey)
+        }
+        guard case .incomingCall(let push) = self else { return try seal(self) }
+        return try PushPayload.fitted(push, limit: Self.maxPayloadBytes, dropping: IncomingCallPush.droppable) {
+            try seal(.incomingCall($0))
+        }
+    }
 }
 
 extension IncomingCallPush {
@@ -257,6 +399,53 @@ extension IncomingCallPush {
     /// gets it with the invitation once it logs in), then the caller's push texts, the caller's name last.
     static var droppable: [WritableKeyPath<IncomingCallPush, String?>] {
         [\.userData, \.extra, \.body, \.title, \.callerName]
+    }
+
+    /// The notification category of an invitation sent as an alert, whose actions the app
+    /// registers: ``answerAction`` and ``declineAction``.
+    public static let alertCategory = "SWITCHBOARD_INCOMING_CALL"
+    public static let answerAction = "SWITCHBOARD_ANSWER"
+    public static let declineAction = "SWITCHBOARD_DECLINE"
+    /// The alert's localization keys when the caller gave no title: audio and video calls, with the
+    /// caller's name as the argument (`"Incoming call from %@"`), and a sealed one that names nobody.
+    public static let audioLocalizationKey = "SWITCHBOARD_INCOMING_CALL"
+    public static let videoLocalizationKey = "SWITCHBOARD_INCOMING_VIDEO_CALL"
+    public static let sealedLocalizationKey = "SWITCHBOARD_INCOMING_CALL_SEALED"
+
+    /// The invitation as a time-sensitive alert, for a device that rings without CallKit
+    /// (``RegisterPushTokenRequest/alertRinging``): the system shows it with the answer and decline
+    /// actions of ``alertCategory``; the `switchboard` object is the VoIP push's. Made to fit
+    /// ``MissedCallPush/maxPayloadBytes``.
+    public func fittedAlertPayload() throws -> Data {
+        try PushPayload.fitted(self, limit: MissedCallPush.maxPayloadBytes, dropping: Self.droppable) { push in
+            try PushPayload.encode(aps: push.ringingAlert(sealed: false), kind: "incomingCall", push)
+        }
+    }
+
+    /// The same sealed for a device (``SealedPush``): a neutral alert the app's notification
+    /// service extension may rewrite (`mutable-content`), the invitation in the box.
+    public func fittedSealedAlertPayload(for sealingKey: String) throws -> Data {
+        try PushPayload.fitted(self, limit: MissedCallPush.maxPayloadBytes, dropping: Self.droppable) { push in
+            try PushPayload.sealed(
+                aps: push.ringingAlert(sealed: true), content: try PushPayload.content(kind: "incomingCall", push),
+                for: sealingKey)
+        }
+    }
+
+    private func ringingAlert(sealed: Bool) -> PushPayload.Alert {
+        let text: PushPayload.Alert.Text =
+            if sealed {
+                .init(locKey: Self.sealedLocalizationKey)
+            } else if title != nil || body != nil {
+                .init(title: title, body: body)
+            } else {
+                .init(
+                    locKey: mediaType == .video ? Self.videoLocalizationKey : Self.audioLocalizationKey,
+                    locArgs: [callerName ?? callerId.rawValue])
+            }
+        return PushPayload.Alert(
+            alert: text, sound: sound ?? "default", mutableContent: sealed ? 1 : nil, category: Self.alertCategory,
+            interruptionLevel: "time-sensitive")
     }
 }
 
@@ -325,17 +514,51 @@ public struct MissedCallPush: Codable, Equatable, Sendable {
         try PushPayload.encode(aps: aps, kind: "missedCall", self)
     }
 
+    /// The alert's localization key of a sealed missed-call push, which names nobody: the system
+    /// shows it as it is unless the app's notification service extension opens the box and
+    /// rewrites the alert (`mutable-content`).
+    public static let sealedLocalizationKey = "SWITCHBOARD_MISSED_CALL_SEALED"
+
+    /// The body sealed for a device (``SealedPush``): a neutral alert with `mutable-content`, and
+    /// `{"v":1,"kind":"sealed","sealed":…}` under `switchboard`, made to fit ``maxPayloadBytes``.
+    public func fittedSealedPayload(for sealingKey: String) throws -> Data {
+        try PushPayload.fitted(self, limit: Self.maxPayloadBytes, dropping: Self.droppable) { push in
+            let aps = PushPayload.Alert(
+                alert: .init(locKey: Self.sealedLocalizationKey), sound: push.sound ?? "default", mutableContent: 1)
+            return try PushPayload.sealed(aps: aps, content: try PushPayload.content(kind: "missedCall", push), for: sealingKey)
+        }
+    }
+
     /// Reads a missed-call push from its JSON body; nil when it is not one.
-    public init?(json: Data) {
+    /// A sealed one (``fittedSealedPayload(for:)``) opens with `sealingKey` (a notification
+    /// service extension does that to rewrite the alert with the caller's name).
+    public init?(json: Data, sealingKey: PushSealingKey? = nil) {
         struct Body: Decodable {
-            struct Envelope: Decodable { var kind: String }
+            struct Envelope: Decodable {
+                var kind: String
+                var sealed: String?
+            }
             var switchboard: Envelope
         }
         struct Content: Decodable { var switchboard: MissedCallPush }
-        guard let body = try? SwitchboardJSON.decode(Body.self, from: json), body.switchboard.kind == "missedCall",
-            let content = try? SwitchboardJSON.decode(Content.self, from: json)
+        guard let body = try? SwitchboardJSON.decode(Body.self, from: json) else { return nil }
+        if body.switchboard.kind == "sealed" {
+            guard let sealed = body.switchboard.sealed, let content = try? sealingKey?.open(sealed) else { return nil }
+            self.init(content: content)
+            return
+        }
+        guard body.switchboard.kind == "missedCall", let content = try? SwitchboardJSON.decode(Content.self, from: json)
         else { return nil }
         self = content.switchboard
+    }
+
+    /// Reads the `switchboard` object of a missed-call push (what a sealed one holds).
+    init?(content: Data) {
+        struct Envelope: Decodable { var kind: String }
+        guard (try? SwitchboardJSON.decode(Envelope.self, from: content))?.kind == "missedCall",
+            let push = try? SwitchboardJSON.decode(MissedCallPush.self, from: content)
+        else { return nil }
+        self = push
     }
 
     private var aps: PushPayload.Alert {
@@ -354,6 +577,20 @@ public enum PushPayload {
     /// Encodes `{"aps":…,"switchboard":{"v":1,"kind":…,…content}}`.
     static func encode<APS: Encodable, Content: Encodable>(aps: APS, kind: String, _ content: Content) throws -> Data {
         try SwitchboardJSON.encode(Body(aps: aps, switchboard: Envelope(kind: kind, content: content)))
+    }
+
+    /// Encodes the `switchboard` object alone: `{"v":1,"kind":…,…content}`.
+    static func content<Content: Encodable>(kind: String, _ content: Content) throws -> Data {
+        try SwitchboardJSON.encode(Envelope(kind: kind, content: content))
+    }
+
+    /// Encodes `{"aps":…,"switchboard":{"v":1,"kind":"sealed","sealed":…}}` with `content` sealed for the key.
+    static func sealed<APS: Encodable>(aps: APS, content: Data, for sealingKey: String) throws -> Data {
+        try encode(aps: aps, kind: "sealed", Sealed(sealed: try SealedPush.seal(content, to: sealingKey)))
+    }
+
+    private struct Sealed: Encodable {
+        var sealed: String
     }
 
     private struct Body<APS: Encodable, Content: Encodable>: Encodable {
@@ -401,6 +638,28 @@ public enum PushPayload {
 
         var alert: Text
         var sound: String
+        /// 1 lets the app's notification service extension change the alert (a sealed push).
+        var mutableContent: Int?
+        /// The notification category, whose actions the app registered.
+        var category: String?
+        /// `time-sensitive` breaks through Focus, as a ringing call must.
+        var interruptionLevel: String?
+
+        init(
+            alert: Text, sound: String, mutableContent: Int? = nil, category: String? = nil, interruptionLevel: String? = nil
+        ) {
+            self.alert = alert
+            self.sound = sound
+            self.mutableContent = mutableContent
+            self.category = category
+            self.interruptionLevel = interruptionLevel
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case alert, sound, category
+            case mutableContent = "mutable-content"
+            case interruptionLevel = "interruption-level"
+        }
     }
 
     /// The body of `push`, leaving out its optional texts in the order `dropping` gives, one by

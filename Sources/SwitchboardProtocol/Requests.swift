@@ -59,7 +59,7 @@ public struct LoginRequest: SignalingRequest {
     /// Logging in again with the same deviceId replaces the older connection and resumes its calls.
     public var deviceId: DeviceID?
     /// Free text such as `ios`, `web`, `cli`, for logs and the online-users list: at most
-    /// ``maxPlatformBytes`` UTF-8 bytes, no control characters.
+    /// ``maxPlatformBytes`` UTF-8 bytes of display text (``Swift/String/isBoundedText(maxBytes:)``).
     public var platform: String?
 
     public static let maxPlatformBytes = 64

@@ -92,6 +92,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case connectionLost = 9004
             case invalidResponse = 9005
             case systemRefused = 9006
+            case pushNotSealedForThisDevice = 9007
         }
 
         private let base: Base?
@@ -255,6 +256,9 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         public static let invalidResponse = Code(.invalidResponse)
         /// The system (CallKit) refused the change, or the call is not one the system knows.
         public static let systemRefused = Code(.systemRefused)
+        /// A sealed push does not open with this device's key (sealed for another key, changed, or
+        /// not a sealed box at all).
+        public static let pushNotSealedForThisDevice = Code(.pushNotSealedForThisDevice)
 
         fileprivate var defaultMessage: String {
             switch base {
@@ -319,6 +323,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .connectionLost: "the connection was lost"
             case .invalidResponse: "the server's response could not be decoded"
             case .systemRefused: "the system refused the call action"
+            case .pushNotSealedForThisDevice: "the sealed push is not for this device"
             case .none: "error \(rawValue)"
             }
         }

@@ -222,7 +222,6 @@ public func buildApplication(
     if let apnsConfiguration = configuration.apns {
         apns = try await APNsClient(configuration: apnsConfiguration, clock: clock, logger: logger)
     }
-    let push = PushService(store: storage, apns: apns, clock: clock, metrics: metrics, logger: logger)
     let apps = AppDirectory(served)
     let profiles = ProfileDirectory(store: storage)
 
@@ -236,6 +235,7 @@ public func buildApplication(
     let bus = postgres.map { ClusterBus(node: nodeId, client: $0.client, location: $0.location, logger: logger) }
     let directory = bus.map { ClusterDirectory(node: nodeId, local: registry, bus: $0) }
     let delivery: any CallDelivery = directory ?? registry
+    let push = PushService(store: storage, presence: delivery, apns: apns, clock: clock, metrics: metrics, logger: logger)
     let writer = PersistenceWriter(
         store: storage, clock: clock, commitInterval: configuration.commitInterval, logger: logger
     ) { stored in
@@ -244,8 +244,12 @@ public func buildApplication(
         }
     }
     let limiter = RateLimiter(disabled: configuration.rateLimits.disabled)
+    var rules = CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds)
+    rules.relayBytes = configuration.rateLimits.disabled ? nil : configuration.rateLimits.relayBytesPerMember
+    let decline = configuration.blockedCallerDecline
+    rules.declineDelays = decline.lowerBound.milliseconds...decline.upperBound.milliseconds
     let engine = CallEngine(
-        configuration: CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds),
+        configuration: rules,
         delivery: delivery, storage: storage, limiter: limiter, limits: configuration.rateLimits, writer: writer,
         push: push, metrics: metrics, clock: clock, logger: logger)
     var cluster: ClusterNode?

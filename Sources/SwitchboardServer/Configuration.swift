@@ -80,6 +80,10 @@ public struct ServerConfiguration: Sendable {
     public var eventLoopThreads: Int?
     /// Abuse limits per IP address, user and connection.
     public var rateLimits = RateLimits()
+    /// How long a call from a blocked caller seems to ring before the callee declines, when the
+    /// app's blocked callers see a rejection: drawn for each such invitation from this range, like
+    /// a person who looks at the phone and declines.
+    public var blockedCallerDecline: ClosedRange<Duration> = .seconds(3)...(.seconds(12))
     /// Connections: how many, how long to log in, how much a peer that does not read may cost.
     public var connections = ConnectionLimits()
     /// This node's name in its cluster (PostgreSQL), for logs and `/health`: letters, digits and

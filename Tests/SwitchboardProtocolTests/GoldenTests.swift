@@ -190,6 +190,20 @@ struct GoldenTests {
                 id: "22",
                 outcome: .failure(SwitchboardError(.rateLimited, "too many requests; retry in 20000 ms", retryAfter: 20_000))))
         try check("event.callsSynced", ServerEvent.callsSynced(CallsSyncedEvent(callIds: [Self.callId])))
+        // A media signal over the member's relay budget, and a request from another device of a
+        // member in the call (issue 28): the server's own messages (RelayBudgetTests, DeviceScopeTests).
+        try check(
+            "response.error.mediaRelay",
+            ResponseEnvelope<Empty>(
+                id: "36",
+                outcome: .failure(
+                    SwitchboardError(
+                        .rateLimited, "media signals are limited to 65536 bytes a second (bursts of 524288); retry in 500 ms",
+                        retryAfter: 500))))
+        try check(
+            "response.error.otherDevice",
+            ResponseEnvelope<Empty>(
+                id: "37", outcome: .failure(SwitchboardError(.notInCall, "this device is not the one in the call"))))
     }
 
     @Test func pushRegistration() throws {
@@ -209,6 +223,23 @@ struct GoldenTests {
                     token: String(repeating: "cd", count: 32), environment: .production,
                     bundleId: "com.example.switchboard", kind: .alert)))
         try check("request.push.unregister.alert", RequestEnvelope(id: "26", data: UnregisterPushTokenRequest(kind: .alert)))
+        // The browser client's Web Push subscription (RFC 8291's example keys), with a sealing key.
+        let web = RegisterPushTokenRequest(
+            token: "https://push.example.net/wpush/v2/gAAAAABn3xQ1", kind: .web,
+            webPush: WebPushKeys(
+                p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4",
+                auth: "BTBZMqHH6r4Tts7J_aSIgg"),
+            sealingKey: "jn0pOZvLmi7NfOaoN2P-n5YgOa5wy0ZhbhpoD-ZJrls")
+        try check("request.push.register.web", RequestEnvelope(id: "27", data: web))
+        #expect(web.problem == nil)
+        let fcm = RegisterPushTokenRequest(token: "dGVzdC1mY20tdG9rZW4:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx", kind: .fcm)
+        try check("request.push.register.fcm", RequestEnvelope(id: "28", data: fcm))
+        #expect(fcm.problem == nil)
+        let alertRinging = RegisterPushTokenRequest(
+            token: String(repeating: "cd", count: 32), environment: .production, bundleId: "com.example.switchboard",
+            kind: .alert, alertRinging: true)
+        try check("request.push.register.alertRinging", RequestEnvelope(id: "29", data: alertRinging))
+        #expect(alertRinging.problem == nil)
     }
 
     static let offer =
@@ -481,7 +512,10 @@ struct GoldenTests {
             "request.call.media.offer", "request.call.media.candidate", "request.call.media.restart", "event.mediaSignal",
             "request.media.iceServers", "response.media.iceServers", "request.call.start.pushConfig", "event.memberStats",
             "request.push.register.alert", "request.push.unregister.alert", "push.missedCall", "push.missedCall.localized",
-            "event.callRecord.noAnswer",
+            "event.callRecord.noAnswer", "response.error.mediaRelay", "response.error.otherDevice",
+            "request.push.register.web", "request.push.register.fcm", "request.push.register.alertRinging",
+            // Checked by SealedPushTests.
+            "push.sealed.vector", "push.incomingCall.sealed",
         ]
         #expect(Set(files) == checked)
     }

@@ -155,21 +155,24 @@ struct BlockingTests {
         #expect(try await bob.callStore.blockUsers(["alice", "mallory"]) == ["alice", "mallory"])
         #expect(try await bob.callStore.blockedUsers() == ["alice", "mallory"])
 
+        // The call seems to ring; bob declines it as a person would, within 3–12 s.
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         #expect(call.busyUserIds.isEmpty)
+        server.clock.advance(by: .seconds(12))
         #expect(
             try await aliceEvents.first(where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
         let value = try #require(await aliceEvents.first(where: isRecord).record)
         #expect(value.result == .rejected)
 
-        // A group call: the others still ring.
+        // A group call: the others ring, and see bob ring too until he declines.
         let carol = try await server.client("carol")
         let carolEvents = Recorder(carol.callStore.events)
         let group = try await alice.callStore.calls(participantIds: ["bob", "carol"], mediaType: .audio)
         try await carolEvents.first(where: isReceived)
-        #expect(carol.callStore.state.allParticipants.first { $0.userId == "bob" }?.status == CallParticipantStatus.none)
+        #expect(carol.callStore.state.allParticipants.first { $0.userId == "bob" }?.status == .waiting)
         try await carol.callStore.reject()
+        server.clock.advance(by: .seconds(12))
         try await aliceEvents.first { if case .onCallEnded(group.callId, _, _, _) = $0 { true } else { false } }
 
         // bob has no record of either call, once alice's record of the second says it is stored.
@@ -199,6 +202,7 @@ struct BlockingTests {
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bobAgain.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        clock.advance(by: .seconds(12))
         #expect(
             try await aliceEvents.first(where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))

@@ -69,6 +69,22 @@ struct BadInputTests {
             frame: #"{"id":"t14","type":"profile.set","data":{"nickname":"a\u0007b"}}"#,
             id: "t14", code: .invalidParams),
         Case(
+            name: "nickname with a right-to-left override",
+            frame: #"{"id":"t15","type":"profile.set","data":{"nickname":"Bank\u202Egnp.exe"}}"#,
+            id: "t15", code: .invalidParams),
+        Case(
+            name: "nickname with a zero-width space",
+            frame: #"{"id":"t16","type":"profile.set","data":{"nickname":"Your\u200Bbank"}}"#,
+            id: "t16", code: .invalidParams),
+        Case(
+            name: "push title with a right-to-left isolate",
+            frame: #"{"id":"t17","type":"call.start","data":{"participantIds":["bob"],"mediaType":"audio","params":{"pushConfig":{"title":"Alice\u2067"}}}}"#,
+            id: "t17", code: .invalidPushConfig),
+        Case(
+            name: "push body with a byte-order mark",
+            frame: #"{"id":"t18","type":"call.start","data":{"participantIds":["bob"],"mediaType":"audio","params":{"pushConfig":{"body":"\uFEFFcall"}}}}"#,
+            id: "t18", code: .invalidPushConfig),
+        Case(
             name: "second login on one connection",
             frame: #"{"id":"t12","type":"login","data":{"sdkAppID":1,"userID":"x","userSig":"y","protocolVersion":1}}"#,
             id: "t12", code: .alreadyLoggedIn),

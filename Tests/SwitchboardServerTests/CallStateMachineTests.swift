@@ -35,7 +35,7 @@ struct CallStateMachineTests {
         _ caller: String = "alice", _ device: String = "a1", to invitees: [String] = ["bob"], call: String = "c1",
         online: [String]? = nil, media: CallMediaType = .audio, params: CallParams? = nil,
         policy: BusyPolicy = .reject, maxParticipants: Int = 16, blockedBy: [String] = [],
-        blockedSees: BlockedCallerSees = .reject, pushable: [String] = []
+        blockedSees: BlockedCallerSees = .reject, pushable: [String] = [], declineAfter: Int64? = nil
     ) -> Step {
         .event(
             .start(
@@ -48,7 +48,10 @@ struct CallStateMachineTests {
                         busyPolicy: policy, maxParticipants: maxParticipants, blockedCallerSees: blockedSees),
                     online: Set((online ?? invitees).map(UserID.init(rawValue:))), profiles: [:],
                     blockedBy: Set(blockedBy.map(UserID.init(rawValue:))),
-                    pushable: Set(pushable.map(UserID.init(rawValue:))))))
+                    pushable: Set(pushable.map(UserID.init(rawValue:))),
+                    declineDelays: declineAfter.map { delay in
+                        Dictionary(uniqueKeysWithValues: blockedBy.map { (UserID(rawValue: $0), delay) })
+                    })))
     }
 
     static func command(_ user: String, _ device: String, _ call: String) -> CallCommand {
@@ -79,7 +82,8 @@ struct CallStateMachineTests {
 
     static func invite(
         _ user: String, _ device: String, _ invitees: [String], call: String = "c1", online: [String]? = nil,
-        policy: BusyPolicy = .reject, maxParticipants: Int = 16, pushable: [String] = []
+        policy: BusyPolicy = .reject, maxParticipants: Int = 16, pushable: [String] = [], blockedBy: [String] = [],
+        declineAfter: Int64? = nil
     ) -> Step {
         .event(
             .invite(
@@ -87,7 +91,11 @@ struct CallStateMachineTests {
                     command: command(user, device, call), invitees: invitees.map(UserID.init(rawValue:)),
                     settings: AppSettings(busyPolicy: policy, maxParticipants: maxParticipants),
                     online: Set((online ?? invitees).map(UserID.init(rawValue:))), profiles: [:],
-                    pushable: Set(pushable.map(UserID.init(rawValue:))))))
+                    blockedBy: Set(blockedBy.map(UserID.init(rawValue:))),
+                    pushable: Set(pushable.map(UserID.init(rawValue:))),
+                    declineDelays: declineAfter.map { delay in
+                        Dictionary(uniqueKeysWithValues: blockedBy.map { (UserID(rawValue: $0), delay) })
+                    })))
     }
     static func join(
         _ user: String, _ device: String, call: String = "c1", groupMember: Bool = false, policy: BusyPolicy = .reject
@@ -378,19 +386,119 @@ struct CallStateMachineTests {
             ]),
     ]
 
+    /// A callee who blocks the caller is never reached, and the caller cannot tell: under the
+    /// default `blockedCallerSees: reject` the call seems to ring (the callee is screened) and is
+    /// declined after a person's delay, with the frames of a genuine rejection; busy and offline
+    /// callees look as they would to anyone. Under `offline` the callee looks offline at once.
     static let blocking: [Row] = [
         Row(
-            name: "a callee who blocks the caller never rings; the caller sees a reject; no record for the callee",
-            step: start(blockedBy: ["bob"]),
+            name: "a callee who blocks the caller seems to ring: nothing reaches them, the decline is timed",
+            step: start(blockedBy: ["bob"], declineAfter: 5000),
             expected: [
-                "reply started busy=[] alice:waiting bob:none",
+                "reply started busy=[] alice:waiting bob:waiting",
                 "alice@*-a1 ← callElsewhere(on a1 active)",
+                "timer ring(c1,bob) +5000",
+            ]),
+        Row(
+            name: "the screened callee declines as a person would; no event and no record for them",
+            setup: [start(blockedBy: ["bob"], declineAfter: 5000)],
+            step: ringTimeout("bob"),
+            expected: [
+                "cancel ring(c1,bob)",
                 "alice@a1 ← callEnded(reject by bob)",
                 "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "records alice:rejected/reject/0s",
             ]),
         Row(
-            name: "or sees the callee offline, when the app says so",
+            name: "a genuine rejection ends the caller's call with the same event and record",
+            setup: [start()],
+            step: reject("bob", "b1"),
+            expected: [
+                "reply ok",
+                "cancel ring(c1,bob)",
+                "bob@b1 ← callEnded(reject by bob)",
+                "bob@*-b1 ← callEnded(otherDeviceReject by bob)",
+                "alice@a1 ← callEnded(reject by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:rejected/reject/0s bob:rejected/reject/0s",
+            ]),
+        Row(
+            name: "a decline drawn after the ring timeout: the ringing times out, as for anyone",
+            setup: [start(blockedBy: ["bob"], declineAfter: 40_000)],
+            step: ringTimeout("bob"),
+            expected: [
+                "cancel ring(c1,bob)",
+                "alice@a1 ← callEnded(noResponse by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:noAnswer/noResponse/0s",
+            ]),
+        Row(
+            name: "the ring timer of a decline after the timeout is the timeout",
+            step: start(blockedBy: ["bob"], declineAfter: 40_000),
+            expected: [
+                "reply started busy=[] alice:waiting bob:waiting",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
+                "timer ring(c1,bob) +30000",
+            ]),
+        Row(
+            name: "the caller cancels while the blocker is screened: nothing reaches the blocker",
+            setup: [start(blockedBy: ["bob"], declineAfter: 5000)],
+            step: hangup("alice", "a1"),
+            expected: [
+                "reply ok",
+                "alice@a1 ← callEnded(canceled by alice)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "cancel ring(c1,bob)",
+                "records alice:canceled/canceled/0s",
+            ]),
+        Row(
+            name: "the blocker's devices never hear of it: one that logs in gets no invitation",
+            setup: [start(blockedBy: ["bob"], declineAfter: 5000)],
+            step: online("bob", "b3"),
+            expected: ["bob@b3 ← callsSynced([] elsewhere [])"]),
+        Row(
+            name: "nor of its end",
+            setup: [start(blockedBy: ["bob"], declineAfter: 5000), ringTimeout("bob")],
+            step: online("bob", "b3"),
+            expected: ["bob@b3 ← callsSynced([] elsewhere [])"]),
+        Row(
+            name: "the blocker cannot answer a call that never reached them",
+            setup: [start(blockedBy: ["bob"], declineAfter: 5000)],
+            step: accept("bob", "b1"),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "a screened blocker is not busy for anyone else",
+            setup: [start(blockedBy: ["bob"], declineAfter: 5000)],
+            step: start("carol", "k1", to: ["bob"], call: "c2"),
+            expected: [
+                "reply started busy=[] carol:waiting bob:waiting",
+                "carol@*-k1 ← callElsewhere(on k1 active)",
+                "bob@* ← callReceived(from carol)",
+                "timer ring(c2,bob) +30000",
+            ]),
+        Row(
+            name: "a blocker without a device or push token is offline to the blocked caller too",
+            step: start(online: [], blockedBy: ["bob"], declineAfter: 5000),
+            expected: [
+                "reply started busy=[] alice:waiting bob:none",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
+                "alice@a1 ← callEnded(offline by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:offline/offline/0s",
+            ]),
+        Row(
+            name: "a blocker in a call is busy to the blocked caller too",
+            setup: [start("bob", "b1", to: ["dave"], call: "c0")],
+            step: start(blockedBy: ["bob"], declineAfter: 5000),
+            expected: [
+                "reply started busy=[bob] alice:waiting bob:none",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
+                "alice@a1 ← callEnded(lineBusy by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:busy/lineBusy/0s",
+            ]),
+        Row(
+            name: "or the callee looks offline at once, when the app says so",
             step: start(blockedBy: ["bob"], blockedSees: .offline),
             expected: [
                 "reply started busy=[] alice:waiting bob:none",
@@ -400,13 +508,56 @@ struct CallStateMachineTests {
                 "records alice:offline/offline/0s",
             ]),
         Row(
-            name: "in a group call the others still ring",
-            step: start(to: ["bob", "carol"], blockedBy: ["bob"]),
+            name: "as a genuinely offline callee does",
+            step: start(online: []),
             expected: [
-                "reply started busy=[] alice:waiting bob:none carol:waiting",
+                "reply started busy=[] alice:waiting bob:none",
                 "alice@*-a1 ← callElsewhere(on a1 active)",
+                "alice@a1 ← callEnded(offline by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:offline/offline/0s bob:missed/offline/0s",
+            ]),
+        Row(
+            name: "in a group call the others ring and see the blocker ringing",
+            step: start(to: ["bob", "carol"], blockedBy: ["bob"], declineAfter: 4000),
+            expected: [
+                "reply started busy=[] alice:waiting bob:waiting carol:waiting",
+                "alice@*-a1 ← callElsewhere(on a1 active)",
+                "timer ring(c1,bob) +4000",
                 "carol@* ← callReceived(from alice)",
                 "timer ring(c1,carol) +30000",
+            ]),
+        Row(
+            name: "while screened, the call's changes do not reach the blocker",
+            setup: [start(to: ["bob", "carol"], blockedBy: ["bob"], declineAfter: 4000)],
+            step: accept("carol", "k1"),
+            expected: [
+                "reply call alice:accept bob:waiting carol:accept",
+                "cancel ring(c1,carol)",
+                "carol@*-k1 ← callEnded(otherDeviceAccepted by carol)",
+                "carol@*-k1 ← callElsewhere(on k1 active)",
+                "alice@a1 ← callStarted",
+                "carol@k1 ← callStarted",
+            ]),
+        Row(
+            name: "then declining, as a member who declines",
+            setup: [start(to: ["bob", "carol"], blockedBy: ["bob"], declineAfter: 4000)],
+            step: ringTimeout("bob"),
+            expected: [
+                "cancel ring(c1,bob)",
+                "alice@a1 ← callUpdated(alice:waiting bob:none carol:waiting)",
+                "carol@* ← callUpdated(alice:waiting bob:none carol:waiting)",
+            ]),
+        Row(
+            name: "an invitation into a group call from someone the invitee blocks is screened too",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: invite("bob", "b1", ["dave"], blockedBy: ["dave"], declineAfter: 6000),
+            expected: [
+                "reply invited busy=[] alice:accept bob:accept carol:waiting dave:waiting",
+                "timer ring(c1,dave) +6000",
+                "alice@a1 ← callUpdated(alice:accept bob:accept carol:waiting dave:waiting)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept carol:waiting dave:waiting)",
+                "carol@* ← callUpdated(alice:accept bob:accept carol:waiting dave:waiting)",
             ]),
     ]
 
@@ -591,6 +742,14 @@ struct CallStateMachineTests {
         Row(
             name: "a push title with a control character",
             step: start(params: CallParams(pushConfig: PushConfig(title: "Alice\u{7}"))),
+            expected: ["reply error invalidPushConfig"]),
+        Row(
+            name: "a push title with a right-to-left override",
+            step: start(params: CallParams(pushConfig: PushConfig(title: "Alice\u{202E}"))),
+            expected: ["reply error invalidPushConfig"]),
+        Row(
+            name: "a push body with an invisible character",
+            step: start(params: CallParams(pushConfig: PushConfig(body: "Missed\u{200B}call"))),
             expected: ["reply error invalidPushConfig"]),
         Row(
             name: "a push config above 2 KB as JSON",
@@ -978,10 +1137,32 @@ struct CallStateMachineTests {
             step: invite("mallory", "m1", ["dave"]),
             expected: ["reply error notInCall"]),
         Row(
-            name: "a one-to-one call takes no invitations",
+            name: "an invitation into a one-to-one call rings the new member",
             setup: [start(), accept("bob", "b1")],
             step: invite("alice", "a1", ["dave"]),
-            expected: ["reply error groupCallOnly"]),
+            expected: [
+                "reply invited busy=[] alice:accept bob:accept dave:waiting",
+                "dave@* ← callReceived(from alice)",
+                "timer ring(c1,dave) +30000",
+                "alice@a1 ← callUpdated(alice:accept bob:accept dave:waiting)",
+                "bob@b1 ← callUpdated(alice:accept bob:accept dave:waiting)",
+            ]),
+        Row(
+            name: "a one-to-one call someone was invited into is a group call: a member who left may join again",
+            setup: [start(), accept("bob", "b1"), invite("alice", "a1", ["dave"]), accept("dave", "d1"), hangup("bob", "b1")],
+            step: join("bob", "b1"),
+            expected: [
+                "reply call alice:accept bob:accept dave:accept",
+                "bob@*-b1 ← callElsewhere(on b1 active)",
+                "alice@a1 ← callUpdated(alice:accept bob:accept dave:accept)",
+                "bob@b1 ← callStarted",
+                "dave@d1 ← callUpdated(alice:accept bob:accept dave:accept)",
+            ]),
+        Row(
+            name: "no invitation into a one-to-one call while a media-type change is open",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: invite("bob", "b1", ["dave"]),
+            expected: ["reply error mediaChangeInProgress"]),
         Row(
             name: "invitations beyond the app's limit are refused",
             setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
@@ -1159,6 +1340,95 @@ struct CallStateMachineTests {
             ]),
     ]
 
+    /// A member in the call acts only from the device in the call (alice on a1, bob on b1); the
+    /// user's other devices (b2, a2) are refused with notInCall and change nothing. Each request
+    /// from the right device is in the tables above and below.
+    static let deviceScope: [Row] = [
+        Row(
+            name: "hang-up from another device of a member",
+            setup: [start(), accept("bob", "b1")],
+            step: hangup("bob", "b2"),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "the caller's cancel from another of the caller's devices",
+            setup: [start()],
+            step: hangup("alice", "a2"),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "device state from another device",
+            setup: [start(), accept("bob", "b1")],
+            step: devices("bob", "b2", mic: false, camera: nil),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "screen sharing from another device",
+            setup: [start(), accept("bob", "b1")],
+            step: .event(.updateDevice(command("bob", "b2", "c1"), microphoneOn: nil, cameraOn: nil, screenSharing: true)),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "a status report from another device",
+            setup: [start(), accept("bob", "b1")],
+            step: report("bob", "b2"),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "a media-type change request from another device",
+            setup: [start(), accept("bob", "b1")],
+            step: changeMedia("bob", "b2", to: .video),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "the answer to a media-type change from another device",
+            setup: [start(), accept("bob", "b1"), changeMedia("alice", "a1", to: .video)],
+            step: replyMedia("bob", "b2", agree: true),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "the cancel of a media-type change from another device",
+            setup: [start(), accept("bob", "b1"), changeMedia("bob", "b1", to: .video)],
+            step: cancelMedia("bob", "b2"),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "an invitation from another device",
+            setup: [start(to: ["bob", "carol"]), accept("bob", "b1")],
+            step: invite("bob", "b2", ["dave"]),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "a media signal from another device",
+            setup: [start(), accept("bob", "b1")],
+            step: signal("bob", "b2", to: "alice"),
+            expected: ["reply error notInCall"]),
+        Row(
+            name: "accepting again from another device says the user already accepted",
+            setup: [start(), accept("bob", "b1")],
+            step: accept("bob", "b2"),
+            expected: ["reply error alreadyAccepted"]),
+        Row(
+            name: "while the call rings, any device of the callee may reject it",
+            setup: [start()],
+            step: hangup("bob", "b2"),
+            expected: [
+                "reply ok",
+                "cancel ring(c1,bob)",
+                "bob@b2 ← callEnded(reject by bob)",
+                "bob@*-b2 ← callEnded(otherDeviceReject by bob)",
+                "alice@a1 ← callEnded(reject by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:rejected/reject/0s bob:rejected/reject/0s",
+            ]),
+        Row(
+            name: "the refused requests left the call as it was: the device in it hangs up",
+            setup: [
+                start(), accept("bob", "b1"), hangup("bob", "b2"), devices("bob", "b2", mic: false, camera: nil),
+                changeMedia("bob", "b2", to: .video),
+            ],
+            step: hangup("bob", "b1"),
+            expected: [
+                "reply ok",
+                "bob@b1 ← callEnded(hangup by bob)",
+                "bob@*-b1 ← callElsewhere(on b1 ended)",
+                "alice@a1 ← callEnded(hangup by bob)",
+                "alice@*-a1 ← callElsewhere(on a1 ended)",
+                "records alice:answered/hangup/4s bob:answered/hangup/4s",
+            ]),
+    ]
+
     static func signal(_ user: String, _ device: String, to peer: String, _ kind: MediaSignalKind = .offer, call: String = "c1")
         -> Step
     {
@@ -1319,11 +1589,30 @@ struct CallStateMachineTests {
     @Test(arguments: mediaChange) func mediaTypeChanges(_ row: Row) { check(row) }
     @Test(arguments: status) func statusReports(_ row: Row) { check(row) }
     @Test(arguments: mediaRelay) func mediaSignals(_ row: Row) { check(row) }
+    @Test(arguments: deviceScope) func onlyTheDeviceInTheCallActs(_ row: Row) { check(row) }
     @Test(arguments: validation) func startValidation(_ row: Row) { check(row) }
     @Test(arguments: blocking) func blockedCallers(_ row: Row) { check(row) }
     @Test(arguments: pushes) func voipPushes(_ row: Row) { check(row) }
     @Test(arguments: devices) func devicesAndConnections(_ row: Row) { check(row) }
     @Test(arguments: callWaiting) func callWaitingAndShutdown(_ row: Row) { check(row) }
+
+    /// A nickname saved before the rules refused format characters is left out of pushes (the
+    /// app shows the caller's id); a valid one goes in.
+    @Test func aNicknameThatCouldSpoofTheLockScreenStaysOutOfPushes() throws {
+        for (nickname, shown) in [("\u{202E}knab ruoY", nil), ("Alice", "Alice")] as [(String, String?)] {
+            var machine = CallStateMachine()
+            let command = StartCallCommand(
+                caller: Self.user("alice"), device: "a1", callId: "c1", generatedRoomId: "room-c1",
+                request: StartCallRequest(participantIds: ["bob"], mediaType: .audio), settings: AppSettings(),
+                online: [], profiles: ["alice": UserProfile(userId: "alice", nickname: nickname)], pushable: ["bob"])
+            let output = machine.handle(.start(command), now: Self.t0)
+            let push = try #require(
+                output.actions.lazy.compactMap { action -> IncomingCallPush? in
+                    if case .push(let message) = action, case .ring(let push) = message.content { push } else { nil }
+                }.first)
+            #expect(push.callerName == shown)
+        }
+    }
 
     // MARK: - running a row
 

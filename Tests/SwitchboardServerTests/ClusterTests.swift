@@ -24,8 +24,10 @@ import FoundationNetworking
     }
 
     /// A cluster of three, with alice and bob each on one of the two nodes that do not lead.
-    static func twoUsersBesideTheLeader() async throws -> (TestCluster, Int, SwitchboardClient, SwitchboardClient) {
-        let cluster = try await TestCluster.start()
+    static func twoUsersBesideTheLeader(
+        configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> (TestCluster, Int, SwitchboardClient, SwitchboardClient) {
+        let cluster = try await TestCluster.start(configure: configure)
         let leader = try #require(cluster.leaderIndex)
         let others = (0..<3).filter { $0 != leader }
         return (cluster, leader, try await client(cluster, others[0], "alice"), try await client(cluster, others[1], "bob"))
@@ -200,7 +202,8 @@ import FoundationNetworking
 
     /// Blocks, profiles and app settings changed on one node hold on the others.
     @Test func blocksProfilesAndSettingsHoldOnEveryNode() async throws {
-        let cluster = try await TestCluster.start()
+        // A blocked caller's call is declined a second after it seems to ring.
+        let cluster = try await TestCluster.start { $0.blockedCallerDecline = .seconds(1)...(.seconds(1)) }
         let alice = try await Self.client(cluster, 0, "alice")
         let bob = try await Self.client(cluster, 1, "bob")
         let carol = try await Self.client(cluster, 2, "carol")
@@ -220,6 +223,8 @@ import FoundationNetworking
         // bob blocks alice on node 1; her call from node 0 never rings there.
         _ = try await bob.callStore.blockUsers(["alice"])
         let blocked = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        cluster.clock.advance(by: .seconds(1))
+        await cluster.tick()
         #expect(
             try await aliceEvents.first { if case .onCallEnded(blocked.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: blocked.callId, mediaType: .audio, reason: .reject, userId: "bob"))
@@ -241,11 +246,16 @@ import FoundationNetworking
     /// holds for a call placed at once on another one, and after the leader leaves (the next one
     /// reads the table); an unblock frees the caller again.
     @Test func aBlockHoldsFromItsAnswerOnEveryNodeAndAcrossALeaderChange() async throws {
-        let (cluster, leader, alice, bob) = try await Self.twoUsersBesideTheLeader()
+        let (cluster, leader, alice, bob) = try await Self.twoUsersBesideTheLeader {
+            $0.blockedCallerDecline = .seconds(1)...(.seconds(1))
+        }
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         func expectBlocked() async throws {
             let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+            // bob seems to ring, and declines a second later.
+            cluster.clock.advance(by: .seconds(1))
+            await cluster.tick()
             #expect(
                 try await aliceEvents.first { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
                     == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
@@ -283,7 +293,9 @@ import FoundationNetworking
     /// A block waiting for a leader that stops answering is sent again to the next leader, which
     /// answers it: the request succeeds instead of being refused, and the block holds.
     @Test(.timeLimit(.minutes(1))) func aBlockWaitingForALeaderThatLeavesIsAnsweredByTheNext() async throws {
-        let (cluster, leader, alice, bob) = try await Self.twoUsersBesideTheLeader()
+        let (cluster, leader, alice, bob) = try await Self.twoUsersBesideTheLeader {
+            $0.blockedCallerDecline = .seconds(1)...(.seconds(1))
+        }
         // The leader takes no more messages: bob's block waits for it.
         let block = try await Self.waitingForTheLeader(cluster, leader) { try await bob.callStore.blockUsers(["alice"]) }
 
@@ -291,6 +303,7 @@ import FoundationNetworking
         #expect(try await block.value == ["alice"])
         let aliceEvents = Recorder(alice.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        cluster.clock.advance(by: .seconds(1))
         #expect(
             try await aliceEvents.first { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))

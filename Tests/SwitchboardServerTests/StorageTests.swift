@@ -323,6 +323,21 @@ extension StorageTests {
         try await store.registerPushToken(token(newAlert, Self.alice, "phone", at: 8, kind: .alert), move: false)
         try await store.unregisterPushToken(user: Self.alice, device: "phone", kind: nil)
         #expect(try await store.pushTokens(app: Self.app, users: ["alice"]).isEmpty)
+
+        // A Web Push subscription, an FCM token with a sealing key and an alert token that rings
+        // keep what they carry.
+        let web = PushToken(
+            token: "https://push.example.net/wpush/v2/gAAAAABn3xQ1", user: Self.alice, device: "browser", kind: .web,
+            environment: .production, bundleId: "", updatedAt: 9,
+            webPush: WebPushKeys(p256dh: "BCVxsr7N_eNg", auth: "BTBZMqHH6r4T"))
+        let fcm = PushToken(
+            token: "dGVzdC1mY20tdG9rZW4:APA91bH", user: Self.alice, device: "android", kind: .fcm, environment: .production,
+            bundleId: "", updatedAt: 10, sealingKey: "jn0pOZvLmi7NfOaoN2P-n5YgOa5wy0ZhbhpoD-ZJrls")
+        let ringingAlert = PushToken(
+            token: String(repeating: "a1", count: 32), user: Self.alice, device: "phone", kind: .alert, environment: .sandbox,
+            bundleId: "com.example.app", updatedAt: 11, alertRinging: true)
+        for token in [web, fcm, ringingAlert] { try await store.registerPushToken(token, move: false) }
+        #expect(try await store.pushTokens(app: Self.app, users: ["alice"])["alice"] == [web, fcm, ringingAlert])
         await test.close()
     }
 

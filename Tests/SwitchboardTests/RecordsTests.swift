@@ -23,7 +23,9 @@ struct RecordsTests {
             try await aliceEvents.first { if case .onCallRecord(let r) = $0 { r.callId == call.callId } else { false } }
             try await bobEvents.first { if case .onCallRecord(let r) = $0 { r.callId == call.callId } else { false } }
             callIds.append(call.callId)
-            server.clock.advance(by: .seconds(1))
+            // Six seconds apart: a user is rung by at most 10 invitations a minute after a burst
+            // of 5 (`invitations-per-callee`).
+            server.clock.advance(by: .seconds(6))
         }
 
         var newestFirst: [CallID] = []

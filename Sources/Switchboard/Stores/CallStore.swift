@@ -174,7 +174,7 @@ public final class CallStore: Sendable {
         reportDevices(for: callId)
     }
 
-    /// Invites more people into the active group call (or `callId`); returns who was busy.
+    /// Invites more people into the active call (or `callId`; a one-to-one call becomes a group call); returns who was busy.
     @discardableResult
     public func invite(participantIds: [String], callId: CallID? = nil) async throws -> [UserID] {
         let id = try currentCallId(callId)

@@ -9,11 +9,18 @@ extension CallStateMachine {
     /// `accept`; a left member is `none`.
     struct Member: Codable, Equatable, Sendable {
         enum Phase: Codable, Equatable, Sendable {
-            /// Invited and not answered. `pushed`: rang through a VoIP push (no device was
-            /// connected), so when the ringing stops the push's retries stop, and a missed call
-            /// may be announced with an alert push. `deadline`: when it stops ringing (Unix ms), kept so
+            /// Invited and not answered. `pushed`: some of the member's devices had no live
+            /// connection and rang through a push, so when the ringing stops the push's retries
+            /// stop, and a missed call may be announced with an alert push (to the devices still
+            /// without a connection then). `deadline`: when it stops ringing (Unix ms), kept so
             /// that a call restored after a restart times out when it would have.
             case ringing(pushed: Bool, deadline: Int64)
+            /// Invited by a caller the user blocks, in an app whose blocked callers see a
+            /// rejection: to the others the member rings, but the call never reaches the user (no
+            /// device hears of it, no push, not on the roster, so not busy for anyone). At
+            /// `declineAt` the member declines, as a person who saw the call would; a `deadline`
+            /// before that ends the ringing as for anyone. The caller cannot tell it from ringing.
+            case screened(declineAt: Int64, deadline: Int64)
             case joined(Presence)
             /// Rejected, missed, never reached, or left after being in the call.
             case left(Departure)
@@ -35,6 +42,9 @@ extension CallStateMachine {
             /// topped up (see ``CallStateMachine/statsRelayInterval``).
             var statsCredit: Int64?
             var statsCreditAt: Int64?
+            /// The bytes of media signals this member may still relay (see
+            /// ``CallStateMachine/Configuration/relayBytes``); nil until the first signal.
+            var relayBudget: TokenBucket?
         }
 
         /// How a member's part ended.
@@ -46,7 +56,8 @@ extension CallStateMachine {
             var by: UserID?
             /// The device the member was in the call on, if they were.
             var device: DeviceID?
-            /// An invitee who blocks the caller: the call never reached them, so they get no record.
+            /// An invitee who blocks the caller: the call never reached them, so they get no record
+            /// and their devices never hear of it.
             var blocksCaller = false
         }
 
@@ -63,10 +74,20 @@ extension CallStateMachine {
         /// When the call first connected for this member.
         var firstConnectedAt: Int64?
 
-        var isRinging: Bool { if case .ringing = phase { true } else { false } }
+        /// Waiting for an answer: ringing, or screened (which nobody else can tell from ringing).
+        var isRinging: Bool {
+            switch phase {
+            case .ringing, .screened: true
+            case .joined, .left: false
+            }
+        }
+        var isScreened: Bool { if case .screened = phase { true } else { false } }
         var isJoined: Bool { presence != nil }
-        /// Ringing or joined.
+        /// Ringing (screened included) or joined.
         var isActive: Bool { departure == nil }
+        /// Ringing on the user's devices, or joined: the member is on the roster and hears the
+        /// call's events.
+        var isReached: Bool { isActive && !isScreened }
 
         var presence: Presence? {
             if case .joined(let presence) = phase { presence } else { nil }
@@ -79,7 +100,7 @@ extension CallStateMachine {
         /// The device the member is in the call on, or was when they left.
         var device: DeviceID? {
             switch phase {
-            case .ringing: nil
+            case .ringing, .screened: nil
             case .joined(let presence): presence.device
             case .left(let departure): departure.device
             }
@@ -108,7 +129,8 @@ extension CallStateMachine {
         let id: CallID
         let app: SdkAppID
         let roomId: RoomID
-        let type: CallType
+        /// One-to-one until someone is invited into it: then a group call for the rest of its life.
+        var type: CallType
         var mediaType: CallMediaType
         let callerId: UserID
         let chatGroupId: ChatGroupID?
@@ -135,9 +157,11 @@ extension CallStateMachine {
 
         func key(_ member: Member) -> UserKey { UserKey(app: app, user: member.userId) }
 
-        /// A joined member hears about the call on the device that answered; a ringing one on all.
-        func recipient(_ member: Member) -> Recipient {
-            member.device.map { .device(key(member), $0) } ?? .user(key(member))
+        /// A joined member hears about the call on the device that answered; a ringing one on all;
+        /// a screened one nowhere (nil).
+        func recipient(_ member: Member) -> Recipient? {
+            guard !member.isScreened else { return nil }
+            return member.device.map { .device(key(member), $0) } ?? .user(key(member))
         }
 
         /// The wire snapshot of the call.
@@ -161,7 +185,7 @@ extension CallStateMachine {
 
         func status(of member: Member) -> CallParticipantStatus {
             switch member.phase {
-            case .ringing: .waiting
+            case .ringing, .screened: .waiting
             case .joined: startTime == nil ? .waiting : .accept
             case .left: .none
             }

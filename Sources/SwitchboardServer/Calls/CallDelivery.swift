@@ -6,6 +6,8 @@ import SwitchboardProtocol
 protocol CallDelivery: Sendable {
     /// Whether the user has at least one connected device.
     func isOnline(_ user: UserKey) -> Bool
+    /// The user's devices that have a live connection now (anywhere in the cluster).
+    func connectedDevices(_ user: UserKey) -> Set<DeviceID>
     /// Sends a frame to every device the recipient names, making it only when someone is there;
     /// returns how many devices (or nodes) it went to.
     @discardableResult

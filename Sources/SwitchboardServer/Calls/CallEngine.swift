@@ -107,17 +107,34 @@ actor CallEngine {
                 let app = command.caller.app
                 let invitees = Set(command.request.participantIds.filter(\.isValid))
                 command.blockedBy = try await usersBlocking(command.caller.user, among: invitees, app: app)
-                let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
+                let tokens = try await pushTokens(app: app, of: invitees)
                 command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
-                command.pushable = Self.ringable(tokens).subtracting(command.online)
+                command.pushable = ringable(tokens, app: app)
+                command.declineDelays = declineDelays(command.blockedBy)
+                // After the last wait, so that the machine decides on what was checked here.
+                if machine.validate(command) == nil {
+                    let overLimit = calleesOverLimit(
+                        invitees.intersection(command.online.union(command.pushable)).subtracting(command.blockedBy),
+                        app: app, settings: command.settings, now: now)
+                    command.online.subtract(overLimit)
+                    command.pushable.subtract(overLimit)
+                }
                 return .success(Resolved(event: .start(command), tokens: tokens))
             case .invite(var command):
                 let app = command.command.user.app
                 let invitees = Set(command.invitees.filter(\.isValid))
                 command.blockedBy = try await usersBlocking(command.command.user.user, among: invitees, app: app)
-                let tokens = try await pushTokens(app: app, of: invitees.filter { !delivery.isOnline(UserKey(app: app, user: $0)) })
+                let tokens = try await pushTokens(app: app, of: invitees)
                 command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
-                command.pushable = Self.ringable(tokens).subtracting(command.online)
+                command.pushable = ringable(tokens, app: app)
+                command.declineDelays = declineDelays(command.blockedBy)
+                if case .success(let (_, fresh)) = machine.validate(command) {
+                    let overLimit = calleesOverLimit(
+                        Set(fresh).intersection(command.online.union(command.pushable)).subtracting(command.blockedBy),
+                        app: app, settings: command.settings, now: now)
+                    command.online.subtract(overLimit)
+                    command.pushable.subtract(overLimit)
+                }
                 return .success(Resolved(event: .invite(command), tokens: tokens))
             case .join(var join):
                 let user = join.command.user
@@ -136,9 +153,38 @@ actor CallEngine {
         }
     }
 
-    /// The users a VoIP push can ring: those with a VoIP token (an alert token only announces).
-    static func ringable(_ tokens: [UserID: [PushToken]]) -> Set<UserID> {
-        Set(tokens.filter { $0.value.contains { $0.kind == .voip } }.keys)
+    /// Of the reachable invitees of a request that passed its checks (a connected device or a push
+    /// token, and not blocking the caller), those whose invitation is one too many
+    /// (``RateLimits/invitationsPerCallee``): they do not ring, and the caller sees them offline,
+    /// as a callee with no device and no push token, never the limit of someone else. One found
+    /// busy under the busy-reject policy is not counted: it would not ring either.
+    private func calleesOverLimit(
+        _ invitees: Set<UserID>, app: SdkAppID, settings: AppSettings, now: Int64
+    ) -> Set<UserID> {
+        invitees.filter { invitee in
+            let key = UserKey(app: app, user: invitee)
+            if settings.busyPolicy == .reject && machine.roster.isInAnyCall(key) { return false }
+            return limiter.take(limits.invitationsPerCallee, "invitations-received", key.description, now: now) != nil
+        }
+    }
+
+    /// How long each invitee who blocks the caller seems to ring before declining, drawn from the
+    /// configured range (see ``CallStateMachine/Member/Phase/screened(declineAt:deadline:)``).
+    private func declineDelays(_ blockers: Set<UserID>) -> [UserID: Int64]? {
+        guard !blockers.isEmpty else { return nil }
+        let range = machine.configuration.declineDelays
+        return Dictionary(uniqueKeysWithValues: blockers.map { ($0, Int64.random(in: range)) })
+    }
+
+    /// The users a push can ring: those with a device that has no live connection and a token
+    /// that rings (``PushToken/rings``). Push is decided per device: a user with a browser tab open
+    /// and a backgrounded iPhone rings on both, the tab over its socket, the iPhone by push.
+    private func ringable(_ tokens: [UserID: [PushToken]], app: SdkAppID) -> Set<UserID> {
+        Set(
+            tokens.filter { user, tokens in
+                let connected = delivery.connectedDevices(UserKey(app: app, user: user))
+                return tokens.contains { $0.rings && !connected.contains($0.device) }
+            }.keys)
     }
 
     /// Which of `invitees` block `caller`: the database is asked about those in ``blockers`` only.

@@ -3,7 +3,7 @@ import SwitchboardProtocol
 /// Answering, joining, rejecting and hanging up.
 extension CallStateMachine {
     mutating func accept(_ command: CallCommand, now: Int64, out: inout CallOutput) {
-        switch lookup(command) {
+        switch lookup(command, .anyDevice) {
         case .failure(let error):
             out.answer(.failure(error))
         case .success(let (call, index)):
@@ -14,6 +14,9 @@ extension CallStateMachine {
                 out.answer(.failure(SwitchboardError(.invalidCallState, "you already left this call")))
             case .ringing:
                 admit(command, profile: nil, now: now, out: &out)
+            case .screened:
+                // lookup refuses a screened member first: the call never reached them.
+                out.answer(.failure(SwitchboardError(.notInCall)))
             }
         }
     }
@@ -33,7 +36,8 @@ extension CallStateMachine {
             out.answer(.failure(SwitchboardError(.groupCallOnly, "only group calls can be joined")))
             return
         }
-        let existing = call.index(of: command.user.user).map { call.members[$0] }
+        // A screened invitee was never invited as far as they know: only the chat group lets them in.
+        let existing = call.index(of: command.user.user).map { call.members[$0] }.flatMap { $0.isScreened ? nil : $0 }
         if existing?.isJoined == true {
             out.answer(.failure(SwitchboardError(.alreadyAccepted)))
             return
@@ -68,9 +72,13 @@ extension CallStateMachine {
         let key = command.user
         let presence = Member.Phase.joined(Member.Presence(device: command.device, joinedAt: now))
         let index: Int
+        // Set when the invitation rang the user's devices (true: through a push); a screened
+        // member was waiting for an answer too, but no device of theirs heard of the call.
         var pushed: Bool?
+        var wasRinging = false
         if let existing = call.index(of: key.user) {
             index = existing
+            wasRinging = call.members[index].isRinging
             if case .ringing(let wasPushed, _) = call.members[index].phase { pushed = wasPushed }
             call.members[index].phase = presence
             if let profile { call.members[index].profile = profile }
@@ -82,7 +90,6 @@ extension CallStateMachine {
                     cameraOn: call.mediaType == .video, profile: profile))
             index = call.members.count - 1
         }
-        let wasRinging = pushed != nil
         if wasRinging { out.append(.cancelTimer(.ring(call.id, key.user))) }
         roster.add(key, to: call.id)
         let connectsNow = call.startTime == nil
@@ -90,7 +97,7 @@ extension CallStateMachine {
         let snapshot = call.info
         out.answer(.call(snapshot))
         out.append(contentsOf: waiting.actions)
-        if wasRinging {
+        if pushed != nil {
             out.append(
                 .send(
                     .callEnded(
@@ -109,16 +116,16 @@ extension CallStateMachine {
                 to: .userExcept(key, command.device)))
         for member in call.members where member.isActive {
             if member.isJoined && (connectsNow || member.userId == key.user) {
-                out.append(.send(.callStarted(CallStartedEvent(call: snapshot)), to: call.recipient(member)))
+                out.send(.callStarted(CallStartedEvent(call: snapshot)), to: member, of: call)
             } else {
-                out.append(.send(.callUpdated(CallUpdatedEvent(call: snapshot)), to: call.recipient(member)))
+                out.send(.callUpdated(CallUpdatedEvent(call: snapshot)), to: member, of: call)
             }
         }
         store(call, now: now, out: &out)
     }
 
     mutating func reject(_ command: CallCommand, now: Int64, out: inout CallOutput) {
-        switch lookup(command) {
+        switch lookup(command, .anyDevice) {
         case .failure(let error):
             out.answer(.failure(error))
         case .success(let (found, index)):
@@ -163,7 +170,7 @@ extension CallStateMachine {
     ) {
         let member = call.members[index]
         switch member.phase {
-        case .ringing:
+        case .ringing, .screened:
             leave(
                 &call, index, result: .rejected, reason: .reject, by: member.userId, actingDevice: actingDevice,
                 now: now, out: &out)

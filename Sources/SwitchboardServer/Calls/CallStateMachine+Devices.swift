@@ -49,7 +49,8 @@ extension CallStateMachine {
                     .send(
                         .callElsewhere(CallElsewhereEvent(call: call.info, deviceId: presence.device, active: true)),
                         to: .device(user, device)))
-            case .left:
+            case .screened, .left:
+                // (A screened member is not on the roster: the call never reached the user.)
                 break
             }
         }

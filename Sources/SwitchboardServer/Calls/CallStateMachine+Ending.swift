@@ -12,7 +12,9 @@ extension CallStateMachine {
         let elsewhere = finish(
             &call, index, result: result, reason: reason, by: by, actingDevice: actingDevice, now: now, out: &out)
         let event = CallEndedEvent(callId: call.id, mediaType: call.mediaType, reason: reason, userId: by)
-        if let device = member.presence?.device {
+        if member.isScreened {
+            // The call never reached the user's devices: they hear nothing of its end either.
+        } else if let device = member.presence?.device {
             out.append(.send(.callEnded(event), to: .device(key, device)))
         } else if let actingDevice {
             out.append(.send(.callEnded(event), to: .device(key, actingDevice)))
@@ -29,7 +31,7 @@ extension CallStateMachine {
             if call.mediaChange?.requester == member.userId { call.mediaChange = nil }
             let update = ServerEvent.callUpdated(CallUpdatedEvent(call: call.info))
             for other in call.members where other.isActive {
-                out.append(.send(update, to: call.recipient(other)))
+                out.send(update, to: other, of: call)
             }
         }
     }
@@ -51,7 +53,7 @@ extension CallStateMachine {
                     .missed
                 }
             let elsewhere = finish(&call, index, result: result, reason: reason, by: by, now: now, out: &out)
-            out.append(.send(event, to: call.recipient(member)))
+            out.send(event, to: member, of: call)
             out.append(contentsOf: elsewhere)
         }
     }
@@ -71,6 +73,8 @@ extension CallStateMachine {
             if pushed {
                 elsewhere.append(contentsOf: pushesAfterRinging(call, member, result: result, reason: reason, now: now))
             }
+        case .screened:
+            out.append(.cancelTimer(.ring(call.id, member.userId)))
         case .joined(let presence):
             if presence.isDown { out.append(.cancelTimer(.reconnectGrace(call.id, member.userId))) }
             if let startTime = call.startTime {
@@ -86,7 +90,9 @@ extension CallStateMachine {
             return []
         }
         call.members[index].phase = .left(
-            Member.Departure(at: now, result: result, reason: reason, by: by, device: member.presence?.device))
+            Member.Departure(
+                at: now, result: result, reason: reason, by: by, device: member.presence?.device,
+                blocksCaller: member.isScreened))
         roster.remove(call.key(member), from: call.id)
         return elsewhere
     }
@@ -94,8 +100,18 @@ extension CallStateMachine {
     mutating func timerFired(_ key: TimerKey, now: Int64, out: inout CallOutput) {
         switch key {
         case .ring(let callId, let user):
-            guard var call = calls[callId], let index = call.index(of: user), call.members[index].isRinging else { return }
-            leave(&call, index, result: .missed, reason: .noResponse, by: user, actingDevice: nil, now: now, out: &out)
+            guard var call = calls[callId], let index = call.index(of: user) else { return }
+            let (result, reason): (CallRecordResult, CallEndReason)
+            switch call.members[index].phase {
+            case .ringing:
+                (result, reason) = (.missed, .noResponse)
+            case .screened(let declineAt, let deadline):
+                // Declines as a person would, unless the ringing timed out first.
+                (result, reason) = declineAt < deadline ? (.rejected, .reject) : (.missed, .noResponse)
+            case .joined, .left:
+                return
+            }
+            leave(&call, index, result: result, reason: reason, by: user, actingDevice: nil, now: now, out: &out)
             store(call, now: now, out: &out)
         case .reconnectGrace(let callId, let user):
             guard var call = calls[callId], let index = call.index(of: user),

@@ -28,7 +28,8 @@ extension CallStateMachine {
         roster.add(command.caller, to: call.id)
         let added = addInvitees(
             invitees, inviter: command.caller.user, to: &call, settings: command.settings, online: command.online,
-            pushable: command.pushable, blockedBy: command.blockedBy, profiles: command.profiles, now: now)
+            pushable: command.pushable, blockedBy: command.blockedBy, declineDelays: command.declineDelays ?? [:],
+            profiles: command.profiles, now: now)
         let snapshot = call.info
         out.answer(
             .started(StartCallResponse(callId: call.id, roomId: call.roomId, busyUserIds: added.busy, call: snapshot)))
@@ -45,57 +46,43 @@ extension CallStateMachine {
 
     mutating func invite(_ command: InviteCommand, now: Int64, out: inout CallOutput) {
         let found: Call
-        let index: Int
-        switch lookup(command.command) {
+        let fresh: [UserID]
+        switch validate(command) {
         case .failure(let error):
             out.answer(.failure(error))
             return
-        case .success(let match):
-            (found, index) = match
-        }
-        guard found.type == .group else {
-            out.answer(.failure(SwitchboardError(.groupCallOnly, "only group calls take more members")))
-            return
-        }
-        guard found.members[index].isJoined else {
-            out.answer(.failure(SwitchboardError(.invalidCallState, "join the call before inviting")))
-            return
+        case .success(let checked):
+            (found, fresh) = checked
         }
         let inviter = command.command.user.user
-        if let error = Self.validateInvitees(command.invitees, inviter: inviter) {
-            out.answer(.failure(error))
-            return
-        }
-        // Members already ringing or in the call are left as they are.
-        let fresh = Self.deduplicated(command.invitees).filter { id in
-            found.index(of: id).map { !found.members[$0].isActive } ?? true
-        }
-        if found.activeCount + fresh.count > command.settings.maxParticipants {
-            out.answer(
-                .failure(
-                    SwitchboardError(.tooManyParticipants, "at most \(command.settings.maxParticipants) members at once")))
-            return
-        }
         var call = found
+        // An invitation makes a one-to-one call a group call for the rest of its life (``validate(_:)``).
+        call.type = .group
         let added = addInvitees(
             fresh, inviter: inviter, to: &call, settings: command.settings, online: command.online,
-            pushable: command.pushable, blockedBy: command.blockedBy, profiles: command.profiles, now: now)
+            pushable: command.pushable, blockedBy: command.blockedBy, declineDelays: command.declineDelays ?? [:],
+            profiles: command.profiles, now: now)
         let snapshot = call.info
         out.answer(.invited(InviteToCallResponse(busyUserIds: added.busy, call: snapshot)))
         ring(added.ringing, in: call, inviter: inviter, snapshot: snapshot, now: now, out: &out)
         let newcomers = Set(added.ringing)
         let update = ServerEvent.callUpdated(CallUpdatedEvent(call: snapshot))
         for member in call.members where member.isActive && !newcomers.contains(member.userId) {
-            out.append(.send(update, to: call.recipient(member)))
+            out.send(update, to: member, of: call)
         }
         store(call, now: now, out: &out)
     }
 
-    /// Adds (or re-invites) members: those who block the inviter, busy ones under the reject policy
-    /// and offline ones leave at once; the others ring.
+    /// Adds (or re-invites) members: busy ones under the reject policy and unreachable ones leave
+    /// at once; the others ring. An invitee who blocks the inviter is never reached: the inviter
+    /// sees what the app's `blockedCallerSees` says and cannot tell it from the genuine case —
+    /// `offline` at once, as for a callee with no device and no push token; or `reject`, as a
+    /// person would: busy and unreachable as anyone, else screened (ringing to everyone else)
+    /// until the drawn delay runs out.
     mutating func addInvitees(
         _ invitees: [UserID], inviter: UserID, to call: inout Call, settings: AppSettings, online: Set<UserID>,
-        pushable: Set<UserID>, blockedBy: Set<UserID>, profiles: [UserID: UserProfile], now: Int64
+        pushable: Set<UserID>, blockedBy: Set<UserID>, declineDelays: [UserID: Int64], profiles: [UserID: UserProfile],
+        now: Int64
     ) -> (ringing: [UserID], busy: [UserID], unreachable: [(UserID, CallEndReason)]) {
         var ringing: [UserID] = []
         var busy: [UserID] = []
@@ -103,25 +90,26 @@ extension CallStateMachine {
         for invitee in invitees {
             let key = UserKey(app: call.app, user: invitee)
             let previous = call.index(of: invitee).map { call.members[$0] }
+            let blocks = blockedBy.contains(invitee)
+            let deadline = now + Int64(call.timeout) * 1000
             let phase: Member.Phase
-            if blockedBy.contains(invitee) {
-                // The blocked caller sees a rejection, or nobody online, as the app chose.
-                let reason: CallEndReason = settings.blockedCallerSees == .reject ? .reject : .offline
-                phase = .left(
-                    Member.Departure(
-                        at: now, result: reason == .reject ? .rejected : .missed, reason: reason, by: invitee,
-                        blocksCaller: true))
-                unreachable.append((invitee, reason))
+            if blocks && settings.blockedCallerSees == .offline {
+                phase = .left(Member.Departure(at: now, result: .missed, reason: .offline, blocksCaller: true))
+                unreachable.append((invitee, .offline))
             } else if settings.busyPolicy == .reject, roster.isInAnyCall(key) {
-                phase = .left(Member.Departure(at: now, result: .busy, reason: .lineBusy))
+                phase = .left(Member.Departure(at: now, result: .busy, reason: .lineBusy, blocksCaller: blocks))
                 busy.append(invitee)
                 unreachable.append((invitee, .lineBusy))
             } else if !online.contains(invitee) && !pushable.contains(invitee) {
                 // No device and no push token: nothing can ring.
-                phase = .left(Member.Departure(at: now, result: .missed, reason: .offline))
+                phase = .left(Member.Departure(at: now, result: .missed, reason: .offline, blocksCaller: blocks))
                 unreachable.append((invitee, .offline))
+            } else if blocks {
+                let delay = declineDelays[invitee] ?? configuration.declineDelays.lowerBound
+                phase = .screened(declineAt: now + delay, deadline: deadline)
+                ringing.append(invitee)
             } else {
-                phase = .ringing(pushed: !online.contains(invitee), deadline: now + Int64(call.timeout) * 1000)
+                phase = .ringing(pushed: pushable.contains(invitee), deadline: deadline)
                 ringing.append(invitee)
                 roster.add(key, to: call.id)
             }
@@ -139,21 +127,34 @@ extension CallStateMachine {
         return (ringing, busy, unreachable)
     }
 
-    /// Sends the invitations (VoIP pushes to invitees without a connected device) and sets the ring timers.
+    /// Sends the invitations (over every connected device, and as pushes to the devices without a
+    /// connection that have a ringing token) and sets the ring timers (for a screened invitee, only
+    /// the timer of their decline).
     func ring(
         _ invitees: [UserID], in call: Call, inviter: UserID, snapshot: CallInfo, now: Int64, out: inout CallOutput
     ) {
-        let inviterName = call.index(of: inviter).flatMap { call.members[$0].profile?.nickname }
+        let inviterName = call.index(of: inviter).flatMap { call.members[$0].profile?.displayableNickname }
+        let callerName = call.members.first?.profile?.displayableNickname
         for invitee in invitees {
-            guard let index = call.index(of: invitee), case .ringing(let pushed, let deadline) = call.members[index].phase
-            else { continue }
+            guard let index = call.index(of: invitee) else { continue }
+            let pushed: Bool
+            let deadline: Int64
+            switch call.members[index].phase {
+            case .ringing(let viaPush, let until):
+                (pushed, deadline) = (viaPush, until)
+            case .screened(let declineAt, let until):
+                out.append(.setTimer(.ring(call.id, invitee), at: min(declineAt, until)))
+                continue
+            case .joined, .left:
+                continue
+            }
             let key = UserKey(app: call.app, user: invitee)
             out.append(.send(.callReceived(CallReceivedEvent(call: snapshot, inviterId: inviter)), to: .user(key)))
             out.append(.setTimer(.ring(call.id, invitee), at: deadline))
             if pushed {
                 let push = IncomingCallPush(
                     callId: call.id, sdkAppID: call.app, userId: invitee, callerId: call.callerId,
-                    callerName: inviter == call.callerId ? inviterName : call.members.first?.profile?.nickname,
+                    callerName: inviter == call.callerId ? inviterName : callerName,
                     mediaType: call.mediaType, callType: call.type, inviterId: inviter, deadline: deadline,
                     userData: call.userData, pushConfig: call.pushConfig)
                 out.append(.push(PushMessage(user: key, content: .ring(push), expiration: deadline)))
@@ -171,8 +172,8 @@ extension CallStateMachine {
         if result == .missed, call.pushConfig?.missedCallAlert == true {
             let alert = MissedCallPush(
                 callId: call.id, sdkAppID: call.app, userId: member.userId, callerId: call.callerId,
-                callerName: call.members.first?.profile?.nickname, mediaType: call.mediaType, callType: call.type,
-                reason: reason, userData: call.userData, pushConfig: call.pushConfig)
+                callerName: call.members.first?.profile?.displayableNickname, mediaType: call.mediaType,
+                callType: call.type, reason: reason, userData: call.userData, pushConfig: call.pushConfig)
             actions.append(
                 .push(PushMessage(user: key, content: .missedCall(alert), expiration: now + Self.missedCallAlertLifetime)))
         }

@@ -35,7 +35,7 @@ extension CallStateMachine {
                 MediaTypeChangeRequestedEvent(
                     callId: call.id, transactionId: transaction, mediaType: mediaType, userId: command.user.user))
             for other in call.members where other.isJoined && other.userId != command.user.user {
-                out.append(.send(event, to: call.recipient(other)))
+                out.send(event, to: other, of: call)
             }
             out.append(.setTimer(.mediaChange(call.id, transaction), at: now + configuration.mediaChangeTimeout))
         }
@@ -93,11 +93,11 @@ extension CallStateMachine {
                 result: result))
         let snapshot = result == .agreed ? ServerEvent.callUpdated(CallUpdatedEvent(call: call.info)) : nil
         for member in call.members where member.isJoined {
-            out.append(.send(event, to: call.recipient(member)))
+            out.send(event, to: member, of: call)
         }
         if let snapshot {
             for member in call.members where member.isJoined {
-                out.append(.send(snapshot, to: call.recipient(member)))
+                out.send(snapshot, to: member, of: call)
             }
         }
     }

@@ -7,7 +7,7 @@ extension CallStateMachine {
     mutating func updateDevice(
         _ command: CallCommand, microphoneOn: Bool?, cameraOn: Bool?, screenSharing: Bool?, out: inout CallOutput
     ) {
-        switch lookup(command, joined: true) {
+        switch lookup(command, .joinedDevice) {
         case .failure(let error):
             out.answer(.failure(error))
         case .success(let (found, index)):
@@ -26,34 +26,53 @@ extension CallStateMachine {
                     callId: call.id, userId: member.userId, microphoneOn: member.microphoneOn, cameraOn: member.cameraOn,
                     screenSharing: member.presence?.screenSharing == true))
             for other in call.members where other.isActive && other.userId != member.userId {
-                out.append(.send(event, to: call.recipient(other)))
+                out.send(event, to: other, of: call)
             }
             if mutedNow { broadcastStatus(of: member, in: call, out: &out) }
         }
     }
 
     /// Relays a media signal between two members who are both in the call, from the sender's
-    /// device in the call to the peer's.
-    func mediaSignal(_ command: CallCommand, _ signal: SendMediaSignalRequest, out: inout CallOutput) {
-        switch lookup(command, joined: true) {
+    /// device in the call to the peer's, within the sender's relay budget
+    /// (``Configuration/relayBytes``).
+    mutating func mediaSignal(
+        _ command: CallCommand, _ signal: SendMediaSignalRequest, now: Int64, out: inout CallOutput
+    ) {
+        switch lookup(command, .joinedDevice) {
         case .failure(let error):
             out.answer(.failure(error))
-        case .success(let (call, index)):
+        case .success(let (found, index)):
+            var call = found
             let sender = call.members[index]
-            guard sender.presence?.device == command.device else {
-                out.answer(.failure(SwitchboardError(.notInCall, "this device is not the one in the call")))
-                return
-            }
             guard signal.to != sender.userId, let peer = call.index(of: signal.to).map({ call.members[$0] }),
                 peer.isJoined
             else {
                 out.answer(.failure(SwitchboardError(.peerNotInCall)))
                 return
             }
+            if let limit = configuration.relayBytes {
+                var wait: Int64?
+                call.members[index].updatePresence { presence in
+                    var budget = presence.relayBudget ?? TokenBucket(limit, now: now)
+                    wait = budget.take(signal.payloadBytes, limit, now: now)
+                    presence.relayBudget = budget
+                }
+                calls[call.id] = call
+                if let wait {
+                    out.answer(
+                        .failure(
+                            SwitchboardError(
+                                .rateLimited,
+                                "media signals are limited to \(Int64(limit.rate)) bytes a second (bursts of "
+                                    + "\(limit.burst)); retry in \(wait) ms",
+                                retryAfter: wait)))
+                    return
+                }
+            }
             out.answer(.ok)
             let event = MediaSignalEvent(
                 callId: call.id, from: sender.userId, kind: signal.kind, sdp: signal.sdp, candidate: signal.candidate)
-            out.append(.send(.mediaSignal(event), to: call.recipient(peer)))
+            out.send(.mediaSignal(event), to: peer, of: call)
         }
     }
 
@@ -64,7 +83,7 @@ extension CallStateMachine {
     static let statsRelayBurst: Int64 = 2000
 
     mutating func statusReport(_ command: CallCommand, _ report: StatusReport, now: Int64, out: inout CallOutput) {
-        switch lookup(command, joined: true) {
+        switch lookup(command, .joinedDevice) {
         case .failure(let error):
             out.answer(.failure(error))
         case .success(let (found, index)):
@@ -101,7 +120,7 @@ extension CallStateMachine {
                     callId: call.id, userId: member.userId, packetLoss: report.packetLoss, rtt: report.rtt,
                     bitrate: report.bitrate, audioLevel: report.audioLevel))
             for other in call.members where other.isJoined && other.userId != member.userId {
-                out.append(.send(stats, to: call.recipient(other)))
+                out.send(stats, to: other, of: call)
             }
         }
     }
@@ -113,7 +132,7 @@ extension CallStateMachine {
                 callId: call.id, userId: member.userId, networkQuality: member.presence?.quality ?? .unknown,
                 volumeLevel: member.presence?.volume ?? .mute))
         for other in call.members where other.isJoined && other.userId != member.userId {
-            out.append(.send(event, to: call.recipient(other)))
+            out.send(event, to: other, of: call)
         }
     }
 }

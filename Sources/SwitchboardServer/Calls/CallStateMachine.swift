@@ -22,6 +22,13 @@ struct CallStateMachine: Sendable {
         var endedCallRetention: Int64 = 10 * 60_000
         /// The most ended calls remembered at once.
         var maxEndedCalls = 100_000
+        /// The bytes of media signals (their `sdp` and `candidate` fields) one member may relay in
+        /// one call: a token bucket per member, on the machine's time; nil: unbounded. A signal
+        /// over the budget is not relayed and is answered `rateLimited` with the wait.
+        var relayBytes: RateLimit? = RateLimits().relayBytesPerMember
+        /// How long a screened member rings before declining (ms): the engine draws each from
+        /// this range, like a person who looks at the phone and declines.
+        var declineDelays: ClosedRange<Int64> = 3_000...12_000
 
         init(reconnectGrace: Int64 = 15_000) {
             self.reconnectGrace = reconnectGrace
@@ -70,7 +77,7 @@ struct CallStateMachine: Sendable {
         case .statusReport(let command, let report):
             statusReport(command, report, now: now, out: &out)
         case .mediaSignal(let command, let signal):
-            mediaSignal(command, signal, out: &out)
+            mediaSignal(command, signal, now: now, out: &out)
         case .timerFired(let key):
             timerFired(key, now: now, out: &out)
         case .endByServer(let callId):
@@ -110,6 +117,8 @@ struct CallStateMachine: Sendable {
             case .ringing(_, let deadline):
                 roster.add(call.key(member), to: call.id)
                 out.append(.setTimer(.ring(call.id, member.userId), at: deadline))
+            case .screened(let declineAt, let deadline):
+                out.append(.setTimer(.ring(call.id, member.userId), at: min(declineAt, deadline)))
             case .joined:
                 roster.add(call.key(member), to: call.id)
                 call.members[index].updatePresence {
@@ -131,7 +140,7 @@ struct CallStateMachine: Sendable {
     mutating func recover(_ journaled: Call, endTime: Int64) -> CallOutput {
         guard calls[journaled.id] == nil, ended[journaled.id] == nil else { return CallOutput() }
         var call = journaled
-        for member in call.members where member.isActive {
+        for member in call.members where member.isReached {
             roster.add(call.key(member), to: call.id)
         }
         var out = CallOutput()
@@ -163,7 +172,7 @@ struct CallStateMachine: Sendable {
             if let change = call.mediaChange, call.type != .oneToOne || call.index(of: change.requester) == nil {
                 problems.append("\(id) has a media change it cannot have")
             }
-            for member in call.members where member.isActive {
+            for member in call.members where member.isReached {
                 expected[call.key(member), default: []].insert(id)
             }
         }
@@ -178,23 +187,6 @@ struct CallStateMachine: Sendable {
     }
 
     // MARK: - shared by the handlers
-
-    /// The call and the commanding member's index, or the error to answer with; with `joined`,
-    /// only once that member answered.
-    func lookup(_ command: CallCommand, joined: Bool = false) -> Result<(Call, Int), SwitchboardError> {
-        switch findCall(command.callId, app: command.user.app, user: command.user.user) {
-        case .failure(let error):
-            return .failure(error)
-        case .success(let call):
-            guard let index = call.index(of: command.user.user) else {
-                return .failure(SwitchboardError(.notInCall))
-            }
-            if joined, !call.members[index].isJoined {
-                return .failure(SwitchboardError(.invalidCallState, "answer the call first"))
-            }
-            return .success((call, index))
-        }
-    }
 
     func findCall(_ callId: CallID, app: SdkAppID, user: UserID) -> Result<Call, SwitchboardError> {
         guard let call = calls[callId], call.app == app else {

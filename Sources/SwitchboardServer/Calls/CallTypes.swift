@@ -57,8 +57,8 @@ struct RecordDraft: Equatable, Sendable {
     var record: CallRecord
 }
 
-/// A push to all of a user's devices that registered a token of the kind it needs, or the end of
-/// one still being delivered.
+/// A push to those of a user's devices that registered a token of the kind it needs and have no
+/// live connection when it is sent, or the end of one still being delivered.
 struct PushMessage: Equatable, Sendable {
     enum Content: Equatable, Sendable {
         /// The invitation, as a VoIP push (to VoIP tokens), while the user rings.
@@ -128,6 +128,12 @@ struct CallOutput: Equatable, Sendable {
     mutating func append(contentsOf actions: [CallAction]) {
         self.actions.append(contentsOf: actions)
     }
+
+    /// Sends `event` to a member where they hear about `call` (see ``CallStateMachine/Call/recipient(_:)``):
+    /// nowhere for a screened member, whom the call never reaches.
+    mutating func send(_ event: ServerEvent, to member: CallStateMachine.Member, of call: CallStateMachine.Call) {
+        if let recipient = call.recipient(member) { actions.append(.send(event, to: recipient)) }
+    }
 }
 
 /// A member's request about one call, from one device.
@@ -153,8 +159,13 @@ struct StartCallCommand: Equatable, Sendable, Codable {
     var profiles: [UserID: UserProfile]
     /// Invitees who block the caller.
     var blockedBy: Set<UserID> = []
-    /// Invitees without a connected device who have a push token: they ring through VoIP pushes.
+    /// Invitees with a device that has no live connection and a ringing push token: those
+    /// devices ring through pushes (the user's connected devices ring over their sockets).
     var pushable: Set<UserID> = []
+    /// For invitees in `blockedBy`, how long (ms) their screened ringing lasts before they decline
+    /// (drawn by the engine; see ``CallStateMachine/Member/Phase/screened(declineAt:deadline:)``).
+    /// Optional: commands from nodes before it lack it.
+    var declineDelays: [UserID: Int64]?
 }
 
 /// Invitations into a call in progress, with what the engine gathered about the invitees.
@@ -167,8 +178,10 @@ struct InviteCommand: Equatable, Sendable, Codable {
     var profiles: [UserID: UserProfile]
     /// Invitees who block the inviter.
     var blockedBy: Set<UserID> = []
-    /// Invitees without a connected device who have a push token.
+    /// Invitees with a device that has no live connection and a ringing push token.
     var pushable: Set<UserID> = []
+    /// As ``StartCallCommand/declineDelays``.
+    var declineDelays: [UserID: Int64]?
 }
 
 /// A user joining a group call by themselves.

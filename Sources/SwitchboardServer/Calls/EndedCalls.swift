@@ -60,10 +60,11 @@ struct EndedCalls: Sendable {
         byUser[user] ?? []
     }
 
-    /// Remembers a call that ended at `now` (every member has left it).
+    /// Remembers a call that ended at `now` (every member has left it). An invitee who blocks the
+    /// caller is left out: the call never reached them, so their devices hear nothing of it.
     mutating func remember(_ call: CallStateMachine.Call, at now: Int64) {
         var members: [UserID: EndedCall.Member] = [:]
-        for member in call.members {
+        for member in call.members where member.departure?.blocksCaller != true {
             let departure = member.departure
             members[member.userId] = EndedCall.Member(
                 reason: departure?.reason ?? .unknown, endedBy: departure?.by,

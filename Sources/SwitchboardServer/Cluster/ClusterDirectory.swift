@@ -40,6 +40,10 @@ final class ClusterDirectory: CallDelivery {
         devices.withLockedValue { $0.byUser[user] != nil }
     }
 
+    func connectedDevices(_ user: UserKey) -> Set<DeviceID> {
+        devices.withLockedValue { Set($0.byUser[user]?.keys ?? [:].keys) }
+    }
+
     @discardableResult
     func send(_ frame: () -> String, to recipient: Recipient) -> Int {
         let nodes: Set<String> = devices.withLockedValue { devices in

@@ -45,7 +45,7 @@ final class ClusterNode: CallRouter, Service {
     private let store: ClusterStore
     /// Internal for tests (a leader that stops taking its messages).
     let bus: ClusterBus
-    private let directory: ClusterDirectory
+    let directory: ClusterDirectory
     private let location: PostgresStorage.Location
     private let engine: CallEngine
     private let registry: ConnectionRegistry

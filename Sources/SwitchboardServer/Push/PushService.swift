@@ -3,8 +3,13 @@ import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
 /// Delivers the pushes the call engine asks for, to every token of the user of the kind the push
-/// needs (invitations to VoIP tokens, missed-call alerts to alert tokens), in the background: the
-/// call flow never waits for APNs.
+/// needs (invitations to VoIP tokens, missed-call alerts to alert tokens) whose device has no live
+/// connection, in the background: the call flow never waits for APNs.
+///
+/// Per device, not per user: a device that is connected gets its invitation over its socket, so
+/// its token is skipped, at the first attempt and at every retry (a device that connects while its
+/// push is still being retried is not pushed again; one that connects after the push went out
+/// rings once, as the SDK pairs the push and the invitation by call id).
 ///
 /// Per token: a delivery is done; a dead token (410, BadDeviceToken, DeviceTokenNotForTopic) is
 /// removed; an expired provider token is replaced once and the push sent again; 429, 5xx and
@@ -25,6 +30,7 @@ final class PushService: Sendable {
     }
 
     private let store: any PushTokenStore
+    private let presence: any CallDelivery
     private let apns: APNsClient?
     private let clock: any SwitchboardClock
     private let metrics: ServerMetrics
@@ -39,10 +45,11 @@ final class PushService: Sendable {
     let maxInFlight: Int
 
     init(
-        store: any PushTokenStore, apns: APNsClient?, clock: any SwitchboardClock, metrics: ServerMetrics,
-        maxInFlight: Int = 10_000, logger: Logger
+        store: any PushTokenStore, presence: any CallDelivery, apns: APNsClient?, clock: any SwitchboardClock,
+        metrics: ServerMetrics, maxInFlight: Int = 10_000, logger: Logger
     ) {
         self.store = store
+        self.presence = presence
         self.apns = apns
         self.clock = clock
         self.metrics = metrics
@@ -171,9 +178,14 @@ final class PushService: Sendable {
             return
         }
         while true {
-            // Every attempt, the first included: an invitation goes out only while the user rings.
+            // Every attempt, the first included: an invitation goes out only while the user rings,
+            // and no push goes to a device that is connected (it has the event already).
             if withdrawn(message, notification) {
                 finish(notification, token, "withdrawn")
+                return
+            }
+            if presence.connectedDevices(message.user).contains(token.device) {
+                finish(notification, token, "connected")
                 return
             }
             switch await apns.send(notification, to: token, expiration: message.expiration, providerToken: providerToken) {

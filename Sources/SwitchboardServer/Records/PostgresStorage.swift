@@ -217,6 +217,17 @@ final class PostgresStorage: SwitchboardStorage {
             // The writer's batch in one statement, so one round trip (``PostgresStatements/Commit``).
             "v4-commit-function", [PostgresStatements.Commit.function]
         ),
+        (
+            // Web Push subscriptions, FCM tokens, sealed pushes and ringing without CallKit.
+            "v5-push-token-details",
+            statements(
+                """
+            ALTER TABLE push_tokens ADD COLUMN web_p256dh TEXT;
+            ALTER TABLE push_tokens ADD COLUMN web_auth TEXT;
+            ALTER TABLE push_tokens ADD COLUMN sealing_key TEXT;
+            ALTER TABLE push_tokens ADD COLUMN alert_ringing BOOLEAN NOT NULL DEFAULT FALSE;
+            """)
+        ),
     ]
 
     /// The statements of a script whose statements each end with `;` and contain no other.
@@ -335,10 +346,12 @@ final class PostgresStorage: SwitchboardStorage {
                 """, logger: logger)
             try await connection.query(
                 """
-                INSERT INTO push_tokens (token, sdk_app_id, user_id, device_id, kind, environment, bundle_id, updated_at)
+                INSERT INTO push_tokens (token, sdk_app_id, user_id, device_id, kind, environment, bundle_id, updated_at,
+                    web_p256dh, web_auth, sealing_key, alert_ringing)
                 VALUES (\(token.token), \(token.user.app.rawValue), \(token.user.user.rawValue),
                     \(token.device.rawValue), \(token.kind.rawValue), \(token.environment.rawValue), \(token.bundleId),
-                    \(token.updatedAt))
+                    \(token.updatedAt), \(token.webPush?.p256dh), \(token.webPush?.auth), \(token.sealingKey),
+                    \(token.alertRinging))
                 """, logger: logger)
         }
     }
@@ -357,18 +370,22 @@ final class PostgresStorage: SwitchboardStorage {
         var tokens: [UserID: [PushToken]] = [:]
         let rows = try await client.query(
             """
-            SELECT token, user_id, device_id, kind, environment, bundle_id, updated_at FROM push_tokens
+            SELECT token, user_id, device_id, kind, environment, bundle_id, updated_at, web_p256dh, web_auth, sealing_key,
+                alert_ringing
+            FROM push_tokens
             WHERE sdk_app_id = \(app.rawValue) AND user_id = ANY(\(users.map(\.rawValue))) ORDER BY updated_at
             """, logger: logger)
-        for try await (token, user, device, kind, environment, bundle, updated) in rows.decode(
-            (String, String, String, String, String, String, Int64).self)
+        for try await (token, user, device, kind, environment, bundle, updated, p256dh, auth, sealingKey, alertRinging)
+            in rows.decode((String, String, String, String, String, String, Int64, String?, String?, String?, Bool).self)
         {
             let id = UserID(rawValue: user)
             tokens[id, default: []].append(
                 PushToken(
                     token: token, user: UserKey(app: app, user: id), device: DeviceID(rawValue: device),
-                    kind: PushTokenKind(rawValue: kind) ?? .voip, environment: PushEnvironment(rawValue: environment) ?? .production, bundleId: bundle,
-                    updatedAt: updated))
+                    kind: PushTokenKind(rawValue: kind) ?? .voip,
+                    environment: PushEnvironment(rawValue: environment) ?? .production, bundleId: bundle,
+                    updatedAt: updated, webPush: WebPushKeys.stored(p256dh: p256dh, auth: auth), sealingKey: sealingKey,
+                    alertRinging: alertRinging))
         }
         return tokens
     }

@@ -150,6 +150,16 @@ final class SQLiteStorage: SwitchboardStorage {
                     ALTER TABLE push_tokens_by_kind RENAME TO push_tokens;
                     """)
         }
+        migrator.registerMigration("v7-push-token-details") { db in
+            // Web Push subscriptions, FCM tokens, sealed pushes and ringing without CallKit.
+            try db.execute(
+                sql: """
+                    ALTER TABLE push_tokens ADD COLUMN web_p256dh TEXT;
+                    ALTER TABLE push_tokens ADD COLUMN web_auth TEXT;
+                    ALTER TABLE push_tokens ADD COLUMN sealing_key TEXT;
+                    ALTER TABLE push_tokens ADD COLUMN alert_ringing INTEGER NOT NULL DEFAULT 0;
+                    """)
+        }
         return migrator
     }
 
@@ -249,12 +259,14 @@ final class SQLiteStorage: SwitchboardStorage {
                 ])
             try db.execute(
                 sql: """
-                    INSERT INTO push_tokens (token, sdk_app_id, user_id, device_id, kind, environment, bundle_id, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO push_tokens (token, sdk_app_id, user_id, device_id, kind, environment, bundle_id, updated_at,
+                        web_p256dh, web_auth, sealing_key, alert_ringing)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     token.token, token.user.app.rawValue, token.user.user.rawValue, token.device.rawValue,
                     token.kind.rawValue, token.environment.rawValue, token.bundleId, token.updatedAt,
+                    token.webPush?.p256dh, token.webPush?.auth, token.sealingKey, token.alertRinging,
                 ])
         }
     }
@@ -289,7 +301,9 @@ final class SQLiteStorage: SwitchboardStorage {
                         token: row["token"], user: UserKey(app: app, user: user), device: DeviceID(rawValue: row["device_id"]),
                         kind: PushTokenKind(rawValue: row["kind"]) ?? .voip,
                         environment: PushEnvironment(rawValue: row["environment"]) ?? .production,
-                        bundleId: row["bundle_id"], updatedAt: row["updated_at"]))
+                        bundleId: row["bundle_id"], updatedAt: row["updated_at"],
+                        webPush: WebPushKeys.stored(p256dh: row["web_p256dh"], auth: row["web_auth"]),
+                        sealingKey: row["sealing_key"], alertRinging: row["alert_ringing"]))
             }
             return tokens
         }

@@ -129,14 +129,38 @@ protocol BlockStore: Sendable {
 
 /// One of a device's push tokens.
 struct PushToken: Equatable, Sendable {
-    /// Hex, lowercased.
+    /// APNs: hex, lowercased; FCM: the registration token; Web Push: the endpoint URL.
     var token: String
     var user: UserKey
     var device: DeviceID
     var kind: PushTokenKind
+    /// APNs tokens; `production` for the others.
     var environment: PushEnvironment
+    /// APNs tokens; empty for the others.
     var bundleId: String
     var updatedAt: Int64
+    /// A Web Push subscription's keys.
+    var webPush: WebPushKeys? = nil
+    /// The device's X25519 public key (base64url): pushes carry a sealed box for it.
+    var sealingKey: String? = nil
+    /// An alert token of a device that rings without CallKit.
+    var alertRinging = false
+
+    /// Whether a push to this token can ring a call (a plain alert token only announces a missed one).
+    var rings: Bool {
+        switch kind {
+        case .voip, .web, .fcm: true
+        case .alert: alertRinging
+        }
+    }
+}
+
+extension WebPushKeys {
+    /// The keys of a stored Web Push subscription; nil for other tokens.
+    static func stored(p256dh: String?, auth: String?) -> WebPushKeys? {
+        guard let p256dh, let auth else { return nil }
+        return WebPushKeys(p256dh: p256dh, auth: auth)
+    }
 }
 
 /// Push tokens: one of each kind per device, each token on one device.

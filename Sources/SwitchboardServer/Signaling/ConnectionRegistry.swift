@@ -87,6 +87,10 @@ final class ConnectionRegistry: Sendable {
         table.withLockedValue { $0.users[user] != nil }
     }
 
+    func connectedDevices(_ user: UserKey) -> Set<DeviceID> {
+        table.withLockedValue { Set($0.users[user]?.keys ?? [:].keys) }
+    }
+
     /// The users of `app` with their connected devices and platforms.
     func onlineUsers(app: SdkAppID) -> [(UserID, [(DeviceID, String?)])] {
         table.withLockedValue { table in

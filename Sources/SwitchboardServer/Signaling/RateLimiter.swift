@@ -58,6 +58,13 @@ public struct RateLimits: Sendable, Equatable {
     public var invitationsPerUser = RateLimit.per(60, 30, burst: 10)
     /// Status reports of one user (clients send about one a second).
     public var statusReportsPerUser = RateLimit(rate: 2, burst: 5)
+    /// Invitations one user receives, from anyone (`call.start`, `call.invite` that would ring
+    /// them): one beyond it does not ring, and the caller sees the callee offline.
+    public var invitationsPerCallee = RateLimit.per(60, 10, burst: 5)
+    /// Bytes of media signals (SDP, candidates) one member relays in one call. A video call with
+    /// screen sharing starts with two SDPs of 5–15 KB and a few KB of candidates, and a
+    /// renegotiation or ICE restart sends one or two more; a mesh member sends that to each peer.
+    public var relayBytesPerMember = RateLimit(rate: 64 * 1024, burst: 512 * 1024)
     /// No limits at all (benchmarks).
     public var disabled = false
 
@@ -66,7 +73,7 @@ public struct RateLimits: Sendable, Equatable {
     /// The names used on the command line.
     public static let names = [
         "login-per-ip", "login-per-user", "failed-login-per-ip", "failed-login-per-user", "requests-per-connection",
-        "invitations-per-user", "status-reports-per-user",
+        "invitations-per-user", "status-reports-per-user", "invitations-per-callee", "relay-bytes-per-member",
     ]
 
     /// Sets one limit by its command-line name; false for an unknown name.
@@ -79,6 +86,8 @@ public struct RateLimits: Sendable, Equatable {
         case "requests-per-connection": requestsPerConnection = limit
         case "invitations-per-user": invitationsPerUser = limit
         case "status-reports-per-user": statusReportsPerUser = limit
+        case "invitations-per-callee": invitationsPerCallee = limit
+        case "relay-bytes-per-member": relayBytesPerMember = limit
         default: return false
         }
         return true

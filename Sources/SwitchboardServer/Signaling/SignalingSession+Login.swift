@@ -41,7 +41,8 @@ extension SignalingSession {
             fail(
                 id,
                 SwitchboardError(
-                    .invalidParams, "platform: at most \(LoginRequest.maxPlatformBytes) UTF-8 bytes, no control characters"))
+                    .invalidParams,
+                    "platform: at most \(LoginRequest.maxPlatformBytes) UTF-8 bytes, no control or format characters"))
             return
         }
         guard let app = node.apps.app(request.sdkAppID) else {
@@ -158,7 +159,9 @@ extension SignalingSession {
             fail(
                 id,
                 SwitchboardError(
-                    .invalidParams, "nickname: at most \(UserProfile.maxNicknameBytes) UTF-8 bytes, no control characters"))
+                    .invalidParams,
+                    "nickname: at most \(UserProfile.maxNicknameBytes) UTF-8 bytes, no control, bidirectional or "
+                        + "invisible format characters"))
             return
         }
         if let avatar = request.avatarURL, avatar.utf8.count > UserProfile.maxAvatarURLBytes {

@@ -2,19 +2,17 @@ import Foundation
 import SwitchboardProtocol
 
 /// Push tokens: one of each kind per device; a token held by another device moves only when asked to.
+/// Each kind's token is checked as ``RegisterPushTokenRequest/problem`` says.
 extension SignalingSession {
     func registerPushToken(_ request: RegisterPushTokenRequest, _ identity: Identity, id: RequestID) async {
-        guard RegisterPushTokenRequest.isValidToken(request.token) else {
-            fail(id, SwitchboardError(.invalidPushToken, "token must be 32-200 hex digits"))
-            return
-        }
-        guard RegisterPushTokenRequest.isValidBundleID(request.bundleId) else {
-            fail(id, SwitchboardError(.invalidBundleID))
+        if let problem = request.problem {
+            fail(id, problem)
             return
         }
         let token = PushToken(
-            token: request.token.lowercased(), user: identity.user, device: identity.device, kind: request.kind ?? .voip,
-            environment: request.environment, bundleId: request.bundleId, updatedAt: node.clock.now())
+            token: request.normalizedToken, user: identity.user, device: identity.device, kind: request.kind ?? .voip,
+            environment: request.environment ?? .production, bundleId: request.bundleId ?? "", updatedAt: node.clock.now(),
+            webPush: request.webPush, sealingKey: request.sealingKey, alertRinging: request.alertRinging ?? false)
         if await storage(id, { try await self.node.storage.registerPushToken(token, move: request.move ?? false) }) != nil {
             succeed(id, Empty())
         }

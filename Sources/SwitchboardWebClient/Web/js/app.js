@@ -1,11 +1,20 @@
-// The browser client: log in, call, ring, answer, talk, hang up, records. It speaks the same
-// protocol as the Swift SDK and follows the same rules (which call is on screen, who offers,
-// the layouts).
+// The browser client: log in, call, ring, answer, talk, invite, join, hang up, records. It
+// speaks the same protocol as the Swift SDK and follows the same rules (which call is on screen,
+// who offers, the layouts). Everything it tells the user comes from words.js.
 
 import { Signaling, tabDeviceId } from "./signaling.js";
 import { MediaSession, networkQuality, volumeLevel } from "./media.js";
 import { clampFloating, durationText, tiles } from "./layout.js";
-import { resolveServers } from "./servers.js";
+import { ServerRefused, resolveServers } from "./servers.js";
+import {
+  connectionText, deviceErrorText, endText, endTone, errorText, listText, mediaChangeResultText, mediaText, nameOf,
+} from "./words.js";
+import { recordRow } from "./records.js";
+import { Ringer } from "./ringer.js";
+import { Attention } from "./attention.js";
+import { forgetSession, saveSession, savedSession } from "./session.js";
+import { fillAvatar, avatarSource } from "./avatar.js";
+import { renderRoster, renderStage } from "./callview.js";
 
 const params = new URLSearchParams(location.search);
 // `?server=URL` (repeatable): the nodes of a cluster, tried in turn; by default the page's own
@@ -15,28 +24,47 @@ const options = { relayOnly: params.get("relay") === "1", loopbackOnly: params.g
 
 const $ = (id) => document.getElementById(id);
 
-// The SDK's default icon mapping (CallViewSettings), drawn with characters every font has:
-// nothing while the network is fine, a warning when it is bad, a cross when the member is down.
-const QUALITY_ICONS = { bad: "⚠ net", veryBad: "⚠ net", down: "✕ net" };
-const VOLUME_ICONS = { mute: "", low: "▁", medium: "▁▃", high: "▁▃▅", peak: "▁▃▅▇" };
+/** How long a passing notice stays (a declined switch, a busy invitee), ms. */
+const PASSING_NOTICE_MS = 10000;
+/** At most this many names remembered, group calls left that may still be going on, recent
+ * calls listed (the newest kept) and protocol mismatches kept for the console. */
+const NAMES_LIMIT = 500;
+const ONGOING_LIMIT = 20;
+const RECORDS_LIMIT = 100;
+const PROBLEMS_LIMIT = 100;
 
 const state = {
   me: null,
+  /** This user's own nickname and avatar URL (`profile.set`). */
+  profile: { nickname: null, avatarURL: null },
   status: "loggedOut",
   /** Every call this tab takes part in: callId → {info, direction, inviterId}. */
   calls: new Map(),
   /** Arrival order of the calls, to pick the newest. */
   arrival: [],
-  lastEnd: null,
+  /** Group calls this user left (or declined) that went on without them: callId → info. Gone
+   * once the call's record arrives (records are written when a call ends). */
+  ongoing: new Map(),
   records: [],
+  /** Everyone's nickname and avatar, from the snapshots: userId → {nickname, avatarURL}. */
+  names: new Map(),
   view: { template: "auto", swapped: false, enlarged: null, callId: null },
+  /** The invite form's visibility in the call view. */
+  inviteOpen: false,
   speaker: null,
   microphoneOn: true,
   cameraOn: true,
   screenSharing: false,
-  /** A media-type change the other member asked for, waiting for this user's answer. */
-  mediaChangeAsked: null,
+  /**
+   * A media-type change in flight: `{role: "asked", callId, transactionId, mediaType, userId}`
+   * (the other member asks this user) or `{role: "asking", callId, transactionId, mediaType}`.
+   */
+  mediaChange: null,
+  /** What each place on the page says: home, call, login → {text, tone, reason?, code?} or null. */
+  notices: { home: null, call: null, login: null },
   own: { quality: "unknown", volume: "mute" },
+  /** The call this page found itself in after a reload (its media starts over). */
+  resumed: null,
   problems: [],
   lastStats: {},
 };
@@ -47,6 +75,8 @@ const remoteStreams = new Map();
 const remoteScreens = new Map();
 let statsTimer = null;
 let lastBytesSent = 0;
+const ringer = new Ringer();
+const attention = new Attention();
 
 // MARK: - which call is on screen (the SDK's CallStore rule)
 
@@ -61,6 +91,13 @@ function activeCall() {
   return [...ordered].reverse().find(isIn) ?? ordered[ordered.length - 1] ?? null;
 }
 
+/** A call ringing while you are in another one. */
+function waitingCall() {
+  const active = activeCall();
+  return [...state.calls.values()].reverse().find(
+    (c) => c !== active && c.direction === "incoming" && myStatus(c.info) === "waiting") ?? null;
+}
+
 function track(info, direction, inviterId) {
   if (!state.calls.has(info.callId)) state.arrival.push(info.callId);
   const previous = state.calls.get(info.callId);
@@ -69,6 +106,8 @@ function track(info, direction, inviterId) {
     direction: previous?.direction ?? direction ?? (info.callerId === state.me ? "outgoing" : "incoming"),
     inviterId: previous?.inviterId ?? inviterId ?? info.callerId,
   });
+  state.ongoing.delete(info.callId);
+  remember(info.participants);
 }
 
 function forget(callId) {
@@ -79,6 +118,48 @@ function forget(callId) {
 function updateParticipant(callId, userId, change) {
   const participant = state.calls.get(callId)?.info.participants.find((p) => p.userId === userId);
   if (participant) change(participant);
+}
+
+/** Keeps members' names and pictures for the records and messages after their call ended. */
+function remember(participants) {
+  for (const p of participants) {
+    state.names.delete(p.userId);
+    state.names.set(p.userId, { userId: p.userId, nickname: p.nickname, avatarURL: p.avatarURL });
+  }
+  while (state.names.size > NAMES_LIMIT) state.names.delete(state.names.keys().next().value);
+}
+
+function person(userId) {
+  if (userId === state.me) return { userId, ...state.profile };
+  return state.names.get(userId) ?? { userId };
+}
+
+const name = (userId) => nameOf(person(userId));
+
+// MARK: - notices
+
+/** Shows `text` in `place` (home, call, login); a passing one goes after `ttl` ms. */
+function say(place, text, { tone = "info", ttl = null, ...data } = {}) {
+  const notice = { text, tone, ...data };
+  state.notices[place] = notice;
+  if (ttl) {
+    setTimeout(() => {
+      if (state.notices[place] === notice) {
+        state.notices[place] = null;
+        render();
+      }
+    }, ttl);
+  }
+  render();
+}
+
+function clear(...places) {
+  for (const place of places) state.notices[place] = null;
+}
+
+/** Where the user is looking: the call screen while in a call, else the home screen. */
+function placeInView() {
+  return liveCall() ? "call" : "home";
 }
 
 // MARK: - session
@@ -98,13 +179,17 @@ async function login(userID, sdkAppID, userSig) {
     if (!event.detail?.afterRestart) media?.reconnected();
   });
   signaling.addEventListener("problem", (event) => {
-    state.problems.push(event.detail);
+    state.problems = [...state.problems, event.detail].slice(-PROBLEMS_LIMIT);
     console.warn("protocol mismatch", event.detail);
   });
   const result = await signaling.login({ sdkAppID, userID, userSig, deviceId: tabDeviceId() });
+  saveSession({ userID: result.userID, sdkAppID, userSig });
   state.me = result.userID;
+  state.profile = { nickname: result.profile?.nickname ?? null, avatarURL: result.profile?.avatarURL ?? null };
   state.status = "loggedIn";
+  clear("login");
   render();
+  $("callee").focus();
   await loadRecords();
 }
 
@@ -112,47 +197,117 @@ async function loginDevelopment(userID) {
   // No UserSig is fetched for a server the page will not use.
   await servers;
   const response = await fetch(`/v1/dev/usersig?userID=${encodeURIComponent(userID)}`);
-  const body = await response.json();
-  if (!response.ok) throw new Error(`${body.error?.message ?? response.statusText} (${body.error?.code ?? response.status})`);
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw Object.assign(new Error("refused"), { code: body.error?.code });
   await login(body.userID, body.sdkAppID, body.userSig);
 }
 
-async function logout() {
+/** Logs in with what this tab kept from before a reload. */
+async function resumeSession() {
+  const saved = savedSession();
+  if (!saved) return;
+  $("user-id").value = saved.userID;
+  state.status = "loggingIn";
+  render();
   try {
-    await signaling?.request("logout");
-  } catch {}
+    await login(saved.userID, saved.sdkAppID, saved.userSig);
+  } catch (error) {
+    forgetSession();
+    signaling?.close();
+    signaling = null;
+    state.status = "loggedOut";
+    say("login", errorText(error, "login"), { tone: "error", code: error.code });
+  }
+}
+
+/** Logs out, after asking when that would hang up a live call. */
+function requestLogout() {
+  if (liveCall()) {
+    $("logout-dialog").showModal();
+  } else {
+    logout();
+  }
+}
+
+/** The call this user is in or calling from (on screen; logging out would end it). */
+function liveCall() {
+  const call = activeCall();
+  const status = call ? myStatus(call.info) : "none";
+  return call && (status === "accept" || (call.direction === "outgoing" && status === "waiting")) ? call : null;
+}
+
+async function logout(sessionEnded = null) {
+  if (!sessionEnded) {
+    try {
+      await signaling?.request("logout");
+    } catch {}
+  }
+  forgetSession();
   signaling?.close();
   signaling = null;
   stopMedia();
   state.me = null;
+  state.profile = { nickname: null, avatarURL: null };
   state.status = "loggedOut";
   state.calls.clear();
   state.arrival = [];
+  state.ongoing.clear();
   state.records = [];
-  state.lastEnd = null;
+  state.inviteOpen = false;
+  clear("home", "call", "login");
+  if (sessionEnded) say("login", errorText(sessionEnded, "session"), { tone: "error", code: sessionEnded.code });
+  // The UserSig is a credential: it does not stay in the form for the next person at this screen.
+  $("user-sig").value = "";
   render();
+  $("user-id").focus();
 }
 
 async function loadRecords() {
   const page = await signaling.request("records.query", { syncTime: -1, count: 30, order: "descending" });
   state.records = page.records;
+  for (const record of page.records) state.ongoing.delete(record.callId);
+  render();
+}
+
+async function saveProfile(nickname, avatarURL) {
+  const result = await signaling.request("profile.set", { nickname, avatarURL });
+  state.profile = { nickname: result.nickname ?? null, avatarURL: result.avatarURL ?? null };
   render();
 }
 
 // MARK: - calls
 
-async function placeCall(mediaType) {
-  const callees = $("callee").value.split(",").map((id) => id.trim()).filter(Boolean);
-  $("call-error").textContent = "";
+async function placeCall(callees, mediaType) {
+  clear("home", "call");
+  if (!callees.length) {
+    say("home", errorText({ code: 3011 }, "call"), { tone: "error", code: 3011 });
+    $("callee").focus();
+    return;
+  }
   try {
     const result = await signaling.request("call.start", { participantIds: callees, mediaType });
-    state.lastEnd = null;
     track(result.call, "outgoing", state.me);
-    if (result.busyUserIds.length) $("call-error").textContent = `Busy: ${result.busyUserIds.join(", ")}`;
     sync();
+    unreachableNotice(result.call, result.busyUserIds, callees);
   } catch (error) {
-    $("call-error").textContent = `${error.message} (${error.code})`;
+    say("home", errorText(error, "call"), { tone: "error", code: error.code });
   }
+}
+
+/**
+ * Says who of `invited` was not reached, when the call goes on without them (when nobody is
+ * left ringing the call ends, and its end says why: said once, not twice).
+ */
+function unreachableNotice(info, busyUserIds, invited) {
+  const ringing = info.participants.some((p) => p.userId !== state.me && p.status !== "none");
+  if (!ringing) return;
+  const missing = info.participants.filter((p) => invited.includes(p.userId) && p.status === "none");
+  const busy = missing.filter((p) => busyUserIds.includes(p.userId) || p.endReason === "lineBusy");
+  const away = missing.filter((p) => !busy.includes(p));
+  const sentences = [];
+  if (busy.length) sentences.push(`${listText(busy.map(nameOf))} ${busy.length > 1 ? "are" : "is"} on another call.`);
+  if (away.length) sentences.push(`${listText(away.map(nameOf))} can't be reached right now.`);
+  if (sentences.length) say("call", sentences.join(" "), { tone: "warning", ttl: PASSING_NOTICE_MS });
 }
 
 /** The call the incoming screen shows: ringing, or waiting while you are in another call. */
@@ -163,35 +318,67 @@ function incomingCallId() {
 async function accept() {
   const callId = incomingCallId();
   if (!callId) return;
-  state.lastEnd = null;
+  clear("home");
   // With call waiting, the server hangs up the current call for you.
-  const result = await signaling.request("call.accept", { callId });
-  track(result.call);
-  sync();
+  try {
+    const result = await signaling.request("call.accept", { callId });
+    clear("call");
+    track(result.call);
+    sync();
+  } catch (error) {
+    say(placeInView(), errorText(error, "accept"), { tone: "error", code: error.code });
+  }
 }
 
 async function reject() {
   const callId = incomingCallId();
-  if (callId) await signaling.request("call.reject", { callId });
+  if (callId) await signaling.request("call.reject", { callId }).catch(() => {});
 }
 
 async function hangup() {
   const call = activeCall();
-  if (call) await signaling.request("call.hangup", { callId: call.info.callId });
+  if (call) await signaling.request("call.hangup", { callId: call.info.callId }).catch(() => {});
+}
+
+async function join(callId) {
+  clear("home");
+  try {
+    const result = await signaling.request("call.join", { callId });
+    clear("call");
+    track(result.call);
+    sync();
+  } catch (error) {
+    if ([3001, 3005].includes(error.code)) state.ongoing.delete(callId);
+    say("home", errorText(error, "join"), { tone: "error", code: error.code });
+  }
+}
+
+async function invite(invitees) {
+  const call = activeCall();
+  if (!call || !invitees.length) return;
+  try {
+    const result = await signaling.request("call.invite", { callId: call.info.callId, participantIds: invitees });
+    track(result.call);
+    state.inviteOpen = false;
+    $("invitees").value = "";
+    sync();
+    unreachableNotice(result.call, result.busyUserIds, invitees);
+    $("add-people").focus();
+  } catch (error) {
+    say("call", errorText(error, "invite"), { tone: "error", code: error.code, ttl: PASSING_NOTICE_MS });
+  }
 }
 
 async function toggleMicrophone() {
   state.microphoneOn = !state.microphoneOn;
   await media?.setEnabled("audio", state.microphoneOn);
-  reportDevices();
-  render();
+  sync();
 }
 
 async function toggleCamera() {
   state.cameraOn = !state.cameraOn;
   await media?.setEnabled("video", state.cameraOn);
-  reportDevices();
-  render();
+  sync();
 }
 
 async function toggleScreenShare() {
@@ -205,46 +392,63 @@ async function toggleScreenShare() {
       state.screenSharing = true;
     }
   } catch (error) {
-    $("call-error").textContent = `Screen sharing: ${error.message}`;
+    say("call", deviceErrorText(error, "screen"), { tone: "error", ttl: PASSING_NOTICE_MS });
   }
-  reportDevices();
-  render();
+  sync();
 }
 
 /** Asks the other member to switch the call to the other media type. */
 async function requestMediaChange() {
   const call = activeCall();
-  if (!call) return;
+  if (!call || state.mediaChange) return;
   const mediaType = call.info.mediaType === "video" ? "audio" : "video";
   try {
-    await signaling.request("call.changeMediaType", { callId: call.info.callId, mediaType });
+    const result = await signaling.request("call.changeMediaType", { callId: call.info.callId, mediaType });
+    // The answer comes after this response (the other member hears the question with it).
+    state.mediaChange = { role: "asking", callId: call.info.callId, transactionId: result.transactionId, mediaType };
+    render();
   } catch (error) {
-    $("call-error").textContent = `${error.message} (${error.code})`;
+    say("call", errorText(error, "switch"), { tone: "error", code: error.code, ttl: PASSING_NOTICE_MS });
   }
+}
+
+function cancelMediaChange() {
+  const asking = state.mediaChange;
+  if (asking?.role !== "asking") return;
+  signaling.post("call.cancelMediaType", { callId: asking.callId, transactionId: asking.transactionId });
 }
 
 /** The user's answer to the other member's media-type change, as a phone asks it. */
 function answerMediaChange(agree) {
-  const asked = state.mediaChangeAsked;
-  state.mediaChangeAsked = null;
+  const asked = state.mediaChange;
+  if (asked?.role !== "asked") return;
+  state.mediaChange = null;
   render();
-  if (asked) signaling.post("call.replyMediaType", { callId: asked.callId, transactionId: asked.transactionId, agree });
+  signaling.post("call.replyMediaType", { callId: asked.callId, transactionId: asked.transactionId, agree });
 }
 
+/**
+ * This member's microphone, camera and screen as the other members should see them. Whenever
+ * they differ from what the call's snapshot says of this member, they are reported, whatever
+ * changed them: a button, an agreed switch between audio and video, a screen share the browser
+ * stopped. (A report is not echoed back, so the snapshot is updated here too.)
+ */
 function reportDevices() {
   const call = activeCall();
   if (!call || myStatus(call.info) !== "accept") return;
-  updateParticipant(call.info.callId, state.me, (p) => {
-    p.microphoneOn = state.microphoneOn;
-    p.cameraOn = state.cameraOn && call.info.mediaType === "video";
-    p.screenSharing = state.screenSharing || undefined;
-  });
-  signaling.post("call.deviceState", {
-    callId: call.info.callId,
+  const mine = call.info.participants.find((p) => p.userId === state.me);
+  const wanted = {
     microphoneOn: state.microphoneOn,
     cameraOn: state.cameraOn && call.info.mediaType === "video",
     screenSharing: state.screenSharing,
-  });
+  };
+  if (mine.microphoneOn === wanted.microphoneOn && mine.cameraOn === wanted.cameraOn && !!mine.screenSharing === wanted.screenSharing) {
+    return;
+  }
+  mine.microphoneOn = wanted.microphoneOn;
+  mine.cameraOn = wanted.cameraOn;
+  mine.screenSharing = wanted.screenSharing || undefined;
+  signaling.post("call.deviceState", { callId: call.info.callId, ...wanted });
 }
 
 // MARK: - events
@@ -255,14 +459,20 @@ function onEvent({ event, data }) {
       track(data.call, "incoming", data.inviterId);
       break;
     case "callStarted":
+      // A connected call this page never saw: it was reloaded in the call, and resumes it.
+      if (!state.calls.has(data.call.callId) && myStatus(data.call) === "accept") state.resumed = data.call.callId;
+      track(data.call);
+      break;
     case "callUpdated":
       track(data.call);
       break;
     case "callEnded": {
-      const wasActive = activeCall()?.info.callId === data.callId;
-      if (!state.calls.has(data.callId)) break;
+      const ended = state.calls.get(data.callId);
+      if (!ended) break;
+      const wasOnScreen = activeCall() === ended || waitingCall() === ended;
       forget(data.callId);
-      if (wasActive) state.lastEnd = data;
+      if (ended.info.callType === "group" && goesOn(ended.info)) keepOngoing(ended.info);
+      if (wasOnScreen) announceEnd(data, ended);
       break;
     }
     case "callsSynced":
@@ -287,26 +497,63 @@ function onEvent({ event, data }) {
       break;
     case "mediaTypeChangeRequested":
       // Asked as a phone asks; no answer within the server's timeout counts as declined.
-      state.mediaChangeAsked = data;
+      state.mediaChange = { role: "asked", ...data };
       break;
     case "mediaTypeChangeResult":
-      if (state.mediaChangeAsked?.transactionId === data.transactionId) state.mediaChangeAsked = null;
-      if (data.result === "agreed" && media?.callId === data.callId) {
-        // As the SDK does (CallPlus): switching to video turns the camera on, to audio off.
-        state.cameraOn = data.mediaType === "video";
-        media.setMediaType(data.mediaType);
-        updateParticipant(data.callId, state.me, (p) => (p.cameraOn = state.cameraOn));
-      }
+      mediaChangeFinished(data);
       break;
     case "callRecord":
-      state.records = [data.record, ...state.records.filter((r) => r.callId !== data.record.callId)];
+      state.records = [data.record, ...state.records.filter((r) => r.callId !== data.record.callId)].slice(0, RECORDS_LIMIT);
+      state.ongoing.delete(data.record.callId);
       break;
     case "sessionEnded":
-      $("login-error").textContent = `Session ended: ${data.error.message} (${data.error.code})`;
-      logout();
+      logout(data.error);
       return;
   }
   sync();
+}
+
+function mediaChangeFinished(data) {
+  if (state.mediaChange?.transactionId === data.transactionId) state.mediaChange = null;
+  if (data.userId === state.me) {
+    say("call", mediaChangeResultText(data.result, data.mediaType, peerName(data.callId)), {
+      tone: data.result === "agreed" ? "info" : "warning", ttl: PASSING_NOTICE_MS, result: data.result,
+    });
+  }
+  if (data.result === "agreed" && media?.callId === data.callId) {
+    // As the SDK does (CallPlus): switching to video turns the camera on, to audio off. The
+    // report to the other member follows from reportDevices().
+    state.cameraOn = data.mediaType === "video";
+    media.setMediaType(data.mediaType);
+  }
+}
+
+function peerName(callId) {
+  const other = state.calls.get(callId)?.info.participants.find((p) => p.userId !== state.me);
+  return other ? nameOf(other) : "The other person";
+}
+
+/** Whether a group call goes on once this user is out of it: two others in it, or one and someone ringing. */
+function goesOn(info) {
+  const others = info.participants.filter((p) => p.userId !== state.me);
+  const joined = others.filter((p) => p.status === "accept").length;
+  const ringing = others.filter((p) => p.status === "waiting").length;
+  return joined >= 2 || (joined >= 1 && ringing >= 1);
+}
+
+function keepOngoing(info) {
+  state.ongoing.delete(info.callId);
+  state.ongoing.set(info.callId, info);
+  while (state.ongoing.size > ONGOING_LIMIT) state.ongoing.delete(state.ongoing.keys().next().value);
+}
+
+function announceEnd(data, ended) {
+  const info = ended.info;
+  const connected = !!info.startTime;
+  const text = endText(data, {
+    me: state.me, callerId: info.callerId, group: info.callType === "group", connected, name,
+  });
+  say(placeInView(), text, { tone: endTone(data, state.me), reason: data.reason });
 }
 
 /** The loudest other member, kept through silence (the SDK's rule). */
@@ -325,7 +572,8 @@ function updateSpeaker() {
 // MARK: - media
 
 /** Starts, updates or stops the media to match the call on screen: capture from the moment you
- * call or answer (your own video shows while it rings), a connection per member who answered. */
+ * call or answer (your own video shows while it rings), a connection per member who answered;
+ * then reports this member's devices and draws the page. */
 function sync() {
   const call = activeCall();
   const status = call ? myStatus(call.info) : "none";
@@ -336,14 +584,23 @@ function sync() {
     if (media?.callId !== call.info.callId) startMedia(call.info);
     const peers = call.info.participants.filter((p) => p.userId !== state.me && p.status === "accept").map((p) => p.userId);
     media.setPeers(peers);
+    if (state.mediaChange && state.mediaChange.callId !== call.info.callId) state.mediaChange = null;
+    reportDevices();
   }
   render();
 }
 
 function startMedia(info) {
   stopMedia();
-  state.microphoneOn = true;
-  state.cameraOn = info.mediaType === "video";
+  // A page reloaded in a call keeps the microphone and camera as they were (a muted user stays
+  // muted); otherwise a call starts with both on.
+  const resuming = state.resumed === info.callId;
+  const mine = resuming ? info.participants.find((p) => p.userId === state.me) : null;
+  state.microphoneOn = mine?.microphoneOn ?? true;
+  state.cameraOn = info.mediaType === "video" && (mine?.cameraOn ?? true);
+  state.inviteOpen = false;
+  // What was said about another call is stale in this one.
+  clear("call");
   media = new MediaSession({
     me: state.me,
     callId: info.callId,
@@ -356,13 +613,20 @@ function startMedia(info) {
       remoteScreens.set(peer, screen);
       render();
     },
+    onCaptureFailed: (error, what) => say("call", deviceErrorText(error, what), { tone: "error" }),
+    resuming,
   });
+  if (!state.microphoneOn) media.setEnabled("audio", false);
+  if (info.mediaType === "video" && !state.cameraOn) media.setEnabled("video", false);
+  media.onPeerReset = (peer) => {
+    remoteStreams.delete(peer);
+    remoteScreens.delete(peer);
+  };
   media.onScreenShareEnded = () => {
     if (!state.screenSharing) return;
     media?.stopScreenShare();
     state.screenSharing = false;
-    reportDevices();
-    render();
+    sync();
   };
   media.ready.then(() => render());
   lastBytesSent = 0;
@@ -375,7 +639,7 @@ function stopMedia() {
   media?.close();
   media = null;
   state.screenSharing = false;
-  state.mediaChangeAsked = null;
+  state.mediaChange = null;
   remoteStreams.clear();
   remoteScreens.clear();
   state.speaker = null;
@@ -402,167 +666,246 @@ async function reportStatus() {
 
 // MARK: - rendering
 
-function render() {
-  const loggedIn = state.status !== "loggedOut" && state.me;
+/** Which screen shows: `login`, `home` or `call`, and the call ringing over it, if any. */
+function screens() {
+  const loggedIn = state.status !== "loggedOut" && state.status !== "loggingIn" && !!state.me;
   const call = loggedIn ? activeCall() : null;
   const status = call ? myStatus(call.info) : "none";
   const ringing = call && call.direction === "incoming" && status === "waiting";
   const inCall = call && !ringing;
+  return {
+    loggedIn,
+    call: inCall ? call : null,
+    incoming: ringing ? call : inCall ? waitingCall() : null,
+  };
+}
 
+function render() {
+  const { loggedIn, call, incoming } = screens();
   $("status").dataset.status = state.status;
-  $("status").textContent = loggedIn ? `${state.me} · ${state.status === "loggedIn" ? "online" : state.status}` : "not logged in";
+  $("status").textContent = state.status === "loggingIn" ? "Logging in…" : loggedIn ? connectionText(state.status) : "";
   $("logout").hidden = !loggedIn;
-  $("login-view").hidden = !!loggedIn;
-  $("home-view").hidden = !loggedIn || inCall;
-  $("incoming").hidden = !(ringing || (inCall && waitingCall()));
-  $("call-view").hidden = !inCall;
+  $("profile").hidden = !loggedIn;
+  if (loggedIn) {
+    $("me-name").textContent = nameOf(person(state.me));
+    $("profile").setAttribute("aria-label", `Your profile: ${nameOf(person(state.me))}`);
+    fillAvatar($("me-avatar"), person(state.me));
+  }
+  $("login-view").hidden = loggedIn;
+  $("home-view").hidden = !loggedIn || !!call;
+  $("call-view").hidden = !call;
+  for (const place of ["home", "call", "login"]) renderNotice(place);
+  renderIncoming(incoming, !!call);
+  renderAlerts(incoming, call);
+  if (loggedIn && !call) renderHome();
+  if (call) renderCall(call);
+}
 
-  const incoming = ringing ? call : waitingCall();
+function renderNotice(place) {
+  const node = $(`${place}-notice`);
+  const notice = state.notices[place];
+  node.hidden = !notice;
+  node.dataset.tone = notice?.tone ?? "";
+  node.dataset.reason = notice?.reason ?? "";
+  node.dataset.code = notice?.code ?? "";
+  node.dataset.result = notice?.result ?? "";
+  const text = node.querySelector(".text");
+  if (text.textContent !== (notice?.text ?? "")) text.textContent = notice?.text ?? "";
+}
+
+function renderIncoming(incoming, inCall) {
+  const overlay = $("incoming");
+  const wasHidden = overlay.hidden;
+  overlay.hidden = !incoming;
+  // The rest of the page cannot be reached while a call rings over it.
+  for (const id of ["page-header", "main"]) $(id).inert = !!incoming;
+  if (!incoming) {
+    if (!wasHidden && document.activeElement === document.body) (inCall ? $("hangup") : $("callee")).focus();
+    return;
+  }
+  const info = incoming.info;
+  const inviter = person(incoming.inviterId);
+  const caller = info.participants.find((p) => p.userId === incoming.inviterId) ?? inviter;
+  const group = info.callType === "group";
+  overlay.dataset.callId = info.callId;
+  overlay.dataset.media = info.mediaType;
+  overlay.dataset.callType = info.callType;
+  fillAvatar($("incoming-avatar"), caller);
+  $("incoming-caller").textContent = nameOf(caller);
+  $("incoming-media").textContent = `${group ? "Group " : "Incoming "}${mediaText(info.mediaType)}`;
+  const others = info.participants.filter((p) => p.userId !== state.me && p.userId !== incoming.inviterId && p.status !== "none");
+  $("incoming-members").hidden = !group;
+  $("incoming-members").textContent = group
+    ? `With ${listText([nameOf(caller), ...others.map((p) => nameOf(p) + (p.status === "waiting" ? " (ringing)" : ""))])}`
+    : "";
+  $("incoming-note").hidden = !inCall;
+  $("accept").textContent = inCall ? "End call and accept" : "Accept";
+  $("accept").setAttribute("aria-label", `${inCall ? "End your call and accept" : "Accept"} the ${mediaText(info.mediaType)} from ${nameOf(caller)}`);
+  $("reject").setAttribute("aria-label", `Decline the call from ${nameOf(caller)}`);
+  if (wasHidden) $("accept").focus();
+}
+
+/** Ringtone, ringback, the tab's title and a notification, for what rings now. */
+function renderAlerts(incoming, call) {
+  const calling = call && call.direction === "outgoing" && myStatus(call.info) === "waiting";
   if (incoming) {
-    const caller = incoming.info.participants.find((p) => p.userId === incoming.inviterId);
-    $("incoming-caller").textContent = caller?.nickname || incoming.inviterId;
-    $("incoming-media").textContent = incoming.info.mediaType;
-    $("incoming-note").hidden = !inCall;
-    $("incoming").dataset.callId = incoming.info.callId;
+    ringer.play("ringtone");
+    const caller = incoming.info.participants.find((p) => p.userId === incoming.inviterId) ?? person(incoming.inviterId);
+    const source = avatarSource(caller);
+    attention.show({
+      key: incoming.info.callId, title: `${nameOf(caller)} is calling`,
+      body: `${incoming.info.callType === "group" ? "Group " : "Incoming "}${mediaText(incoming.info.mediaType)}`,
+      ...(source ? { icon: source } : {}),
+    });
+  } else if (calling) {
+    ringer.play("ringback");
+    attention.show(null);
+  } else {
+    ringer.stop();
+    attention.show(null);
   }
-
-  const end = $("end-reason");
-  end.hidden = !state.lastEnd;
-  if (state.lastEnd) {
-    end.dataset.reason = state.lastEnd.reason;
-    const by = state.lastEnd.userId && state.lastEnd.userId !== state.me ? ` by ${state.lastEnd.userId}` : "";
-    end.textContent = `Call ended: ${state.lastEnd.reason}${by}`;
+  const sound = ringer.state;
+  for (const id of ["ring-mute", "ringback-mute"]) {
+    $(id).setAttribute("aria-pressed", String(ringer.muted));
   }
-
-  renderRecords();
-  if (inCall) renderCall(call);
+  $("ringback-mute").hidden = !calling;
+  $("incoming-sound-note").hidden = !(incoming && sound === "blocked");
+  $("incoming").dataset.sound = incoming ? sound : "off";
+  $("call-view").dataset.sound = calling ? sound : "off";
 }
 
-/** A call ringing while you are in another one. */
-function waitingCall() {
-  const active = activeCall();
-  return [...state.calls.values()].reverse().find(
-    (c) => c !== active && c.direction === "incoming" && myStatus(c.info) === "waiting") ?? null;
+function renderHome() {
+  $("alerts-offer").hidden = !attention.canAsk;
+  const ongoing = [...state.ongoing.values()].reverse();
+  const records = state.records.map((record) => recordRow(record, state.me, name));
+  // Rebuilt only when it changed, so that keyboard focus in the list stays where it is.
+  const signature = JSON.stringify([ongoing.map((info) => info.callId), records]);
+  if ($("records").dataset.signature !== signature) {
+    $("records").dataset.signature = signature;
+    $("records").replaceChildren(...ongoing.map(ongoingRow), ...records.map(recordItem));
+  }
+  $("records-empty").hidden = ongoing.length + records.length > 0;
 }
 
-function renderRecords() {
-  const list = $("records");
-  list.replaceChildren(
-    ...state.records.map((record) => {
-      const item = document.createElement("li");
-      item.dataset.callId = record.callId;
-      item.dataset.result = record.result;
-      const peers = record.participantIds.filter((id) => id !== state.me).join(", ");
-      const when = new Date(record.endTime).toLocaleString();
-      for (const text of [
-        record.direction === "outgoing" ? "↗" : "↙", peers, record.mediaType, record.result, durationText(record.duration), when,
-      ]) {
-        const cell = document.createElement("span");
-        cell.textContent = text;
-        item.append(cell);
-      }
-      return item;
-    }),
-  );
+function ongoingRow(info) {
+  const item = document.createElement("li");
+  item.className = "record ongoing";
+  item.dataset.callId = info.callId;
+  const others = info.participants.filter((p) => p.userId !== state.me).map(nameOf);
+  const text = document.createElement("div");
+  text.className = "record-text";
+  const who = document.createElement("span");
+  who.className = "peers";
+  who.textContent = listText(others);
+  const what = document.createElement("span");
+  what.className = "outcome";
+  what.textContent = `Group ${mediaText(info.mediaType)} · going on now`;
+  text.append(who, what);
+  const button = document.createElement("button");
+  button.className = "join primary";
+  button.textContent = "Join";
+  button.setAttribute("aria-label", `Join the group call with ${listText(others)}`);
+  button.addEventListener("click", () => join(info.callId));
+  item.append(text, button);
+  return item;
+}
+
+function recordItem(row) {
+  const item = document.createElement("li");
+  item.className = `record${row.missed ? " missed" : ""}`;
+  item.dataset.callId = row.callId;
+  item.dataset.result = state.records.find((r) => r.callId === row.callId)?.result ?? "";
+  const button = document.createElement("button");
+  button.className = "record-button";
+  button.setAttribute("aria-label", `${row.peers}, ${row.outcome}, ${row.media}, ${row.when}. Call back with ${row.media}.`);
+  const icon = document.createElement("span");
+  icon.className = `media-icon ${row.media}`;
+  icon.setAttribute("aria-hidden", "true");
+  const text = document.createElement("span");
+  text.className = "record-text";
+  const who = document.createElement("span");
+  who.className = "peers";
+  who.textContent = row.peers;
+  const what = document.createElement("span");
+  what.className = "outcome";
+  what.textContent = `${row.outcome} · ${row.media === "video" ? "Video" : "Audio"}`;
+  text.append(who, what);
+  const when = document.createElement("time");
+  when.dateTime = row.whenISO;
+  when.textContent = row.when;
+  button.append(icon, text, when);
+  button.addEventListener("click", () => placeCall(row.callBack.participantIds, row.callBack.mediaType));
+  item.append(button);
+  return item;
 }
 
 function renderCall(call) {
   const info = call.info;
-  if (state.view.callId !== info.callId) state.view = { template: state.view.template, swapped: false, enlarged: null, callId: info.callId };
-  const others = info.participants.filter((p) => p.userId !== state.me).map((p) => p.nickname || p.userId);
-  $("call-peer").textContent = others.join(", ");
-  $("timer").textContent = info.startTime
+  if (state.view.callId !== info.callId) {
+    state.view = { template: state.view.template, swapped: false, enlarged: null, callId: info.callId };
+  }
+  const me = state.me;
+  const group = info.callType === "group";
+  const connected = myStatus(info) === "accept";
+  const others = info.participants.filter((p) => p.userId !== me && p.status !== "none");
+  $("call-title").textContent = listText((others.length ? others : info.participants.filter((p) => p.userId !== me)).map(nameOf));
+  $("call-view").dataset.callId = info.callId;
+  $("call-view").dataset.callType = info.callType;
+  $("call-view").dataset.media = info.mediaType;
+  $("call-state").textContent = info.startTime && connected
     ? durationText((signaling.serverNow() - info.startTime) / 1000)
     : call.direction === "outgoing" ? "Calling…" : "Connecting…";
-  $("own-quality").textContent = QUALITY_ICONS[state.own.quality] ?? "";
-  $("mute").textContent = state.microphoneOn ? "Mute" : "Unmute";
+  $("own-quality").textContent = { bad: "Your network is weak", veryBad: "Your network is very weak", down: "No network" }[state.own.quality] ?? "";
+  $("own-quality").hidden = !$("own-quality").textContent;
+
+  // Toggles keep their label; pressed says the state (muted, camera off, sharing).
   $("mute").setAttribute("aria-pressed", String(!state.microphoneOn));
   $("camera").hidden = info.mediaType !== "video";
-  $("share").textContent = state.screenSharing ? "Stop sharing" : "Share screen";
-  $("share").setAttribute("aria-pressed", String(state.screenSharing));
-  $("switch-media").textContent = info.mediaType === "video" ? "Switch to audio" : "Switch to video";
-  $("switch-media").hidden = info.callType !== "oneToOne";
-  $("media-change").hidden = !state.mediaChangeAsked;
-  if (state.mediaChangeAsked) $("media-change-type").textContent = state.mediaChangeAsked.mediaType;
-  $("camera").textContent = state.cameraOn ? "Camera off" : "Camera on";
   $("camera").setAttribute("aria-pressed", String(!state.cameraOn));
+  $("share").setAttribute("aria-pressed", String(state.screenSharing));
+  $("share").hidden = !connected;
+  $("switch-media").textContent = info.mediaType === "video" ? "Switch to audio" : "Switch to video";
+  $("switch-media").hidden = group || !connected;
+  $("switch-media").disabled = !!state.mediaChange;
+  $("add-people").hidden = !connected;
+  $("add-people").setAttribute("aria-expanded", String(state.inviteOpen));
+  $("invite-form").hidden = !state.inviteOpen || !connected;
+  $("hangup").textContent = group && connected ? "Leave" : "Hang up";
   $("layout").value = state.view.template;
+
+  const asked = state.mediaChange?.role === "asked" ? state.mediaChange : null;
+  const asking = state.mediaChange?.role === "asking" ? state.mediaChange : null;
+  $("media-change").hidden = !asked;
+  if (asked) $("media-change-text").textContent = `${name(asked.userId)} asks to switch to ${asked.mediaType}.`;
+  $("media-asking").hidden = !asking;
+  if (asking) $("media-asking-text").textContent = `Waiting for ${peerName(info.callId)} to agree to ${asking.mediaType}…`;
+
+  // While a one-to-one call rings, the stage says who is being called (the layout shows you).
+  const calling = !connected && call.direction === "outgoing" && !group;
+  $("calling-card").hidden = !calling;
+  $("stage").classList.toggle("calling", calling);
+  if (calling) {
+    const callee = info.participants.find((p) => p.userId !== me) ?? { userId: "" };
+    fillAvatar($("calling-avatar"), callee);
+    $("calling-name").textContent = nameOf(callee);
+    $("calling-what").textContent = `Calling… (${mediaText(info.mediaType)})`;
+  }
 
   const stage = $("stage");
   const viewport = { width: stage.clientWidth, height: stage.clientHeight };
   if (state.view.floatingOrigin) state.view.floatingOrigin = clampFloating(state.view.floatingOrigin, viewport);
-  const placed = tiles(info, state.me, state.speaker, viewport, state.view);
-  // A member's screen is a tile of its own, next to the member's tile.
-  const key = (tile) => (tile.role === "screen" ? `screen:${tile.userId}` : tile.userId);
-  const keep = new Set(placed.map(key));
-  for (const node of [...stage.children]) if (!keep.has(node.dataset.key)) node.remove();
-  placed.forEach((tile, index) => {
-    const member = info.participants.find((p) => p.userId === tile.userId) ?? { userId: tile.userId };
-    let node = stage.querySelector(`.tile[data-key="${CSS.escape(key(tile))}"]`);
-    if (!node) {
-      node = document.createElement("div");
-      node.className = "tile";
-      node.dataset.key = key(tile);
-      node.dataset.user = tile.userId;
-      node.innerHTML = `<video autoplay playsinline></video><div class="avatar"></div><div class="waiting">calling…</div><span class="label"></span><span class="indicators"></span>`;
-      makeTappable(node);
-      stage.append(node);
-    }
-    node.className = `tile ${tile.role}`;
-    node.dataset.role = tile.role;
-    Object.assign(node.style, {
-      left: `${tile.frame.x}px`, top: `${tile.frame.y}px`, width: `${tile.frame.width}px`, height: `${tile.frame.height}px`,
-      zIndex: String(index + 1),
-    });
-    const isSelf = tile.userId === state.me;
-    const screen = tile.role === "screen";
-    const video = node.querySelector("video");
-    const stream = screen ? remoteScreens.get(tile.userId) : isSelf ? media?.localStream : remoteStreams.get(tile.userId);
-    if (stream && video.srcObject !== stream) video.srcObject = stream;
-    // The screen tile shows the picture only; the member's own tile plays their audio.
-    video.muted = isSelf || screen;
-    const cameraOn = screen || (info.mediaType === "video" && (isSelf ? state.cameraOn : member.cameraOn && member.status === "accept"));
-    video.hidden = !cameraOn;
-    node.querySelector(".avatar").textContent = cameraOn ? "" : (member.nickname || tile.userId).slice(0, 1).toUpperCase();
-    node.querySelector(".waiting").hidden = member.status !== "waiting" || isSelf;
-    node.querySelector(".label").textContent = (member.nickname || tile.userId) + (isSelf ? " (you)" : "") + (screen ? "'s screen" : "");
-    const microphoneOn = isSelf ? state.microphoneOn : member.microphoneOn !== false;
-    const quality = isSelf ? state.own.quality : member.networkQuality;
-    const volume = isSelf ? state.own.volume : member.volumeLevel ?? "mute";
-    const indicators = node.querySelector(".indicators");
-    indicators.dataset.microphone = microphoneOn ? "on" : "off";
-    indicators.dataset.camera = cameraOn ? "on" : "off";
-    indicators.dataset.quality = quality ?? "unknown";
-    indicators.dataset.volume = microphoneOn ? volume : "mute";
-    indicators.textContent = [
-      microphoneOn ? VOLUME_ICONS[volume] ?? "" : "✕ mic", cameraOn || info.mediaType !== "video" ? "" : "✕ cam",
-      QUALITY_ICONS[quality] ?? "",
-    ].filter(Boolean).join("  ");
+  renderStage(stage, {
+    info, me, self: person(me), speaker: state.speaker, view: state.view,
+    local: {
+      microphoneOn: state.microphoneOn, cameraOn: state.cameraOn, quality: state.own.quality, volume: state.own.volume,
+      stream: media?.localStream,
+    },
+    remote: (userId, screen) => (screen ? remoteScreens : remoteStreams).get(userId),
+    onTap: tap,
   });
-}
-
-/** A tap swaps (float's small tile) or enlarges (grid); dragging moves float's small tile. */
-function makeTappable(node) {
-  let start = null;
-  node.addEventListener("pointerdown", (event) => {
-    start = { x: event.clientX, y: event.clientY, left: node.offsetLeft, top: node.offsetTop, moved: false };
-    node.setPointerCapture(event.pointerId);
-  });
-  node.addEventListener("pointermove", (event) => {
-    if (!start || node.dataset.role !== "floating") return;
-    const dx = event.clientX - start.x;
-    const dy = event.clientY - start.y;
-    if (!start.moved && Math.hypot(dx, dy) < 5) return;
-    start.moved = true;
-    const stage = $("stage");
-    state.view.floatingOrigin = clampFloating(
-      { x: start.left + dx, y: start.top + dy }, { width: stage.clientWidth, height: stage.clientHeight });
-    render();
-  });
-  node.addEventListener("pointerup", () => {
-    if (start && !start.moved) tap(node.dataset.user);
-    start = null;
-  });
+  renderRoster($("roster"), info, me, person(me));
+  $("call-id").textContent = info.callId;
+  $("call-details").hidden = !group;
 }
 
 function tap(userId) {
@@ -575,9 +918,14 @@ function tap(userId) {
   else if (tile?.role === "enlarged") state.view.enlarged = null;
   else if (tile?.role === "grid") state.view.enlarged = userId;
   render();
+  stage.querySelector(`.tile[data-key="${CSS.escape(userId)}"]`)?.focus();
 }
 
 // MARK: - wiring
+
+const loginErrorText = (error) => (error instanceof ServerRefused ? error.message : errorText(error, "login"));
+
+const ids = (text) => text.split(",").map((id) => id.trim()).filter(Boolean);
 
 function wire() {
   servers.catch((refusal) => {
@@ -585,39 +933,102 @@ function wire() {
     $("server-error").hidden = false;
     for (const id of ["login-dev", "login"]) $(id).disabled = true;
   });
+  // Browsers let a page make sound only after the user interacted with it.
+  for (const type of ["pointerdown", "keydown"]) document.addEventListener(type, () => ringer.unlock(), { capture: true });
+  ringer.onchange = () => render();
+  attention.onchange = () => render();
+
   $("login-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    $("login-error").textContent = "";
+    clear("login");
+    render();
     try {
       await loginDevelopment($("user-id").value.trim());
     } catch (error) {
-      $("login-error").textContent = error.message;
+      say("login", loginErrorText(error), { tone: "error", code: error.code });
     }
   });
   $("login").addEventListener("click", async () => {
-    $("login-error").textContent = "";
+    clear("login");
+    render();
     try {
       await login($("user-id").value.trim(), Number($("sdk-app-id").value), $("user-sig").value.trim());
     } catch (error) {
-      $("login-error").textContent = `${error.message} (${error.code ?? ""})`;
+      say("login", loginErrorText(error), { tone: "error", code: error.code });
     }
   });
-  $("logout").addEventListener("click", logout);
-  // Enter in the callee field submits the form; the buttons say which call to place.
-  $("call-form").addEventListener("submit", (event) => event.preventDefault());
-  $("call-audio").addEventListener("click", () => placeCall("audio"));
-  $("call-video").addEventListener("click", () => placeCall("video"));
-  $("accept").addEventListener("click", () => accept().catch((e) => ($("call-error").textContent = e.message)));
-  $("reject").addEventListener("click", () => reject().catch(() => {}));
-  $("hangup").addEventListener("click", () => hangup().catch(() => {}));
+  $("logout").addEventListener("click", requestLogout);
+  $("logout-confirm").addEventListener("click", () => {
+    $("logout-dialog").close();
+    logout();
+  });
+  $("logout-cancel").addEventListener("click", () => $("logout-dialog").close());
+
+  $("profile").addEventListener("click", () => {
+    $("nickname").value = state.profile.nickname ?? "";
+    $("avatar-url").value = state.profile.avatarURL ?? "";
+    $("profile-error").hidden = true;
+    $("profile-dialog").showModal();
+  });
+  $("profile-cancel").addEventListener("click", () => $("profile-dialog").close());
+  $("profile-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await saveProfile($("nickname").value.trim(), $("avatar-url").value.trim());
+      $("profile-dialog").close();
+    } catch (error) {
+      $("profile-error").textContent = errorText(error, "profile");
+      $("profile-error").hidden = false;
+    }
+  });
+
+  // Enter in the callee field places an audio call; the buttons say which call to place.
+  $("call-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    placeCall(ids($("callee").value), "audio");
+  });
+  $("call-audio").addEventListener("click", () => placeCall(ids($("callee").value), "audio"));
+  $("call-video").addEventListener("click", () => placeCall(ids($("callee").value), "video"));
+  $("join-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const callId = $("join-call-id").value.trim();
+    if (callId) join(callId);
+  });
+  $("enable-alerts").addEventListener("click", () => attention.ask().then(render));
+  for (const place of ["home", "call", "login"]) {
+    $(`${place}-notice`).querySelector(".dismiss").addEventListener("click", () => {
+      clear(place);
+      render();
+    });
+  }
+
+  $("accept").addEventListener("click", accept);
+  $("reject").addEventListener("click", reject);
+  $("hangup").addEventListener("click", hangup);
+  for (const id of ["ring-mute", "ringback-mute"]) $(id).addEventListener("click", () => ringer.setMuted(!ringer.muted));
   $("mute").addEventListener("click", toggleMicrophone);
   $("camera").addEventListener("click", toggleCamera);
   $("share").addEventListener("click", toggleScreenShare);
   $("switch-media").addEventListener("click", requestMediaChange);
   $("media-change-agree").addEventListener("click", () => answerMediaChange(true));
   $("media-change-decline").addEventListener("click", () => answerMediaChange(false));
+  $("media-change-cancel").addEventListener("click", cancelMediaChange);
+  $("add-people").addEventListener("click", () => {
+    state.inviteOpen = !state.inviteOpen;
+    render();
+    if (state.inviteOpen) $("invitees").focus();
+  });
+  $("invite-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    invite(ids($("invitees").value));
+  });
   $("layout").addEventListener("change", (event) => {
     state.view.template = event.target.value;
+    render();
+  });
+  $("stage").addEventListener("floatmove", (event) => {
+    const stage = $("stage");
+    state.view.floatingOrigin = clampFloating(event.detail, { width: stage.clientWidth, height: stage.clientHeight });
     render();
   });
   window.addEventListener("resize", render);
@@ -625,6 +1036,7 @@ function wire() {
     if (activeCall()) render();
   }, 500);
   render();
+  resumeSession();
 }
 
 // For tests and the curious: the client's state and its media statistics.
@@ -636,6 +1048,7 @@ window.switchboard = {
     await media?.ready;
     return !!media;
   },
+  ringer: () => ({ state: ringer.state, kind: ringer.kind, muted: ringer.muted, level: ringer.level() }),
   tiles: () => [...document.querySelectorAll("#stage .tile")].map((n) => ({ user: n.dataset.user, role: n.dataset.role })),
   /** Whether the screen tile of `user` plays a picture. */
   screenPlaying: (user) => (document.querySelector(`.tile[data-key="screen:${CSS.escape(user)}"] video`)?.videoWidth ?? 0) > 0,

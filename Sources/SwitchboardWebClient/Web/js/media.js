@@ -12,10 +12,18 @@
 //   side waits for the offerer's offer again, which carries both changes.
 // - A shared screen is a second video track in a stream of its own; the microphone and camera
 //   share one stream. Receivers tell the screen by its stream id (a=msid), as the Swift engine does.
+// - A page reloaded in a call (`resuming`) has lost its connections while the others kept theirs:
+//   it offers first whatever its role, and an offer whose DTLS fingerprint is not the one the
+//   connection knows comes from such a new connection, so it gets a new connection too.
 
 /** Whether `me` makes the first offer to `peer` (byte order of the ids, ASCII for valid ids). */
 export function isOfferer(me, peer) {
   return me < peer;
+}
+
+/** The DTLS certificate fingerprint a description carries (the first one), or null. */
+export function fingerprint(sdp) {
+  return sdp?.match(/^a=fingerprint:(.+)$/m)?.[1].trim() ?? null;
 }
 
 /** The quality levels of SPEC §3 from packet loss (%) and round-trip time (ms); the worse wins. */
@@ -49,12 +57,13 @@ export function volumeLevel(level, microphoneOn) {
 }
 
 class Peer {
-  constructor(session, id) {
+  constructor(session, id, resuming = false) {
     this.session = session;
     this.id = id;
     this.polite = !isOfferer(session.me, id);
-    // The polite side waits for the offerer's first offer before it negotiates anything itself.
-    this.started = !this.polite;
+    // The polite side waits for the offerer's first offer before it negotiates anything itself,
+    // unless the other side still holds a connection from before this page was reloaded.
+    this.started = !this.polite || resuming;
     this.makingOffer = false;
     this.ignoreOffer = false;
     this.settingRemoteAnswerPending = false;
@@ -190,7 +199,7 @@ function compact(object) {
  * stream)` shows a member's media.
  */
 export class MediaSession {
-  constructor({ me, callId, mediaType, iceServers, relayOnly, loopbackOnly, send, onRemoteStream }) {
+  constructor({ me, callId, mediaType, iceServers, relayOnly, loopbackOnly, send, onRemoteStream, onCaptureFailed, resuming }) {
     this.me = me;
     this.callId = callId;
     this.mediaType = mediaType;
@@ -200,6 +209,8 @@ export class MediaSession {
     this.sendSignal = send;
     this.onRemoteStream = onRemoteStream;
     this.peers = new Map();
+    // Members whose connection is from before a reload of this page: the first one offers.
+    this.resuming = !!resuming;
     this.localStream = new MediaStream();
     this.screenStream = null;
     this.screenTrack = null;
@@ -216,7 +227,11 @@ export class MediaSession {
       this.iceServers = servers;
       this.localStream = stream;
       if (this.closed) stream.getTracks().forEach((track) => track.stop());
+    }, (error) => {
+      // No capture: the call goes on, receiving only, and the user is told why.
+      if (!this.closed) onCaptureFailed?.(error, mediaType === "video" ? "camera" : "microphone");
     });
+    this.onCaptureFailed = onCaptureFailed;
   }
 
   /** Runs `step` once capture and ICE servers are ready, after the steps queued before it. */
@@ -250,13 +265,15 @@ export class MediaSession {
       }
     }
     for (const id of ids) this.peer(id);
+    // Members who answer later have no old connection.
+    this.resuming = false;
   }
 
-  peer(id) {
+  peer(id, resuming = this.resuming) {
     if (this.closed || id === this.me) return null;
     let peer = this.peers.get(id);
     if (!peer) {
-      peer = new Peer(this, id);
+      peer = new Peer(this, id, resuming);
       this.peers.set(id, peer);
     }
     return peer;
@@ -264,6 +281,14 @@ export class MediaSession {
 
   handleSignal(signal) {
     this.whenReady(() => {
+      const known = this.peers.get(signal.from)?.pc.remoteDescription?.sdp;
+      if (signal.kind === "offer" && known && fingerprint(signal.sdp) !== fingerprint(known)) {
+        // The member reloaded their page: their old connection is gone, start a new one.
+        this.peers.get(signal.from).close();
+        this.peers.delete(signal.from);
+        this.onPeerReset?.(signal.from);
+        this.peer(signal.from, false);
+      }
       this.peer(signal.from)?.serially(() => this.peers.get(signal.from)?.receive(signal));
     });
   }
@@ -283,7 +308,13 @@ export class MediaSession {
       this.mediaType = mediaType;
       for (const peer of this.peers.values()) peer.expectOffer();
       if (mediaType === "video") {
-        const camera = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 360 } });
+        let camera;
+        try {
+          camera = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 360 } });
+        } catch (error) {
+          this.onCaptureFailed?.(error, "camera");
+          return;
+        }
         const track = camera.getVideoTracks()[0];
         this.localStream.addTrack(track);
         this.enabled.video = true;

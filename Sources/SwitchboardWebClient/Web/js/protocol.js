@@ -19,7 +19,7 @@ const ENUMS = {
   Volume: ["mute", "low", "medium", "high", "peak"],
   ChangeResult: ["agreed", "declined", "canceled", "timedOut"],
   PushEnvironment: ["sandbox", "production"],
-  PushTokenKind: ["voip", "alert"],
+  PushTokenKind: ["voip", "alert", "web", "fcm"],
   SignalKind: ["offer", "answer", "candidate", "restart"],
 };
 
@@ -52,6 +52,7 @@ const STRUCTS = {
   },
   IceCandidate: { candidate: "string", sdpMid: "string?", sdpMLineIndex: "int?", usernameFragment: "string?" },
   IceServer: { urls: "[string]", username: "string?", credential: "string?" },
+  WebPushKeys: { p256dh: "string", auth: "string" },
 };
 
 const CALL = { callId: "string" };
@@ -101,7 +102,10 @@ export const REQUESTS = {
   "user.unblock": [{ userIds: "[string]" }, { userIds: "[string]" }],
   "user.blocked": [{}, { userIds: "[string]" }],
   "push.register": [
-    { token: "string", environment: "PushEnvironment", bundleId: "string", move: "bool?", kind: "PushTokenKind?" }, {},
+    {
+      token: "string", environment: "PushEnvironment?", bundleId: "string?", move: "bool?", kind: "PushTokenKind?",
+      webPush: "WebPushKeys?", sealingKey: "string?", alertRinging: "bool?",
+    }, {},
   ],
   "push.unregister": [{ kind: "PushTokenKind?" }, {}],
 };
