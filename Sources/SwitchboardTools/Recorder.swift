@@ -100,6 +100,19 @@ public final class Recorder<Value: Sendable>: Sendable {
 }
 
 extension Recorder {
+    /// Waits for the first value (at or after `from`) that matches and returns the position just
+    /// past it: a wait for what must follow that value starts there, so a value replayed or
+    /// received before it cannot answer that wait.
+    public func position(
+        after from: Int = 0, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (Value) -> Bool
+    ) async throws -> Int {
+        try await first(from: from, timeout: timeout, where: predicate)
+        let values = self.values
+        // Values are only ever appended, so the match `first` found is still there.
+        let index = (from..<values.count).first { predicate(values[$0]) } ?? values.count - 1
+        return index + 1
+    }
+
     /// Waits until `count` values that match have arrived; returns them.
     @discardableResult
     public func matches(

@@ -105,6 +105,10 @@ struct Serve: AsyncParsableCommand {
     var webFrameAncestors: [String] = []
 
     @Option(
+        help: "Origins besides this server's that members' avatar images may come from in the browser client, e.g. https://cdn.example.com; repeatable or comma-separated [SWITCHBOARD_WEB_IMAGE_ORIGINS, default: none: other avatars show as initials].")
+    var webImageOrigins: [String] = []
+
+    @Option(
         help: "Hosts besides localhost, 127.0.0.0/8 and [::1] whose requests get development UserSigs (a guard against DNS rebinding); repeatable or comma-separated [SWITCHBOARD_DEV_ALLOWED_HOSTS, default: none].")
     var devAllowedHosts: [String] = []
 
@@ -264,6 +268,13 @@ struct Serve: AsyncParsableCommand {
                     "--web-frame-ancestors takes 'self' or origins such as https://app.example.com, got '\(text)'")
             }
             return ancestor
+        }
+        configuration.web.imageOrigins = try items(webImageOrigins, "SWITCHBOARD_WEB_IMAGE_ORIGINS").map { text in
+            guard let origin = WebSecurity.imageOrigin(text) else {
+                throw ValidationError(
+                    "--web-image-origins takes origins such as https://cdn.example.com (no path; a host name or IPv4 address), got '\(text)'")
+            }
+            return origin
         }
         configuration.web.devAllowedHosts = try items(devAllowedHosts, "SWITCHBOARD_DEV_ALLOWED_HOSTS").map { text in
             guard WebSecurity.isDevHost(text) else {

@@ -110,7 +110,8 @@ class Servers:
             [ARGS.binary, "serve", "--port", str(self.port), "--database", f"{self.directory}/switchboard.sqlite",
              "--web-root", ARGS.web, "--turn-url", f"turn:127.0.0.1:{self.turn_port}?transport=udp",
              "--turn-secret", TURN_SECRET, "--log-level", "warning",
-             "--web-allowed-servers", f"ws://{self.listed_host}:{self.listed_port}"],
+             "--web-allowed-servers", f"ws://{self.listed_host}:{self.listed_port}",
+             "--web-image-origins", f"http://localhost:{self.port}"],
             stdout=server_log, stderr=subprocess.STDOUT))
         wait_until(self.healthy, timeout=30, what="the server to answer /health")
 
@@ -165,7 +166,7 @@ def browser(autoplay=True):
         "--allow-loopback-in-peer-connection",
         "--disable-features=WebRtcHideLocalIpsWithMdns",
         # Nothing leaves the machine: no name resolves except loopback, no background traffic.
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.*",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.*, EXCLUDE localhost",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--disable-default-apps", "--no-first-run", "--disable-domain-reliability",
         "--disable-client-side-phishing-detection", "--metrics-recording-only",
@@ -1316,7 +1317,7 @@ class PagePolicyTests(Harness):
             headers = response.headers
         own = f"127.0.0.1:{SERVER.port}"
         self.assertEqual(headers["Content-Security-Policy"],
-                         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                         f"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' http://localhost:{SERVER.port}; "
                          f"connect-src 'self' ws://{own} wss://{own} ws://{SERVER.listed_host}:{SERVER.listed_port}; "
                          "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
         self.assertEqual(headers["X-Frame-Options"], "DENY")
@@ -1360,6 +1361,30 @@ class PagePolicyTests(Harness):
             self.assertEqual(stranger.connections, 0)
         finally:
             stranger.close()
+
+    def test_avatars_come_from_the_page_and_the_listed_origins_only(self):
+        """A picture on a listed origin (here localhost, the same server under another origin) is
+        shown; one elsewhere is never requested: the member's initial stands for it."""
+        amy, = self.logged_in("pictured")
+        listed = f"http://localhost:{SERVER.port}/img/icon.svg"
+        unlisted = f"http://127.0.0.2:{SERVER.port}/img/icon.svg"
+        for url in [listed, unlisted]:
+            amy.click("profile")
+            wait_until(lambda: amy.visible("profile-dialog"), what="the profile dialog")
+            field = amy.element("avatar-url")
+            field.clear()
+            field.send_keys(url)
+            amy.click("profile-save")
+            wait_until(lambda: not amy.visible("profile-dialog"), what="the profile saved")
+            if url == listed:
+                wait_until(lambda: amy.js("const i = document.querySelector('#me-avatar img');"
+                                          " return !!i && i.complete && i.naturalWidth > 0"),
+                           what="the picture from the listed origin shown")
+                self.assertEqual(amy.js("return document.querySelector('#me-avatar img').src"), listed)
+            else:
+                wait_until(lambda: amy.js("return !document.querySelector('#me-avatar img')"),
+                           what="the initial instead of the picture from an unlisted origin")
+                self.assertEqual(amy.element("me-avatar").text, "P")
 
     def test_a_listed_server_is_used(self):
         forwarder = Listener(SERVER.listed_host, SERVER.listed_port, serve=forward_to_switchboard)

@@ -218,16 +218,6 @@ actor CallEngine {
     /// The users who are in (or rung by) a call in progress.
     var usersInCalls: Set<UserKey> { Set(machine.roster.callsByUser.keys) }
 
-    /// The chat group of a call in progress in `app`.
-    func chatGroup(of callId: CallID, app: SdkAppID) -> ChatGroupID? {
-        machine.chatGroup(of: callId, app: app)
-    }
-
-    /// The wire snapshot of a call in progress.
-    func callInfo(_ id: CallID) -> CallInfo? {
-        machine.calls[id]?.info
-    }
-
     /// Stops changing calls, for a graceful shutdown: timers stop, every call in progress is
     /// journaled as it is now, and from then on requests are refused (`shuttingDown`). The next
     /// start (this node again, or another node of the cluster) restores the calls from the journal.

@@ -53,9 +53,9 @@ enum AdminAPI {
         }
 
         // What the browser client needs to know before it connects anywhere: the servers besides
-        // its own that it may send a UserSig to.
+        // its own that it may send a UserSig to, and where members' pictures may come from.
         router.get("/v1/web/config") { _, _ in
-            var response = encoded(WebConfig(allowedServers: web.allowedServerOrigins))
+            var response = encoded(WebConfig(allowedServers: web.allowedServerOrigins, imageOrigins: web.imageOriginNames))
             response.headers[.cacheControl] = "no-store"
             return response
         }
@@ -289,6 +289,8 @@ enum AdminAPI {
     struct WebConfig: Codable, Sendable, Equatable {
         /// WebSocket origins besides the page's own that the page may connect to.
         var allowedServers: [String]
+        /// Origins besides the page's own that avatar images may come from.
+        var imageOrigins: [String]
     }
 
     struct OnlineUsers: Codable, Sendable, Equatable {

@@ -13,13 +13,15 @@ import { recordRow } from "./records.js";
 import { Ringer } from "./ringer.js";
 import { Attention } from "./attention.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
-import { fillAvatar, avatarSource } from "./avatar.js";
+import { fillAvatar, avatarSource, allowImageOrigins } from "./avatar.js";
+import { webConfig } from "./config.js";
 import { renderRoster, renderStage } from "./callview.js";
 
 const params = new URLSearchParams(location.search);
 // `?server=URL` (repeatable): the nodes of a cluster, tried in turn; by default the page's own
 // server. Servers its own server does not list are refused before anything connects.
 const servers = resolveServers(params, location);
+webConfig().then((config) => allowImageOrigins(config.imageOrigins));
 const options = { relayOnly: params.get("relay") === "1", loopbackOnly: params.get("loopback") === "1" };
 
 const $ = (id) => document.getElementById(id);
