@@ -31,16 +31,20 @@ public final class UserNotificationCenterAdapter: NSObject, UNUserNotificationCe
     }
 
     public func registerIncomingCallCategory(answerTitle: String, declineTitle: String) {
+        // The app's own categories stay. The category is made in the callback, which runs on
+        // another thread: UserNotifications' classes are not Sendable.
+        center.getNotificationCategories { [self] existing in
+            let category = Self.incomingCallCategory(answerTitle: answerTitle, declineTitle: declineTitle)
+            center.setNotificationCategories(existing.filter { $0.identifier != category.identifier }.union([category]))
+        }
+    }
+
+    private static func incomingCallCategory(answerTitle: String, declineTitle: String) -> UNNotificationCategory {
         let answer = UNNotificationAction(identifier: IncomingCallPush.answerAction, title: answerTitle, options: [.foreground])
         let decline = UNNotificationAction(
             identifier: IncomingCallPush.declineAction, title: declineTitle, options: [.destructive])
-        let category = UNNotificationCategory(
+        return UNNotificationCategory(
             identifier: IncomingCallPush.alertCategory, actions: [answer, decline], intentIdentifiers: [], options: [])
-        let center = self.center
-        // The app's own categories stay.
-        center.getNotificationCategories { existing in
-            center.setNotificationCategories(existing.filter { $0.identifier != category.identifier }.union([category]))
-        }
     }
 
     public func removeDelivered(identifiers: [String]) {
