@@ -516,6 +516,12 @@ struct GoldenTests {
             "request.push.register.web", "request.push.register.fcm", "request.push.register.alertRinging",
             // Checked by SealedPushTests.
             "push.sealed.vector", "push.incomingCall.sealed",
+            // Checked by WebhookGoldenTests.
+            "webhook.call.created", "webhook.call.member.invited", "webhook.call.member.ringing",
+            "webhook.call.member.answered", "webhook.call.member.joined", "webhook.call.member.rejected",
+            "webhook.call.member.missed", "webhook.call.member.left", "webhook.call.media_type.changed",
+            "webhook.call.ended", "webhook.call.record.written", "webhook.user.blocked", "webhook.user.unblocked",
+            "webhook.signature.vector",
         ]
         #expect(Set(files) == checked)
     }
