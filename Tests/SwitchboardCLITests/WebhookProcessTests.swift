@@ -234,6 +234,11 @@ import FoundationNetworking
         try await bEvents.first(timeout: .seconds(30)) { if case .onCallReceived(open, _, _, _, _) = $0 { true } else { false } }
         try await b.callStore.accept(callId: open)
         try await aEvents.first(timeout: .seconds(30)) { if case .onCallStarted(open, _, _) = $0 { true } else { false } }
+        // The answer is stored (its event went out: they commit together). A change the server had
+        // not stored yet when it died is gone with its events (docs/WEBHOOKS.md).
+        try await receiver.deliveries.first(timeout: .seconds(30)) {
+            $0.status == 200 && $0.event?.type == .memberAnswered && $0.event?.data.callId == open
+        }
         let login = Recorder(a.loginStore.stateUpdates)
         server.kill()
         server = try Self.launch(directory, receiver: receiver, port: port)
