@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -375,7 +376,8 @@ func makeStartupWebhooks(
             var endpoint =
                 try await storage.webhookEndpoints(app: app).first { $0.url == url }
                 ?? WebhookEndpoint(
-                    id: "ep_" + randomHex(bytes: 8), app: app, url: url, events: nil, description: "serve --webhook",
+                    id: startupEndpointId(app: app, url: url), app: app, url: url, events: nil,
+                    description: "serve --webhook",
                     secret: configuration.startupSecret ?? WebhookSignature.newSecret(), paused: false, gaps: [],
                     createdAt: now, updatedAt: now)
             if let secret = configuration.startupSecret, secret != endpoint.secret {
@@ -389,6 +391,13 @@ func makeStartupWebhooks(
         }
     }
     return made
+}
+
+/// The id of a `serve --webhook` endpoint: made from the app and the URL, so nodes of a cluster
+/// that start at once make one endpoint, not one each.
+func startupEndpointId(app: SdkAppID, url: String) -> String {
+    let digest = SHA256.hash(data: Data("\(app.rawValue) \(url)".utf8))
+    return "ep_" + digest.prefix(8).map { String(format: "%02x", $0) }.joined()
 }
 
 /// Cryptographically random bytes as lowercase hex.

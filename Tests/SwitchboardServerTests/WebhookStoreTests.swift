@@ -246,4 +246,22 @@ struct WebhookStoreTests {
         #expect(left.records.count == 14 && left.records.allSatisfy { $0.record.endTime >= 6000 })
         #expect(try await store.queryAppRecords(app: Self.other, filter: AppRecordFilter(), after: nil, limit: 50).records.count == 1)
     }
+
+    /// Nodes of a cluster that start at once with the same `--webhook` make one endpoint between
+    /// them, and a restart keeps it (with its secret when none is configured).
+    @Test(arguments: StorageTests.kinds) func startupEndpointsAreMadeOnce(_ kind: Kind) async throws {
+        let test = try await StorageTests.makeStore(kind)
+        defer { Task { await test.close() } }
+        var configuration = WebhookConfiguration()
+        configuration.startupEndpoints = ["http://127.0.0.1:9/hooks"]
+        let policy = WebhookAddressPolicy(allowed: [IPNetwork("127.0.0.0/8")!])
+        async let one = makeStartupWebhooks(configuration, apps: [Self.app], storage: test.store, policy: policy, now: 1)
+        async let two = makeStartupWebhooks(configuration, apps: [Self.app], storage: test.store, policy: policy, now: 1)
+        let made = try await one + two
+        let endpoints = try await test.store.webhookEndpoints(app: Self.app)
+        #expect(endpoints.count == 1 && Set(made.map(\.endpointId)) == [endpoints[0].id])
+        let again = try await makeStartupWebhooks(configuration, apps: [Self.app], storage: test.store, policy: policy, now: 2)
+        #expect(again.map(\.secret) == [endpoints[0].secret])
+        #expect(try await test.store.webhookEndpoints(app: nil).count == 1)
+    }
 }

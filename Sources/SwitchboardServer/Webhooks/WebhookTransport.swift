@@ -130,7 +130,11 @@ actor WebhookTransport: WebhookSender {
         return String(describing: type(of: error)) + ": " + "\(error)".prefix(100)
     }
 
+    /// Closes clients unused for ``idleClientLifetime`` and forgets resolutions past their
+    /// lifetime: both maps hold only the hosts of endpoints in use (an endpoint whose URL changed
+    /// leaves nothing behind).
     private func closeIdleClients(now: Int64) {
+        resolutions = resolutions.filter { now - $0.value.at < resolutionLifetime }
         for (key, pinned) in clients where pinned.inFlight == 0 && now - pinned.lastUsed > idleClientLifetime {
             clients[key] = nil
             let client = pinned.client
