@@ -3,7 +3,8 @@ import Foundation
 /// An error with a stable numeric code, as it travels on the wire (`{"code": 3001, "message": "…"}`).
 ///
 /// Codes are grouped in ranges: 1xxx protocol and connection, 2xxx login, 3xxx calls, 4xxx records,
-/// 5xxx server and admin API, 6xxx push, 7xxx media, 9xxx client side (never on the wire).
+/// 5xxx server and admin API, 6xxx push, 7xxx media, 8xxx webhooks and the admin API's records,
+/// 9xxx client side (never on the wire).
 /// A code never changes meaning once released; docs/PROTOCOL.md lists them all.
 public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The stable code.
@@ -86,6 +87,13 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
 
             case mediaPayloadTooLarge = 7001
             case peerNotInCall = 7002
+
+            case invalidWebhookURL = 8001
+            case webhookURLNotAllowed = 8002
+            case unknownWebhookEvent = 8003
+            case tooManyWebhookEndpoints = 8004
+            case invalidTimeRange = 8005
+            case invalidCursor = 8006
 
             case connectionFailed = 9001
             case requestTimedOut = 9002
@@ -248,6 +256,21 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         /// The target of a media message is not a connected member of the call.
         public static let peerNotInCall = Code(.peerNotInCall)
 
+        // MARK: 8xxx webhooks and records (admin API)
+        /// A webhook endpoint must be an http(s) URL with a host, without user info or fragment.
+        public static let invalidWebhookURL = Code(.invalidWebhookURL)
+        /// The endpoint's host does not resolve, or resolves to a loopback, private, link-local or
+        /// reserved address the operator did not allow (`--webhook-allow`).
+        public static let webhookURLNotAllowed = Code(.webhookURLNotAllowed)
+        /// An event type that does not exist.
+        public static let unknownWebhookEvent = Code(.unknownWebhookEvent)
+        /// The app has as many webhook endpoints as allowed (10).
+        public static let tooManyWebhookEndpoints = Code(.tooManyWebhookEndpoints)
+        /// `from`/`to` must be Unix milliseconds with `from` before `to`.
+        public static let invalidTimeRange = Code(.invalidTimeRange)
+        /// The paging cursor is not one this server gave.
+        public static let invalidCursor = Code(.invalidCursor)
+
         // MARK: 9xxx client side (never sent by the server)
         /// The client could not open the WebSocket.
         public static let connectionFailed = Code(.connectionFailed)
@@ -323,6 +346,12 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .pushEndpointNotAllowed: "the server does not send pushes to this endpoint"
             case .mediaPayloadTooLarge: "media payload too large"
             case .peerNotInCall: "peer is not in this call"
+            case .invalidWebhookURL: "invalid webhook endpoint URL"
+            case .webhookURLNotAllowed: "webhook endpoint not allowed"
+            case .unknownWebhookEvent: "unknown webhook event type"
+            case .tooManyWebhookEndpoints: "too many webhook endpoints for this app"
+            case .invalidTimeRange: "invalid time range"
+            case .invalidCursor: "invalid cursor"
             case .connectionFailed: "could not connect to the server"
             case .requestTimedOut: "the server did not answer in time"
             case .notConnected: "not connected"

@@ -103,6 +103,8 @@ public struct ServerConfiguration: Sendable {
     public var fcm = FCMConfiguration()
     /// STUN and TURN servers for clients' media.
     public var ice = IceConfiguration()
+    /// Webhooks: where they may go, how they are retried, their bounds.
+    public var webhooks = WebhookConfiguration()
 
     public init() {}
 

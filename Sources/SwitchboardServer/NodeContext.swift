@@ -34,6 +34,10 @@ final class NodeContext: Sendable {
     let pushCredentials: PushCredentials
     /// Which Web Push endpoints may be registered.
     let webPushEndpoints: WebPushEndpointPolicy
+    /// The webhook endpoints as this node knows them (the engine's filter, the dispatcher's list).
+    let webhooks: WebhookDirectory
+    let webhookDispatcher: WebhookDispatcher
+    let webhookPolicy: WebhookAddressPolicy
     let clock: any SwitchboardClock
     let logger: Logger
     private let counters = NIOLockedValueBox<(connections: UInt64, shuttingDown: Bool)>((0, false))
@@ -42,8 +46,9 @@ final class NodeContext: Sendable {
         configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
         profiles: ProfileDirectory, registry: ConnectionRegistry, engine: CallEngine, cluster: ClusterNode?,
         limiter: RateLimiter, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService,
-        pushCredentials: PushCredentials, webPushEndpoints: WebPushEndpointPolicy, clock: any SwitchboardClock,
-        logger: Logger
+        pushCredentials: PushCredentials, webPushEndpoints: WebPushEndpointPolicy,
+        webhooks: WebhookDirectory, webhookDispatcher: WebhookDispatcher, webhookPolicy: WebhookAddressPolicy,
+        clock: any SwitchboardClock, logger: Logger
     ) {
         self.pushCredentials = pushCredentials
         self.webPushEndpoints = webPushEndpoints
@@ -58,6 +63,9 @@ final class NodeContext: Sendable {
         self.writer = writer
         self.metrics = metrics
         self.push = push
+        self.webhooks = webhooks
+        self.webhookDispatcher = webhookDispatcher
+        self.webhookPolicy = webhookPolicy
         self.limiter = limiter
         self.gate = ConnectionGate(limits: configuration.connections)
         self.deadlines = ConnectionDeadlines(clock: clock)
@@ -71,6 +79,14 @@ final class NodeContext: Sendable {
         case .failure(let error): .failure(error)
         default: .success(())
         }
+    }
+
+    /// An endpoint changed here: this node reads them again at once, the other nodes of a cluster
+    /// are told to, and the dispatcher looks for work.
+    func webhookEndpointsChanged() async {
+        if let endpoints = try? await storage.webhookEndpoints(app: nil) { webhooks.replace(with: endpoints) }
+        cluster?.broadcast(.appsChanged)
+        webhookDispatcher.wake()
     }
 
     func nextConnectionID() -> UInt64 {

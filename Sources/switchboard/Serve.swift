@@ -156,6 +156,35 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "trace, debug, info, notice, warning, error or critical [SWITCHBOARD_LOG_LEVEL, default info].")
     var logLevel: String?
 
+    @Option(
+        help: "A webhook endpoint URL every served app (the development app above all) posts all its events to; repeatable [SWITCHBOARD_WEBHOOKS, comma-separated].")
+    var webhook: [String] = []
+
+    @Option(help: "The signing secret of the --webhook endpoints, whsec_ and base64 [SWITCHBOARD_WEBHOOK_SECRET, default: a new one, printed].")
+    var webhookSecret: String?
+
+    @Option(
+        help: "A network webhooks may go to although it is loopback, private or link-local, e.g. 127.0.0.0/8 or 10.1.0.0/16; repeatable [SWITCHBOARD_WEBHOOK_ALLOW, comma-separated; default: public addresses only].")
+    var webhookAllow: [String] = []
+
+    @Option(help: "Milliseconds a webhook receiver has to answer [SWITCHBOARD_WEBHOOK_TIMEOUT_MS, default 15000].")
+    var webhookTimeoutMs: Int?
+
+    @Option(help: "Milliseconds before the first webhook retry; each next waits twice as long [SWITCHBOARD_WEBHOOK_RETRY_INITIAL_MS, default 5000].")
+    var webhookRetryInitialMs: Int?
+
+    @Option(help: "Longest wait between two webhook retries, ms [SWITCHBOARD_WEBHOOK_RETRY_MAX_MS, default 3600000].")
+    var webhookRetryMaxMs: Int?
+
+    @Option(help: "Seconds after its first attempt a webhook delivery is given up [SWITCHBOARD_WEBHOOK_GIVE_UP_AFTER, default 86400].")
+    var webhookGiveUpAfter: Int?
+
+    @Option(help: "Deliveries waiting for one endpoint beyond which new events are not queued for it [SWITCHBOARD_WEBHOOK_MAX_BACKLOG, default 100000].")
+    var webhookMaxBacklog: Int?
+
+    @Option(help: "Hours webhook events are kept for replays [SWITCHBOARD_WEBHOOK_EVENT_RETENTION_HOURS, default 168].")
+    var webhookEventRetentionHours: Int?
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         func setting(_ flag: String?, _ name: String) -> String? { flag ?? environment[name] }
@@ -321,6 +350,43 @@ struct Serve: AsyncParsableCommand {
             return text
         }
 
+        configuration.webhooks.startupEndpoints = items(webhook, "SWITCHBOARD_WEBHOOKS")
+        configuration.webhooks.startupSecret = setting(webhookSecret, "SWITCHBOARD_WEBHOOK_SECRET")
+        configuration.webhooks.allowedNetworks = try items(webhookAllow, "SWITCHBOARD_WEBHOOK_ALLOW").map { text in
+            guard let network = IPNetwork(text) else {
+                throw ValidationError("--webhook-allow takes networks such as 127.0.0.0/8 or fd00::/8, got '\(text)'")
+            }
+            return network
+        }
+        func milliseconds(_ flag: Int?, _ name: String, _ range: ClosedRange<Int>) throws -> Duration? {
+            guard let value = setting(flag.map(String.init), name) else { return nil }
+            guard let number = Int(value), range.contains(number) else {
+                throw ValidationError("\(name) must be \(range.lowerBound)-\(range.upperBound)")
+            }
+            return .milliseconds(number)
+        }
+        if let timeout = try milliseconds(webhookTimeoutMs, "SWITCHBOARD_WEBHOOK_TIMEOUT_MS", 100...60_000) {
+            configuration.webhooks.timeout = timeout
+        }
+        if let initial = try milliseconds(webhookRetryInitialMs, "SWITCHBOARD_WEBHOOK_RETRY_INITIAL_MS", 10...3_600_000) {
+            configuration.webhooks.retry.initial = initial
+        }
+        if let max = try milliseconds(webhookRetryMaxMs, "SWITCHBOARD_WEBHOOK_RETRY_MAX_MS", 10...86_400_000) {
+            configuration.webhooks.retry.maxInterval = max
+        }
+        if let seconds = try positive(webhookGiveUpAfter, "SWITCHBOARD_WEBHOOK_GIVE_UP_AFTER") {
+            configuration.webhooks.retry.giveUpAfter = .seconds(seconds)
+        }
+        if let count = try positive(webhookMaxBacklog, "SWITCHBOARD_WEBHOOK_MAX_BACKLOG") {
+            configuration.webhooks.maxBacklog = count
+        }
+        if let hours = try positive(webhookEventRetentionHours, "SWITCHBOARD_WEBHOOK_EVENT_RETENTION_HOURS") {
+            configuration.webhooks.eventRetention = .seconds(hours * 3600)
+        }
+        guard configuration.webhooks.eventRetention > configuration.webhooks.retry.giveUpAfter else {
+            throw ValidationError("webhook events must be kept longer than a delivery is retried")
+        }
+
         var logger = Logger(label: "switchboard")
         let level = setting(logLevel, "SWITCHBOARD_LOG_LEVEL") ?? "info"
         guard let parsedLevel = Logger.Level(rawValue: level) else { throw ValidationError("unknown log level \(level)") }
@@ -386,6 +452,10 @@ struct Serve: AsyncParsableCommand {
         }
         if configuration.adminSecret == nil {
             lines.append("  admin API  Authorization: Bearer \(node.adminSecret)  (set SWITCHBOARD_ADMIN_SECRET to choose it)")
+        }
+        for webhook in node.startupWebhooks {
+            let secret = configuration.webhooks.startupSecret == nil ? webhook.secret : "the --webhook-secret"
+            lines.append("  webhook    app \(webhook.sdkAppID) → \(webhook.url) (\(webhook.endpointId)), signed with \(secret)")
         }
         lines.append(
             "Stop with Ctrl-C: calls are kept for the next start (or another node) and clients told to come back.")

@@ -526,7 +526,8 @@ class BrowserTests(Harness):
         page = self.page("golden")
         golden = {}
         for name in sorted(os.listdir(ARGS.golden)):
-            if name.endswith(".json") and not name.startswith("push."):  # pushes go to PushKit, not browsers
+            # Pushes go to PushKit and webhooks to app backends, not to browsers.
+            if name.endswith(".json") and not name.startswith(("push.", "webhook.")):
                 with open(os.path.join(ARGS.golden, name)) as f:
                     golden[name[:-5]] = f.read()
         result = page.driver.execute_async_script("""

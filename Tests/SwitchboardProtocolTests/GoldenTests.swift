@@ -547,6 +547,12 @@ struct GoldenTests {
             "push.sealed.vector", "push.incomingCall.sealed", "push.web.sealed",
             // Checked by FCMTests (SwitchboardServerTests).
             "push.fcm.incomingCall", "push.fcm.callEnded",
+            // Checked by WebhookGoldenTests.
+            "webhook.call.created", "webhook.call.member.invited", "webhook.call.member.ringing",
+            "webhook.call.member.answered", "webhook.call.member.joined", "webhook.call.member.rejected",
+            "webhook.call.member.missed", "webhook.call.member.left", "webhook.call.media_type.changed",
+            "webhook.call.ended", "webhook.call.record.written", "webhook.user.blocked", "webhook.user.unblocked",
+            "webhook.signature.vector",
         ]
         #expect(Set(files) == checked)
     }

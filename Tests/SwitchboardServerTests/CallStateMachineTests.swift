@@ -1634,9 +1634,11 @@ struct CallStateMachineTests {
         #expect(actual == row.expected, sourceLocation: sourceLocation)
     }
 
-    /// The answer first (it is delivered before anything else), then the actions.
+    /// The answer first (it is delivered before anything else), then the actions. The webhook
+    /// events have tests of their own (``CallWebhookEventTests``).
     static func describe(_ output: CallOutput, now: Int64) -> [String] {
-        (output.reply.map { [describe($0)] } ?? []) + output.actions.map { describe($0, now: now) }
+        (output.reply.map { [describe($0)] } ?? [])
+            + output.actions.filter { if case .notify = $0 { false } else { true } }.map { describe($0, now: now) }
     }
 
     static func describe(_ reply: CallReply) -> String {
@@ -1667,6 +1669,8 @@ struct CallStateMachineTests {
             case .missedCall(let push):
                 return "push \(message.user.user) missedCall(\(push.reason.rawValue)) until +\(message.expiration - now)"
             }
+        case .notify(let notice):
+            return "notify \(notice.data.typeName)"
         case .writeRecords(_, let drafts):
             guard !drafts.isEmpty else { return "records none" }
             return "records "

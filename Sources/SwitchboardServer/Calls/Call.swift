@@ -144,6 +144,10 @@ extension CallStateMachine {
         var mediaChange: MediaChange?
         /// What the call's pushes carry (the caller's `pushConfig`).
         var pushConfig: PushConfig?
+        /// The number of the call's last webhook event (``CallStateMachine/notify(_:of:now:out:)``).
+        /// Journaled with the call, so a call restored after a restart numbers on without reusing
+        /// one. Optional: journals from before webhooks lack it.
+        var eventSequence: Int?
 
         func index(of user: UserID) -> Int? { members.firstIndex { $0.userId == user } }
         var joinedCount: Int { members.count(where: \.isJoined) }

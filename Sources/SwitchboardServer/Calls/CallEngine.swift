@@ -24,6 +24,8 @@ actor CallEngine {
     private let limits: RateLimits
     private let writer: PersistenceWriter
     private let push: PushService
+    /// Which apps want which webhook events: the others' events are not written at all.
+    private let webhooks: WebhookDirectory
     private let metrics: ServerMetrics
     private let clock: any SwitchboardClock
     private let logger: Logger
@@ -31,7 +33,8 @@ actor CallEngine {
     init(
         configuration: CallStateMachine.Configuration, delivery: any CallDelivery, storage: any SwitchboardStorage,
         limiter: RateLimiter, limits: RateLimits, writer: PersistenceWriter,
-        push: PushService, metrics: ServerMetrics, clock: any SwitchboardClock, logger: Logger
+        push: PushService, webhooks: WebhookDirectory = WebhookDirectory(), metrics: ServerMetrics,
+        clock: any SwitchboardClock, logger: Logger
     ) {
         self.machine = CallStateMachine(configuration: configuration)
         self.delivery = delivery
@@ -40,6 +43,7 @@ actor CallEngine {
         self.limits = limits
         self.writer = writer
         self.push = push
+        self.webhooks = webhooks
         self.metrics = metrics
         self.clock = clock
         self.logger = logger
@@ -239,6 +243,9 @@ actor CallEngine {
             if case .started = answer { metrics.callsStarted.increment() }
         }
         var timersChanged = false
+        // Each call's webhook events go with the write that stores its change: its end, or its
+        // journal save (the machine journals every call it reports on).
+        var notices: [CallID: [WebhookNotice]] = [:]
         // Consecutive sends of the same event (a broadcast) are encoded once, and only for a
         // recipient who is connected.
         var lastEvent: ServerEvent?
@@ -263,23 +270,32 @@ actor CallEngine {
                 timers.cancel(key)
                 timersChanged = true
             case .writeRecords(let callId, let drafts):
-                writer.submit(ended: callId, records: drafts)
+                writer.submit(ended: callId, records: drafts, events: notices.removeValue(forKey: callId) ?? [])
                 metrics.callsEnded.increment()
+            case .notify(let notice):
+                if let callId = notice.callId, webhooks.wants(notice.app, notice.data.type) {
+                    notices[callId, default: []].append(notice)
+                }
             case .push(var message):
                 message.tokens = message.tokens ?? tokens[message.user.user]
                 push.send(message)
             }
         }
         for call in machine.takeJournalChanges() {
-            journal(call)
+            journal(call, events: notices.removeValue(forKey: call.id) ?? [])
+        }
+        for events in notices.values {
+            logger.error("webhook events of a call neither saved nor ended", metadata: ["events": "\(events.count)"])
+            writer.submit(events: events)
         }
         if timersChanged { scheduleSleeper() }
         return output.reply
     }
 
-    /// Saves a call in progress to the journal (encoded by the writer, if it still matters then).
-    private func journal(_ call: CallStateMachine.Call) {
-        writer.submit(journal: call.id, app: call.app, updatedAt: clock.now()) { Self.journalEntry(call) }
+    /// Saves a call in progress to the journal (encoded by the writer, if it still matters then),
+    /// with the webhook events of its change.
+    private func journal(_ call: CallStateMachine.Call, events: [WebhookNotice] = []) {
+        writer.submit(journal: call.id, app: call.app, updatedAt: clock.now(), events: events) { Self.journalEntry(call) }
     }
 
     /// A call as the journal stores it (JSON, written by ``WireEncoder``).

@@ -20,14 +20,17 @@ public struct AppSettings: Equatable, Sendable, Codable {
     public var maxParticipants: Int
     /// How a blocked caller sees the user who blocked them.
     public var blockedCallerSees: BlockedCallerSees
+    /// Days call records are kept; older ones are swept (nil: kept until their owners delete them).
+    public var recordRetentionDays: Int?
 
     public init(
         busyPolicy: BusyPolicy = .reject, maxParticipants: Int = CallLimits.defaultMaxParticipants,
-        blockedCallerSees: BlockedCallerSees = .reject
+        blockedCallerSees: BlockedCallerSees = .reject, recordRetentionDays: Int? = nil
     ) {
         self.busyPolicy = busyPolicy
         self.maxParticipants = maxParticipants
         self.blockedCallerSees = blockedCallerSees
+        self.recordRetentionDays = recordRetentionDays
     }
 }
 
@@ -102,6 +105,21 @@ enum CallAction: Equatable, Sendable {
     case writeRecords(CallID, [RecordDraft])
     /// Send a VoIP push (never waited for).
     case push(PushMessage)
+    /// Report an event to the app's webhooks: written to the outbox in the same commit as the
+    /// call's journal save or end that follows in this output (``CallEngine``).
+    case notify(WebhookNotice)
+}
+
+/// An event of a call for the app's webhooks, numbered by the machine as the call changes.
+struct WebhookNotice: Equatable, Sendable {
+    /// `evt_<callId>_<sequence>`: unique, and the same however often it is sent.
+    var id: String
+    var app: SdkAppID
+    /// When it happened (the machine's `now`).
+    var time: Int64
+    var data: WebhookEventData
+
+    var callId: CallID? { data.callId }
 }
 
 /// What one event produced: the answer to the request behind it, then the actions in order.

@@ -129,6 +129,7 @@ enum AdminAPI {
 
         registerAppManagement(on: admin, node: node)
         registerPush(on: admin, node: node)
+        registerWebhooks(on: admin, node: node)
 
         // TURN credentials for an app backend that hands them to its clients itself (logged-in
         // clients ask over the WebSocket: `media.iceServers`).
@@ -167,11 +168,14 @@ enum AdminAPI {
         var busyPolicy: BusyPolicy?
         var maxParticipants: Int?
         var blockedCallerSees: BlockedCallerSees?
+        /// Days call records are kept (older ones are swept); 0: kept until their owners delete them.
+        var recordRetentionDays: Int?
 
         init(_ settings: AppSettings) {
             busyPolicy = settings.busyPolicy
             maxParticipants = settings.maxParticipants
             blockedCallerSees = settings.blockedCallerSees
+            recordRetentionDays = settings.recordRetentionDays ?? 0
         }
     }
 
@@ -213,6 +217,12 @@ enum AdminAPI {
                         return Self.error(SwitchboardError(.invalidParams, "maxParticipants must be 2-1000"))
                     }
                     app.settings.maxParticipants = count
+                }
+                if let days = settings.recordRetentionDays {
+                    guard (0...36_500).contains(days) else {
+                        return Self.error(SwitchboardError(.invalidParams, "recordRetentionDays must be 0-36500"))
+                    }
+                    app.settings.recordRetentionDays = days == 0 ? nil : days
                 }
                 if let policy = settings.busyPolicy { app.settings.busyPolicy = policy }
                 if let sees = settings.blockedCallerSees { app.settings.blockedCallerSees = sees }

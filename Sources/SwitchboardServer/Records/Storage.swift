@@ -63,6 +63,11 @@ struct PersistenceBatch: Equatable, Sendable {
     /// Saves dropped because their state could not be encoded (logged by the writer).
     var unencodable = 0
     var ended: [EndedCallWrite] = []
+    /// Webhook events for the outbox, in the order they happened; each goes to every endpoint of
+    /// its app that wants its type (and is not at its bound) as a delivery.
+    var events: [OutboxEvent] = []
+    /// Events dropped because they could not be encoded (logged by the writer).
+    var unencodableEvents = 0
 }
 
 /// Per-user call records (SPEC §4) and the journal of calls in progress.
@@ -125,13 +130,26 @@ extension CallRecordStore {
 
 /// Who blocks whom (per app).
 protocol BlockStore: Sendable {
-    func block(app: SdkAppID, user: UserID, blocked: [UserID]) async throws
-    func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws
+    /// Blocks users; `notify` gets those it newly blocked and makes the webhook event that
+    /// reports it (nil: none), written in the same transaction.
+    func block(app: SdkAppID, user: UserID, blocked: [UserID], notify: @Sendable ([UserID]) -> OutboxEvent?) async throws
+    /// Unblocks users; `notify` as for ``block(app:user:blocked:notify:)``, with those it unblocked.
+    func unblock(app: SdkAppID, user: UserID, blocked: [UserID], notify: @Sendable ([UserID]) -> OutboxEvent?) async throws
     func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID]
     /// Which of `users` block `caller`.
     func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID>
     /// Every user who blocks anyone (for the engine's ``BlockerIndex``).
     func blockers() async throws -> [UserKey]
+}
+
+extension BlockStore {
+    func block(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
+        try await block(app: app, user: user, blocked: blocked, notify: { _ in nil })
+    }
+
+    func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
+        try await unblock(app: app, user: user, blocked: blocked, notify: { _ in nil })
+    }
 }
 
 /// One of a device's push tokens.
@@ -192,4 +210,4 @@ protocol StorageConnection: Sendable {
 
 /// Everything the server keeps in its database.
 typealias SwitchboardStorage = AppStore & ProfileStore & CallRecordStore & ChatGroupStore & BlockStore & PushTokenStore
-    & StorageConnection
+    & WebhookStore & StorageConnection
