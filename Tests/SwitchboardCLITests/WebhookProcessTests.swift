@@ -119,7 +119,7 @@ import FoundationNetworking
         }
 
         /// `kill -9`: the receiver is down (connections are refused) until ``start()``.
-        func kill() { process.withLockedValue { $0?.killAndReap() } }
+        func kill() { _ = process.withLockedValue { $0?.killAndReap() } }
 
         var url: String { "http://127.0.0.1:\(port.withLockedValue { $0 })/hooks" }
     }
