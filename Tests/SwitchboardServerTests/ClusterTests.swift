@@ -208,17 +208,17 @@ import FoundationNetworking
         let bob = try await Self.client(cluster, 1, "bob")
         let carol = try await Self.client(cluster, 2, "carol")
         let aliceEvents = Recorder(alice.callStore.events)
+        let carolEvents = Recorder(carol.callStore.events)
         // A profile cached on node 2 before the change...
         _ = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
         try await aliceEvents.first(where: isReceived)
         try await carol.callStore.hangup()
         try await alice.loginStore.setSelfInfo(nickname: "Alice on node 0")
-        // ...is the new one there after it: carol calls from node 2 again.
-        let second = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
-        try await aliceEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        // ...is the new one there after it.
+        let second = try await alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
+        try await carolEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
         #expect(carol.callStore.state.allParticipants.first { $0.userId == "alice" }?.nickname == "Alice on node 0")
-        try await carol.callStore.hangup()
-        try await aliceEvents.first { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
+        try await alice.callStore.hangup()
 
         // bob blocks alice on node 1; her call from node 0 never rings there.
         _ = try await bob.callStore.blockUsers(["alice"])
