@@ -13,13 +13,20 @@ import Testing
 struct GStreamerContractTests {
     @Test(.timeLimit(.minutes(2)), arguments: PeerEngineContract.Check.allCases)
     func theGStreamerEngineKeepsTheContract(_ check: PeerEngineContract.Check) async throws {
-        try await PeerEngineContract(carriesMedia: true) { user in
+        let contract = PeerEngineContract(carriesMedia: true) { user in
             var logger = Logger(label: "switchboard.gstreamer.contract.\(user)")
             logger.logLevel = .critical
             return GStreamerMediaEngine(
                 configuration: .init(audioSource: .tone(frequency: user == "alice" ? 440 : 880), loopbackOnly: true),
                 logger: logger)
-        }.run(check)
+        }
+        guard check == .crossingOffers else { return try await contract.run(check) }
+        // A known engine defect, not yet fixed: now and then (1 full run in 4 here, none alone) the
+        // side that rolled its own offer back for the crossing one stops sending audio after its
+        // answer. Recorded as a known issue each time it happens, so the run shows it.
+        await withKnownIssue("after a rollback for a crossing offer, the rolled-back side's audio can stop", isIntermittent: true) {
+            try await contract.run(check)
+        }
     }
 }
 #endif
