@@ -20,8 +20,10 @@ import SwitchboardProtocol
 ///   remote offer with new credentials) replaces the peer's whole connection, which renegotiates
 ///   ICE and DTLS; its statistics carry on from the old one.
 /// - Rollback (offers crossed, this side polite): webrtcbin refuses rollback descriptions, so a
-///   fresh connection answers. The SDK keeps that rare: after a media-type change the polite side
-///   waits for the offerer's offer, which carries both new cameras.
+///   fresh connection answers, and then reports ICE failed: the peer's connection keeps its DTLS
+///   session, which never starts again with a new partner, so the SDK's ICE restart (driven by
+///   the offerer) renews both ends. The SDK keeps crossings rare: after a media-type change the
+///   polite side waits for the offerer's offer, which carries both new cameras.
 /// - Payload types: webrtcbin answers with the offer's but sends its payloaders', so before
 ///   answering, the engine sets them to the offer's.
 ///
@@ -405,10 +407,11 @@ extension GStreamerMediaEngine {
             }
             // Offers crossed and this side is polite: WebRTC rolls its own offer back, which
             // webrtcbin cannot (no version accepts a rollback description); a fresh connection
-            // answers instead, a full ICE and DTLS restart for the peer.
+            // answers instead and then asks for an ICE restart, which renews both ends.
             if connection.signalingState == .haveLocalOffer {
                 logger.info("offers crossed: a new connection answers", metadata: ["peer": "\(peer)"])
                 connection = try await media.replaceConnection(peer)
+                connection.answerInPlaceOfRolledBackOffer()
             }
             // New ICE credentials in the offer: the peer restarts ICE, which webrtcbin cannot
             // follow on its connection; a fresh one answers.

@@ -52,6 +52,9 @@ final class PeerConnection: @unchecked Sendable {
         var output = (volume: 100, muted: false)
         /// This side's DTLS role once negotiated (`active` or `passive`): later offers must name it.
         var dtlsRole: String?
+        /// This connection stands in for one whose offer crossed the peer's (see
+        /// ``answerInPlaceOfRolledBackOffer()``) and has not answered yet.
+        var standsInForRollback = false
         /// Frames decoded by tracks that ended (a screen that stopped, a camera removed).
         var endedFrames: [TrackKind: Int] = [:]
     }
@@ -434,6 +437,15 @@ final class PeerConnection: @unchecked Sendable {
     /// The local offer in effect (have-local-offer), as sent.
     var pendingOffer: String? { state.withLockedValue { $0.localText } }
 
+    /// Marks this fresh connection as the one that answers the peer's offer in place of a
+    /// connection whose own offer crossed it (webrtcbin cannot roll an offer back). Its answer
+    /// then reports ICE failed, which makes the SDK restart ICE from the offerer's side: the
+    /// peer keeps its connection, whose DTLS session, once set up, never starts again, so
+    /// without a restart of both ends no media would flow between this connection and it.
+    func answerInPlaceOfRolledBackOffer() {
+        state.withLockedValue { $0.standsInForRollback = true }
+    }
+
     /// The peer's ICE username fragment of the current remote description.
     var remoteUfrag: String? { state.withLockedValue { $0.remoteSDP?.ufrag } }
 
@@ -477,8 +489,16 @@ final class PeerConnection: @unchecked Sendable {
         try await apply(type, text, local: true)
         if type == GST_WEBRTC_SDP_TYPE_ANSWER {
             let role = SessionDescriptionText(text).media.first?.setup
-            state.withLockedValue { $0.dtlsRole = role }
+            let restart = state.withLockedValue { state in
+                state.dtlsRole = role
+                defer { state.standsInForRollback = false }
+                return state.standsInForRollback
+            }
             try connectSenders()
+            if restart {
+                logger.info("answered in place of a rolled-back offer: asking for an ICE restart", metadata: ["peer": "\(peer)"])
+                events.iceFailed()
+            }
         }
         // The camera and microphone share a stream, a screen has its own: how receivers tell
         // them apart.

@@ -20,8 +20,10 @@ public struct PeerEngineContract: Sendable {
     public enum Check: String, CaseIterable, Sendable, CustomStringConvertible {
         /// An offer and its answer take both ends through WebRTC's signaling states; media flows.
         case offerAndAnswer
-        /// Both ends offer at once: bob's offer is rolled back by alice's (implicit rollback),
-        /// he answers, and both are stable with media still flowing.
+        /// Both ends offer at once, mid-call: bob's offer is rolled back by alice's (implicit
+        /// rollback), he answers, and both are stable with media still flowing. An engine that
+        /// cannot roll back may answer on a new connection and then report ICE failed; the SDK
+        /// then restarts ICE from the offerer's side, and so does this check.
         case crossingOffers
         /// An offer with `iceRestart` has new ICE credentials; after its answer media flows again.
         case iceRestart
@@ -72,6 +74,8 @@ public struct PeerEngineContract: Sendable {
         case .crossingOffers:
             pair.start(.audio)
             try await pair.negotiate()
+            // Mid-call: the first connection carries media (its DTLS session is set up).
+            try await mediaFlows(pair)
             let aliceOffer = try await pair.alice.setLocalDescription(peer: "bob", iceRestart: false)
             let bobOffer = try await pair.bob.setLocalDescription(peer: "alice", iceRestart: false)
             try expect(aliceOffer.kind == .offer && bobOffer.kind == .offer, "both ends offer")
@@ -84,6 +88,7 @@ public struct PeerEngineContract: Sendable {
             pair.remoteApplied(by: "alice")
             try await pair.expectState(pair.alice, "bob", .stable, "alice is stable after bob's answer")
             try await pair.expectState(pair.bob, "alice", .stable, "bob is stable after answering")
+            if pair.restartRequests > 0 { try await pair.negotiate(iceRestart: true) }
             try await mediaFlows(pair)
         case .iceRestart:
             pair.start(.audio)
@@ -216,6 +221,8 @@ final class EnginePair: Sendable {
         var held: [UserID: [IceCandidate]] = [:]
         var ready: Set<UserID> = []
         var negotiationRequests: [UserID: Int] = [:]
+        /// Times either end reported ICE failed (the SDK restarts ICE then).
+        var restartRequests = 0
     }
 
     private let relay = NIOLockedValueBox(Relay())
@@ -249,7 +256,7 @@ final class EnginePair: Sendable {
                 events: PeerConnectionEvents(
                     localCandidate: { [self] candidate in send(candidate, to: peer) },
                     negotiationNeeded: { [self] in relay.withLockedValue { $0.negotiationRequests[user, default: 0] += 1 } },
-                    iceFailed: {}))
+                    iceFailed: { [self] in relay.withLockedValue { $0.restartRequests += 1 } }))
         }
     }
 
@@ -264,6 +271,8 @@ final class EnginePair: Sendable {
     }
 
     func end() { endCall() }
+
+    var restartRequests: Int { relay.withLockedValue { $0.restartRequests } }
 
     func negotiationRequests(from user: UserID) -> Int {
         relay.withLockedValue { $0.negotiationRequests[user] ?? 0 }
