@@ -203,8 +203,9 @@ import FoundationNetworking
             clients += [a, b]
             return (a, b, Recorder(a.callStore.events), Recorder(b.callStore.events))
         }
+        // Ten pairs, four rounds of five calls each: 200 calls, and one more across the kill.
         var pairs: [(SwitchboardClient, SwitchboardClient, Recorder<CallStoreEvent>, Recorder<CallStoreEvent>)] = []
-        for index in 0..<5 { pairs.append(try await pair(index)) }
+        for index in 0..<10 { pairs.append(try await pair(index)) }
         let blocker = try await ServerProcessTests.client("wblocker", url: url)
         clients.append(blocker)
 
@@ -226,8 +227,11 @@ import FoundationNetworking
         try await round()
         try receiver.start()
         try await round()
+        try await round()
+        #expect(made.withLockedValue { $0.count } == 200)
 
-        // A call is connected when the server is killed: after the restart it resumes and ends.
+        // A call is connected when the server is killed (and the last rounds' deliveries are
+        // still going out): after the restart it resumes and ends.
         let (a, b, aEvents, bEvents) = pairs[0]
         let open = try await a.callStore.calls(participantIds: ["wb0"], mediaType: .audio).callId
         record(open)
@@ -332,7 +336,8 @@ import FoundationNetworking
         let record: @Sendable (CallID) -> Void = { call in _ = made.withLockedValue { $0.insert(call) } }
         var clients: [SwitchboardClient] = []
         var pairs: [(SwitchboardClient, SwitchboardClient, Recorder<CallStoreEvent>, Recorder<CallStoreEvent>)] = []
-        for index in 0..<4 {
+        // Ten pairs, two rounds of five calls each before the kill and two after: 200 calls.
+        for index in 0..<10 {
             let a = try await ServerProcessTests.client("ca\(index)", url: others[index % 2])
             let b = try await ServerProcessTests.client("cb\(index)", url: others[(index + 1) % 2])
             clients += [a, b]
@@ -349,6 +354,7 @@ import FoundationNetworking
             }
         }
         try await round()
+        try await round()
         _ = try await blocker.callStore.blockUsers(["ca0"])
         // The receiver is down, so deliveries wait on every node; the leader dies meanwhile.
         receiver.kill()
@@ -362,6 +368,8 @@ import FoundationNetworking
         }
         #expect(newLeader != leaderName)
         try await round()
+        try await round()
+        #expect(made.withLockedValue { $0.count } == 200)
         _ = try await blocker.callStore.unblockUsers(["ca0"])
 
         let calls = made.withLockedValue { $0 }
