@@ -219,7 +219,7 @@ struct WebhookStoreTests {
         }
         let stranger = UserKey(app: Self.other, user: "alice")
         drafts.append(StorageTests.draft(stranger, call: "x", end: 5000))
-        _ = try await store.commit(PersistenceBatch(ended: [EndedCallWrite(callId: "", records: drafts)]))
+        _ = try await store.commit(PersistenceBatch(ended: [EndedCallWrite(callId: nil, records: drafts)]))
 
         var seen: [String] = []
         var cursor: AppRecordCursor?

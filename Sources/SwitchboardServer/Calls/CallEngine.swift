@@ -89,6 +89,11 @@ actor CallEngine {
         let now = clock.now()
         switch event {
         case .start(let command):
+            // The database is behind: a new call would only add records it cannot take yet. Here,
+            // where the writer is (the leader's, in a cluster), not on the node the caller reached.
+            if writer.isBacklogged {
+                return .failure(SwitchboardError(.storageUnavailable, "records cannot be written now; try again shortly"))
+            }
             if let limited = limiter.take(limits.invitationsPerUser, "invitations", command.caller.description, now: now) {
                 return .failure(limited)
             }

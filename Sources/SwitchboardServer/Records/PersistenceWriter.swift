@@ -122,7 +122,7 @@ final class PersistenceWriter: Sendable {
     /// Queues records of calls that were never journaled.
     func submit(_ drafts: [RecordDraft]) {
         guard !drafts.isEmpty else { return }
-        enqueue(.end(EndedCallWrite(callId: CallID(rawValue: ""), records: drafts), events: []))
+        enqueue(.end(EndedCallWrite(callId: nil, records: drafts), events: []))
     }
 
     /// Queues webhook events whose change has nothing else to store.
@@ -269,7 +269,7 @@ final class PersistenceWriter: Sendable {
                 if saves.updateValue(entry, forKey: entry.callId) == nil { order.append(entry.callId) }
                 add(events)
             case .end(let ended, let events):
-                saves[ended.callId] = nil
+                if let callId = ended.callId { saves[callId] = nil }
                 batch.ended.append(ended)
                 add(events)
             case .events(let events):

@@ -507,7 +507,7 @@ final class PostgresStorage: SwitchboardStorage {
         var syncTimes: [RecordKey: Int64] = [:]
         do {
             let commit = PostgresStatements.Commit(
-                fence: batch.fence, journal: Array(latest.values), ended: batch.ended.map(\.callId.rawValue), drafts: drafts,
+                fence: batch.fence, journal: Array(latest.values), ended: batch.ended.compactMap(\.callId?.rawValue), drafts: drafts,
                 events: batch.events)
             for try await (app, user, call, syncTime) in try await client.execute(commit, logger: logger) {
                 syncTimes[RecordKey(app: app, user: user, call: call)] = syncTime

@@ -485,8 +485,9 @@ final class SQLiteStorage: SwitchboardStorage {
         }
         var stored: [StoredRecord] = []
         for ended in batch.ended {
-            try db.cachedStatement(sql: "DELETE FROM call_journal WHERE call_id = ?")
-                .execute(arguments: [ended.callId.rawValue])
+            if let callId = ended.callId {
+                try db.cachedStatement(sql: "DELETE FROM call_journal WHERE call_id = ?").execute(arguments: [callId.rawValue])
+            }
             stored += try Self.insert(ended.records, db)
         }
         try Self.insert(batch.events, db)

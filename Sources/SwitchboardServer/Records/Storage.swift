@@ -48,7 +48,8 @@ struct JournalEntry: Equatable, Sendable {
 
 /// A call that ended: its records are stored and its journal entry removed together.
 struct EndedCallWrite: Equatable, Sendable {
-    var callId: CallID
+    /// The call whose journal entry goes; nil for records of calls that were never journaled.
+    var callId: CallID?
     var records: [RecordDraft]
 }
 
@@ -124,7 +125,7 @@ extension CallRecordStore {
 
     /// Stores records of calls that were never journaled.
     func insertRecords(_ drafts: [RecordDraft]) async throws -> [StoredRecord] {
-        try await commit(PersistenceBatch(ended: [EndedCallWrite(callId: CallID(rawValue: ""), records: drafts)]))
+        try await commit(PersistenceBatch(ended: [EndedCallWrite(callId: nil, records: drafts)]))
     }
 }
 
