@@ -41,10 +41,11 @@ struct WebhookStoreTests {
         let delivery = try #require(
             try await store.webhookDeliveries(endpoint: endpoint, state: nil, before: nil, limit: 500)
                 .first { $0.eventId == eventId })
-        try await store.finishWebhookDelivery(
+        try await store.finishWebhookDeliveries([
             DeliveryResult(
                 endpointId: endpoint, eventSeq: delivery.seq, orderingKey: String(parts[1]), node: node, at: at,
-                status: next == .delivered ? 200 : 500, error: next == .delivered ? nil : "HTTP 500", next: next))
+                status: next == .delivered ? 200 : 500, error: next == .delivered ? nil : "HTTP 500", next: next)
+        ])
     }
 
     @Test(arguments: StorageTests.kinds) func eventsCommitWithTheirChangeAndGoToTheEndpointsThatWantThem(_ kind: Kind)

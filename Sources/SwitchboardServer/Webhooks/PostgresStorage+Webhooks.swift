@@ -244,7 +244,15 @@ extension PostgresStorage {
         return claimed.sorted { $0.eventSeq < $1.eventSeq }
     }
 
-    func finishWebhookDelivery(_ result: DeliveryResult) async throws {
+    func finishWebhookDeliveries(_ results: [DeliveryResult]) async throws {
+        guard !results.isEmpty else { return }
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            for result in results { try await Self.finish(result, connection, logger: logger) }
+        }
+    }
+
+    private static func finish(_ result: DeliveryResult, _ connection: PostgresConnection, logger: Logger) async throws {
         let (state, due): (String, Int64?) =
             switch result.next {
             case .delivered: ("delivered", nil)
@@ -252,26 +260,23 @@ extension PostgresStorage {
             case .failed: ("failed", nil)
             }
         let status = result.status.map { Int32(clamping: $0) }
-        let logger = self.logger
-        try await client.withTransaction(logger: logger) { connection in
-            let updated = try await connection.query(
-                """
-                UPDATE webhook_deliveries SET state = \(state), attempts = attempts + 1,
-                    first_attempt_at = COALESCE(first_attempt_at, \(result.at)), last_attempt_at = \(result.at),
-                    last_status = \(status), last_error = \(result.error), due_at = COALESCE(\(due), due_at),
-                    claimed_by = NULL, claimed_until = NULL
-                WHERE endpoint_id = \(result.endpointId) AND event_seq = \(result.eventSeq) AND claimed_by = \(result.node)
-                RETURNING event_seq
-                """, logger: logger
-            ).decode(Int64.self).collect()
-            guard !updated.isEmpty, let due else { return }
-            try await connection.query(
-                """
-                UPDATE webhook_deliveries SET due_at = GREATEST(due_at, \(due))
-                WHERE endpoint_id = \(result.endpointId) AND ordering_key = \(result.orderingKey) AND state = 'pending'
-                    AND event_seq > \(result.eventSeq)
-                """, logger: logger)
-        }
+        let updated = try await connection.query(
+            """
+            UPDATE webhook_deliveries SET state = \(state), attempts = attempts + 1,
+                first_attempt_at = COALESCE(first_attempt_at, \(result.at)), last_attempt_at = \(result.at),
+                last_status = \(status), last_error = \(result.error), due_at = COALESCE(\(due), due_at),
+                claimed_by = NULL, claimed_until = NULL
+            WHERE endpoint_id = \(result.endpointId) AND event_seq = \(result.eventSeq) AND claimed_by = \(result.node)
+            RETURNING event_seq
+            """, logger: logger
+        ).decode(Int64.self).collect()
+        guard !updated.isEmpty, let due else { return }
+        try await connection.query(
+            """
+            UPDATE webhook_deliveries SET due_at = GREATEST(due_at, \(due))
+            WHERE endpoint_id = \(result.endpointId) AND ordering_key = \(result.orderingKey) AND state = 'pending'
+                AND event_seq > \(result.eventSeq)
+            """, logger: logger)
     }
 
     func nextWebhookDue(endpoint: String, after now: Int64) async throws -> Int64? {

@@ -233,34 +233,39 @@ extension SQLiteStorage {
         }
     }
 
-    func finishWebhookDelivery(_ result: DeliveryResult) async throws {
+    func finishWebhookDeliveries(_ results: [DeliveryResult]) async throws {
+        guard !results.isEmpty else { return }
         try await pool.write { db in
-            let (state, due): (String, Int64?) =
-                switch result.next {
-                case .delivered: ("delivered", nil)
-                case .retry(let at): ("pending", at)
-                case .failed: ("failed", nil)
-                }
-            try db.cachedStatement(
-                sql: """
-                    UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1,
-                        first_attempt_at = coalesce(first_attempt_at, ?), last_attempt_at = ?, last_status = ?,
-                        last_error = ?, due_at = coalesce(?, due_at), claimed_by = NULL, claimed_until = NULL
-                    WHERE endpoint_id = ? AND event_seq = ? AND claimed_by = ?
-                    """
-            ).execute(arguments: [
-                state, result.at, result.at, result.status, result.error, due, result.endpointId, result.eventSeq,
-                result.node,
-            ])
-            guard db.changesCount > 0, let due else { return }
-            // The call's later events wait behind this one: they are due no sooner.
-            try db.cachedStatement(
-                sql: """
-                    UPDATE webhook_deliveries SET due_at = max(due_at, ?)
-                    WHERE endpoint_id = ? AND ordering_key = ? AND state = 'pending' AND event_seq > ?
-                    """
-            ).execute(arguments: [due, result.endpointId, result.orderingKey, result.eventSeq])
+            for result in results { try Self.finish(result, db) }
         }
+    }
+
+    private static func finish(_ result: DeliveryResult, _ db: Database) throws {
+        let (state, due): (String, Int64?) =
+            switch result.next {
+            case .delivered: ("delivered", nil)
+            case .retry(let at): ("pending", at)
+            case .failed: ("failed", nil)
+            }
+        try db.cachedStatement(
+            sql: """
+                UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1,
+                    first_attempt_at = coalesce(first_attempt_at, ?), last_attempt_at = ?, last_status = ?,
+                    last_error = ?, due_at = coalesce(?, due_at), claimed_by = NULL, claimed_until = NULL
+                WHERE endpoint_id = ? AND event_seq = ? AND claimed_by = ?
+                """
+        ).execute(arguments: [
+            state, result.at, result.at, result.status, result.error, due, result.endpointId, result.eventSeq,
+            result.node,
+        ])
+        guard db.changesCount > 0, let due else { return }
+        // The call's later events wait behind this one: they are due no sooner.
+        try db.cachedStatement(
+            sql: """
+                UPDATE webhook_deliveries SET due_at = max(due_at, ?)
+                WHERE endpoint_id = ? AND ordering_key = ? AND state = 'pending' AND event_seq > ?
+                """
+        ).execute(arguments: [due, result.endpointId, result.orderingKey, result.eventSeq])
     }
 
     func nextWebhookDue(endpoint: String, after now: Int64) async throws -> Int64? {

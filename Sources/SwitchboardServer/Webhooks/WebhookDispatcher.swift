@@ -6,8 +6,9 @@ import SwitchboardProtocol
 
 /// Sends the outbox's deliveries, on every node: each round, for each endpoint not paused, it
 /// claims as many due deliveries as the endpoint has free slots (``WebhookConfiguration/concurrency``)
-/// and posts them, each signed, each in a task of its own; the outcome goes back to the store
-/// (delivered, retry at a time drawn from the schedule, or failed for good).
+/// and posts them, each signed, each in a task of its own; the outcomes (delivered, retry at a
+/// time drawn from the schedule, or failed for good) go back to the store together, in one
+/// transaction at the start of the next round, which an attempt's end asks for.
 ///
 /// Order per call: the store gives out only the first pending delivery of a call, so the next one
 /// goes out once the receiver took this one (or it failed for good). A dead endpoint holds only
@@ -32,6 +33,10 @@ actor WebhookDispatcher {
     private var nextDue: [String: Int64] = [:]
     private var lastRefresh: Int64?
     private var attempts: [UInt64: Task<Void, Never>] = [:]
+    /// Outcomes of finished attempts not yet recorded: the next round records them all in one
+    /// transaction before it claims (a delivery's claim holds meanwhile, so nothing goes twice
+    /// and a call's next event waits). At most one per slot of every endpoint.
+    private var outcomes: [DeliveryResult] = []
     private var nextAttempt: UInt64 = 0
     private let wakeups = WakeSignal()
 
@@ -73,11 +78,13 @@ actor WebhookDispatcher {
         }
         for task in attempts.values { task.cancel() }
         for task in attempts.values { await task.value }
+        await recordOutcomes()
         await sender.shutdown()
     }
 
     /// One pass over the endpoints.
     func round() async {
+        await recordOutcomes()
         let now = clock.now()
         if lastRefresh.map({ now - $0 >= configuration.pollInterval.milliseconds }) ?? true {
             lastRefresh = now
@@ -168,18 +175,26 @@ actor WebhookDispatcher {
                 "webhook delivery given up after its retry bound",
                 metadata: ["endpoint": "\(endpoint.id)", "event": "\(delivery.eventId)", "attempts": "\(failures)"])
         }
-        do {
-            try await store.finishWebhookDelivery(
-                DeliveryResult(
-                    endpointId: endpoint.id, eventSeq: delivery.eventSeq, orderingKey: delivery.orderingKey, node: node,
-                    at: now, status: status, error: error, next: next))
-        } catch {
-            // The claim lapses and the delivery is tried again: at least once.
-            logger.warning("could not record a webhook attempt", metadata: ["endpoint": "\(endpoint.id)", "error": "\(error)"])
-        }
+        outcomes.append(
+            DeliveryResult(
+                endpointId: endpoint.id, eventSeq: delivery.eventSeq, orderingKey: delivery.orderingKey, node: node,
+                at: now, status: status, error: error, next: next))
         if case .gone = outcome { await pauseGone(endpoint.id, now: now) }
         nextDue[endpoint.id] = nil
         wake()
+    }
+
+    /// Records the outcomes gathered since the last round, in one transaction.
+    private func recordOutcomes() async {
+        guard !outcomes.isEmpty else { return }
+        let batch = outcomes
+        outcomes = []
+        do {
+            try await store.finishWebhookDeliveries(batch)
+        } catch {
+            // Their claims lapse and the deliveries are tried again: at least once.
+            logger.warning("could not record webhook attempts", metadata: ["attempts": "\(batch.count)", "error": "\(error)"])
+        }
     }
 
     /// A receiver that answers 410 Gone wants no more: its endpoint is paused (Standard Webhooks),

@@ -180,8 +180,9 @@ protocol WebhookStore: Sendable {
     /// a node whose claim runs: claimed by `node` until `leaseUntil`. Two nodes never get the same.
     func claimWebhookDeliveries(endpoint: String, node: String, now: Int64, leaseUntil: Int64, limit: Int) async throws
         -> [ClaimedDelivery]
-    /// Records an attempt's outcome (ignored if `node`'s claim lapsed and another took it).
-    func finishWebhookDelivery(_ result: DeliveryResult) async throws
+    /// Records attempts' outcomes, in order, in one transaction (each ignored if its node's claim
+    /// lapsed and another took it).
+    func finishWebhookDeliveries(_ results: [DeliveryResult]) async throws
     /// When the next pending delivery of `endpoint` falls due after `now`; nil if none waits.
     func nextWebhookDue(endpoint: String, after now: Int64) async throws -> Int64?
     /// Lets go of every claim (a single node's start: nobody else could hold them).
