@@ -85,6 +85,8 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
 
             case mediaPayloadTooLarge = 7001
             case peerNotInCall = 7002
+            case sfuSessionMismatch = 7003
+            case sfuNotInUse = 7004
 
             case connectionFailed = 9001
             case requestTimedOut = 9002
@@ -242,6 +244,11 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         public static let mediaPayloadTooLarge = Code(.mediaPayloadTooLarge)
         /// The target of a media message is not a connected member of the call.
         public static let peerNotInCall = Code(.peerNotInCall)
+        /// An SFU signal names another session than the member's current one (an older one, after
+        /// a restart): its connections are gone; the current session's `sfuSession` says what to do.
+        public static let sfuSessionMismatch = Code(.sfuSessionMismatch)
+        /// An SFU request in a call whose media is peer to peer.
+        public static let sfuNotInUse = Code(.sfuNotInUse)
 
         // MARK: 9xxx client side (never sent by the server)
         /// The client could not open the WebSocket.
@@ -317,6 +324,8 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .pushTokenInUse: "push token registered to another device"
             case .mediaPayloadTooLarge: "media payload too large"
             case .peerNotInCall: "peer is not in this call"
+            case .sfuSessionMismatch: "not your current SFU session"
+            case .sfuNotInUse: "this call's media is peer to peer"
             case .connectionFailed: "could not connect to the server"
             case .requestTimedOut: "the server did not answer in time"
             case .notConnected: "not connected"

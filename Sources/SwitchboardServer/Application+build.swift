@@ -152,6 +152,8 @@ struct SignalingLifecycle: Service {
         }
         context.deadlines.stop()
         await context.push.shutdown()
+        // Janus drops this run's handles with the socket; the calls' next run makes new ones.
+        await context.sfu?.stop()
     }
 }
 
@@ -248,10 +250,22 @@ public func buildApplication(
     rules.relayBytes = configuration.rateLimits.disabled ? nil : configuration.rateLimits.relayBytesPerMember
     let decline = configuration.blockedCallerDecline
     rules.declineDelays = decline.lowerBound.milliseconds...decline.upperBound.milliseconds
+    var sfu: SFURooms?
+    if let settings = configuration.sfu {
+        if let problem = settings.problem { throw SwitchboardError(.invalidParams, problem) }
+        sfu = SFURooms(urls: settings.urls, secret: settings.secret, delivery: delivery, clock: clock, logger: logger)
+        rules.sfu = true
+    }
     let engine = CallEngine(
         configuration: rules,
         delivery: delivery, storage: storage, limiter: limiter, limits: configuration.rateLimits, writer: writer,
-        push: push, metrics: metrics, clock: clock, logger: logger)
+        push: push, metrics: metrics, sfu: sfu, clock: clock, logger: logger)
+    if let sfu {
+        sfu.onLost.function = { [weak engine] callId, user in
+            await engine?.handle(.sfuRestart(callId, user))
+        }
+        await sfu.start()
+    }
     var cluster: ClusterNode?
     if let postgres, let bus, let directory {
         cluster = ClusterNode(
@@ -262,8 +276,8 @@ public func buildApplication(
     }
     let context = NodeContext(
         configuration: configuration, storage: storage, apps: apps, profiles: profiles, registry: registry,
-        engine: engine, cluster: cluster, limiter: limiter, writer: writer, metrics: metrics, push: push, clock: clock,
-        logger: logger)
+        engine: engine, cluster: cluster, limiter: limiter, writer: writer, metrics: metrics, push: push, sfu: sfu,
+        clock: clock, logger: logger)
     let adminSecret = configuration.adminSecret ?? randomHex(bytes: 24)
 
     // Calls the last run left in the journal (a deploy, a crash) are restored before anyone

@@ -30,6 +30,8 @@ final class NodeContext: Sendable {
     let outboxes = LoopOutboxes()
     let metrics: ServerMetrics
     let push: PushService
+    /// The SFU's rooms, when group calls go through one.
+    let sfu: SFURooms?
     let clock: any SwitchboardClock
     let logger: Logger
     private let counters = NIOLockedValueBox<(connections: UInt64, shuttingDown: Bool)>((0, false))
@@ -37,9 +39,10 @@ final class NodeContext: Sendable {
     init(
         configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
         profiles: ProfileDirectory, registry: ConnectionRegistry, engine: CallEngine, cluster: ClusterNode?,
-        limiter: RateLimiter, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService, clock: any SwitchboardClock,
-        logger: Logger
+        limiter: RateLimiter, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService, sfu: SFURooms? = nil,
+        clock: any SwitchboardClock, logger: Logger
     ) {
+        self.sfu = sfu
         self.configuration = configuration
         self.storage = storage
         self.apps = apps
