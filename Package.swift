@@ -13,6 +13,10 @@ let package = Package(
         .library(name: "SwitchboardProtocol", targets: ["SwitchboardProtocol"]),
         .library(name: "Switchboard", targets: ["Switchboard"]),
         .library(name: "SwitchboardCallKit", targets: ["SwitchboardCallKit"]),
+        // Empty where SwiftUI and UIKit do not exist (Linux).
+        .library(name: "SwitchboardUI", targets: ["SwitchboardUI"]),
+        // Empty unless the app gives it Google's WebRTC framework (docs/IOS.md, "Media").
+        .library(name: "SwitchboardWebRTC", targets: ["SwitchboardWebRTC"]),
         .library(name: "SwitchboardServer", targets: ["SwitchboardServer"]),
         .library(name: "SwitchboardTesting", targets: ["SwitchboardTesting"]),
         .library(name: "SwitchboardTestServers", targets: ["SwitchboardTestServers"]),
@@ -26,7 +30,12 @@ let package = Package(
         // needs GStreamer's and libnice's development packages (see README, "Media on Linux").
         .trait(
             name: "GStreamer",
-            description: "The GStreamer webrtcbin media engine (SwitchboardGStreamer) and `switchboard call`")
+            description: "The GStreamer webrtcbin media engine (SwitchboardGStreamer) and `switchboard call`"),
+        // Off by default, so nothing resolves or downloads Google's WebRTC unless an iOS app asks:
+        // `.package(url: …, from: …, traits: ["WebRTC"])` gives SwitchboardWebRTC the framework.
+        .trait(
+            name: "WebRTC",
+            description: "Google's WebRTC framework (stasel/WebRTC's binary builds) for SwitchboardWebRTC, the iOS media engine"),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
@@ -51,6 +60,8 @@ let package = Package(
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
         // Combine where Apple does not ship it, so the SDK's publishers are the same code, tested here.
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        // Only with the WebRTC trait (every use below is conditional on it, so SwiftPM leaves it out otherwise).
+        .package(url: "https://github.com/stasel/WebRTC.git", from: "125.0.0"),
     ],
     targets: [
         // MARK: shared
@@ -141,6 +152,24 @@ let package = Package(
             ]
         ),
 
+        // The call views: SwiftUI with UIKit wrappers, on the platform-neutral view logic of
+        // `Switchboard` (View/). Their sources compile only where SwiftUI and UIKit exist.
+        .target(
+            name: "SwitchboardUI",
+            dependencies: ["Switchboard", "SwitchboardProtocol"]
+        ),
+
+        // The iOS media engine on Google's WebRTC framework. Its sources compile only where the
+        // `WebRTC` module exists: with the WebRTC trait on iOS (docs/IOS.md, section 8).
+        .target(
+            name: "SwitchboardWebRTC",
+            dependencies: [
+                "Switchboard", "SwitchboardProtocol", "SwitchboardUI",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "WebRTC", package: "WebRTC", condition: .when(platforms: [.iOS], traits: ["WebRTC"])),
+            ]
+        ),
+
         // MARK: the browser client, shipped with the CLI as package resources
         .target(
             name: "SwitchboardWebClient",
@@ -195,6 +224,8 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // RSA keys for the local FCM's service account.
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
@@ -238,6 +269,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         .testTarget(

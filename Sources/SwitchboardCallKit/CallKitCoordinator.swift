@@ -249,7 +249,8 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             do {
                 try await retry.run(clock: clock) {
                     try await loginStore.registerPushToken(
-                        alert, environment: settings.pushEnvironment, bundleId: settings.bundleId, move: true, kind: .alert)
+                        alert, environment: settings.pushEnvironment, bundleId: settings.bundleId, move: true, kind: .alert,
+                        sealingKey: settings.pushSealingKey?.publicKey)
                 }
             } catch {
                 report(.pushTokenRegistrationFailed(error as? SwitchboardError ?? SwitchboardError(.notConnected)))
@@ -260,7 +261,8 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
                 // PushKit gave this token to this app on this phone: it is the logged-in user's now.
                 try await retry.run(clock: clock) {
                     try await loginStore.registerPushToken(
-                        token, environment: settings.pushEnvironment, bundleId: settings.bundleId, move: true)
+                        token, environment: settings.pushEnvironment, bundleId: settings.bundleId, move: true,
+                        sealingKey: settings.pushSealingKey?.publicKey)
                 }
                 holdings.withLockedValue { $0.unregisterAtLogin = false }
             } catch {
@@ -279,7 +281,7 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
     /// Reports the push's call right away (no `await` before the report); PushKit's completion runs
     /// from the report's completion.
     public func incomingPush(payload: [AnyHashable: Any], completion: @escaping @Sendable () -> Void) {
-        handle(.push(VoIPPush(payload: payload)), pushCompletion: completion)
+        handle(.push(VoIPPush(payload: payload, sealingKey: settings.pushSealingKey)), pushCompletion: completion)
     }
 
     // MARK: - CallKit

@@ -16,11 +16,16 @@ public struct CallKitSettings: Equatable, Sendable {
     public var pushEnvironment: PushEnvironment
     /// The app's bundle id (VoIP pushes go to topic `<bundleId>.voip`).
     public var bundleId: String
+    /// This device's key for sealed pushes (kept by the app, e.g. in the Keychain): registered
+    /// with the push tokens, so push services carry no names; the bridge opens each push with it.
+    public var pushSealingKey: PushSealingKey?
 
     public init(
         bundleId: String, pushEnvironment: PushEnvironment, mediaTypes: Set<CallMediaType> = [.audio, .video],
-        includesCallsInRecents: Bool = true, ringtoneSound: String? = nil, iconTemplateImageName: String? = nil
+        includesCallsInRecents: Bool = true, ringtoneSound: String? = nil, iconTemplateImageName: String? = nil,
+        pushSealingKey: PushSealingKey? = nil
     ) {
+        self.pushSealingKey = pushSealingKey
         self.bundleId = bundleId
         self.pushEnvironment = pushEnvironment
         self.mediaTypes = mediaTypes

@@ -338,6 +338,31 @@ public struct CallEndedPush: Codable, Equatable, Sendable {
         self.reason = reason
         self.mediaType = mediaType
     }
+
+    /// The alert's localization key of the end of a ringing shown as an alert (`"Call ended"`).
+    public static let alertLocalizationKey = "SWITCHBOARD_CALL_ENDED"
+
+    /// The end of a ringing on a device that rings without CallKit
+    /// (``RegisterPushTokenRequest/alertRinging``): APNs cannot take a delivered notification
+    /// away, so this alert, sent with the invitation's `apns-collapse-id` (the call id), replaces
+    /// the ringing one in place: a passive alert without sound or actions (no category), with
+    /// `content-available` so that an app running in the background removes it
+    /// (``NotificationRingingCoordinator``). The `switchboard` object is the VoIP push's `callEnded`.
+    public func alertPayload() throws -> Data {
+        try PushPayload.encode(aps: Self.endedAlert(sealed: false), kind: "callEnded", self)
+    }
+
+    /// The same sealed for a device (``SealedPush``).
+    public func sealedAlertPayload(for sealingKey: String) throws -> Data {
+        try PushPayload.sealed(
+            aps: Self.endedAlert(sealed: true), content: try PushPayload.content(kind: "callEnded", self), for: sealingKey)
+    }
+
+    private static func endedAlert(sealed: Bool) -> PushPayload.Alert {
+        PushPayload.Alert(
+            alert: .init(locKey: alertLocalizationKey), sound: nil, mutableContent: sealed ? 1 : nil,
+            interruptionLevel: "passive", contentAvailable: 1)
+    }
 }
 
 /// The two kinds of Switchboard VoIP push. On the wire:
@@ -399,6 +424,53 @@ extension IncomingCallPush {
     /// gets it with the invitation once it logs in), then the caller's push texts, the caller's name last.
     static var droppable: [WritableKeyPath<IncomingCallPush, String?>] {
         [\.userData, \.extra, \.body, \.title, \.callerName]
+    }
+
+    /// The notification category of an invitation sent as an alert, whose actions the app
+    /// registers: ``answerAction`` and ``declineAction``.
+    public static let alertCategory = "SWITCHBOARD_INCOMING_CALL"
+    public static let answerAction = "SWITCHBOARD_ANSWER"
+    public static let declineAction = "SWITCHBOARD_DECLINE"
+    /// The alert's localization keys when the caller gave no title: audio and video calls, with the
+    /// caller's name as the argument (`"Incoming call from %@"`), and a sealed one that names nobody.
+    public static let audioLocalizationKey = "SWITCHBOARD_INCOMING_CALL"
+    public static let videoLocalizationKey = "SWITCHBOARD_INCOMING_VIDEO_CALL"
+    public static let sealedLocalizationKey = "SWITCHBOARD_INCOMING_CALL_SEALED"
+
+    /// The invitation as a time-sensitive alert, for a device that rings without CallKit
+    /// (``RegisterPushTokenRequest/alertRinging``): the system shows it with the answer and decline
+    /// actions of ``alertCategory``; the `switchboard` object is the VoIP push's. Made to fit
+    /// ``MissedCallPush/maxPayloadBytes``.
+    public func fittedAlertPayload() throws -> Data {
+        try PushPayload.fitted(self, limit: MissedCallPush.maxPayloadBytes, dropping: Self.droppable) { push in
+            try PushPayload.encode(aps: push.ringingAlert(sealed: false), kind: "incomingCall", push)
+        }
+    }
+
+    /// The same sealed for a device (``SealedPush``): a neutral alert the app's notification
+    /// service extension may rewrite (`mutable-content`), the invitation in the box.
+    public func fittedSealedAlertPayload(for sealingKey: String) throws -> Data {
+        try PushPayload.fitted(self, limit: MissedCallPush.maxPayloadBytes, dropping: Self.droppable) { push in
+            try PushPayload.sealed(
+                aps: push.ringingAlert(sealed: true), content: try PushPayload.content(kind: "incomingCall", push),
+                for: sealingKey)
+        }
+    }
+
+    private func ringingAlert(sealed: Bool) -> PushPayload.Alert {
+        let text: PushPayload.Alert.Text =
+            if sealed {
+                .init(locKey: Self.sealedLocalizationKey)
+            } else if title != nil || body != nil {
+                .init(title: title, body: body)
+            } else {
+                .init(
+                    locKey: mediaType == .video ? Self.videoLocalizationKey : Self.audioLocalizationKey,
+                    locArgs: [callerName ?? callerId.rawValue])
+            }
+        return PushPayload.Alert(
+            alert: text, sound: sound ?? "default", mutableContent: sealed ? 1 : nil, category: Self.alertCategory,
+            interruptionLevel: "time-sensitive")
     }
 }
 
@@ -542,6 +614,12 @@ public enum PushPayload {
         try encode(aps: aps, kind: "sealed", Sealed(sealed: try SealedPush.seal(content, to: sealingKey)))
     }
 
+    /// Encodes the `switchboard` object of a sealed push alone, `{"v":1,"kind":"sealed","sealed":…}`
+    /// with `content` sealed for the key: what Web Push and FCM carry for a device with a sealing key.
+    static func sealedContent(_ content: Data, for sealingKey: String) throws -> Data {
+        try SwitchboardJSON.encode(Envelope(kind: "sealed", content: Sealed(sealed: try SealedPush.seal(content, to: sealingKey))))
+    }
+
     private struct Sealed: Encodable {
         var sealed: String
     }
@@ -590,19 +668,35 @@ public enum PushPayload {
         }
 
         var alert: Text
-        var sound: String
+        /// Absent: the alert makes no sound.
+        var sound: String?
         /// 1 lets the app's notification service extension change the alert (a sealed push).
         var mutableContent: Int?
+        /// The notification category, whose actions the app registered.
+        var category: String?
+        /// `time-sensitive` breaks through Focus, as a ringing call must; `passive` neither sounds
+        /// nor lights the screen.
+        var interruptionLevel: String?
+        /// 1 also hands the push to the app when it runs in the background (where iOS allows it).
+        var contentAvailable: Int?
 
-        init(alert: Text, sound: String, mutableContent: Int? = nil) {
+        init(
+            alert: Text, sound: String?, mutableContent: Int? = nil, category: String? = nil, interruptionLevel: String? = nil,
+            contentAvailable: Int? = nil
+        ) {
             self.alert = alert
             self.sound = sound
             self.mutableContent = mutableContent
+            self.category = category
+            self.interruptionLevel = interruptionLevel
+            self.contentAvailable = contentAvailable
         }
 
         private enum CodingKeys: String, CodingKey {
-            case alert, sound
+            case alert, sound, category
             case mutableContent = "mutable-content"
+            case interruptionLevel = "interruption-level"
+            case contentAvailable = "content-available"
         }
     }
 

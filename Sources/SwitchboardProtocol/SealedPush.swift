@@ -73,29 +73,29 @@ public enum SealedPush {
 /// iOS), its public half registered with the device's push tokens
 /// (``RegisterPushTokenRequest/sealingKey``).
 public struct PushSealingKey: Equatable, Sendable {
-    private let key: Curve25519.KeyAgreement.PrivateKey
+    /// The 32 bytes to keep. The value holds these rather than the key itself because CryptoKit's
+    /// keys are not `Sendable` in the iOS SDKs this package supports (swift-crypto re-exports
+    /// CryptoKit there); every init checks that they make a key, so ``key`` cannot fail.
+    public let rawRepresentation: Data
 
     /// A new random key.
-    public init() { key = Curve25519.KeyAgreement.PrivateKey() }
+    public init() { rawRepresentation = Curve25519.KeyAgreement.PrivateKey().rawRepresentation }
 
     /// The key kept from before (``rawRepresentation``).
     public init(rawRepresentation: Data) throws {
         guard let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: rawRepresentation) else {
             throw SwitchboardError(.invalidParams, "a sealing key is 32 bytes")
         }
-        self.key = key
+        self.rawRepresentation = key.rawRepresentation
     }
 
-    /// The 32 bytes to keep.
-    public var rawRepresentation: Data { key.rawRepresentation }
+    private var key: Curve25519.KeyAgreement.PrivateKey {
+        try! Curve25519.KeyAgreement.PrivateKey(rawRepresentation: rawRepresentation)
+    }
 
     /// The public half, base64url, as ``RegisterPushTokenRequest/sealingKey`` takes it.
     public var publicKey: String { Base64URL.encode(key.publicKey.rawRepresentation) }
 
     /// Opens a box sealed for this key (``SealedPush``).
     public func open(_ sealed: String) throws -> Data { try SealedPush.open(sealed, with: key) }
-
-    public static func == (lhs: PushSealingKey, rhs: PushSealingKey) -> Bool {
-        lhs.rawRepresentation == rhs.rawRepresentation
-    }
 }

@@ -3,7 +3,8 @@ import Foundation
 /// An error with a stable numeric code, as it travels on the wire (`{"code": 3001, "message": "…"}`).
 ///
 /// Codes are grouped in ranges: 1xxx protocol and connection, 2xxx login, 3xxx calls, 4xxx records,
-/// 5xxx server and admin API, 6xxx push, 7xxx media, 9xxx client side (never on the wire).
+/// 5xxx server and admin API, 6xxx push, 7xxx media, 8xxx webhooks and the admin API's records,
+/// 9xxx client side (never on the wire).
 /// A code never changes meaning once released; docs/PROTOCOL.md lists them all.
 public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The stable code.
@@ -82,11 +83,21 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case invalidPushToken = 6001
             case invalidBundleID = 6002
             case pushTokenInUse = 6003
+            case pushEndpointNotAllowed = 6004
 
             case mediaPayloadTooLarge = 7001
             case peerNotInCall = 7002
             case sfuSessionMismatch = 7003
             case sfuNotInUse = 7004
+            case invalidSessionDescription = 7005
+            case tooManyPublishedTracks = 7006
+
+            case invalidWebhookURL = 8001
+            case webhookURLNotAllowed = 8002
+            case unknownWebhookEvent = 8003
+            case tooManyWebhookEndpoints = 8004
+            case invalidTimeRange = 8005
+            case invalidCursor = 8006
 
             case connectionFailed = 9001
             case requestTimedOut = 9002
@@ -238,6 +249,10 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         /// The token is registered to another device or user; say `move: true` to take it over
         /// (within the same app only).
         public static let pushTokenInUse = Code(.pushTokenInUse)
+        /// A Web Push endpoint on a host the server does not send to: loopback, private,
+        /// link-local or otherwise not public, a name that is not a public DNS name, or a port
+        /// other than 443, unless the operator allows the host (`--web-push-allowed-hosts`).
+        public static let pushEndpointNotAllowed = Code(.pushEndpointNotAllowed)
 
         // MARK: 7xxx media
         /// An SDP or ICE payload is larger than allowed.
@@ -249,6 +264,28 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         public static let sfuSessionMismatch = Code(.sfuSessionMismatch)
         /// An SFU request in a call whose media is peer to peer.
         public static let sfuNotInUse = Code(.sfuNotInUse)
+        /// An SFU offer or answer that is not a session description the SFU can take: it must
+        /// start with `v=0`, have a media section, and give every media section an `a=mid` of at
+        /// most 32 bytes.
+        public static let invalidSessionDescription = Code(.invalidSessionDescription)
+        /// A publish offer with more media sections than a member publishes (microphone, camera,
+        /// screen, and the screen's sound: 4).
+        public static let tooManyPublishedTracks = Code(.tooManyPublishedTracks)
+
+        // MARK: 8xxx webhooks and records (admin API)
+        /// A webhook endpoint must be an http(s) URL with a host, without user info or fragment.
+        public static let invalidWebhookURL = Code(.invalidWebhookURL)
+        /// The endpoint's host does not resolve, or resolves to a loopback, private, link-local or
+        /// reserved address the operator did not allow (`--webhook-allow`).
+        public static let webhookURLNotAllowed = Code(.webhookURLNotAllowed)
+        /// An event type that does not exist.
+        public static let unknownWebhookEvent = Code(.unknownWebhookEvent)
+        /// The app has as many webhook endpoints as allowed (10).
+        public static let tooManyWebhookEndpoints = Code(.tooManyWebhookEndpoints)
+        /// `from`/`to` must be Unix milliseconds with `from` before `to`.
+        public static let invalidTimeRange = Code(.invalidTimeRange)
+        /// The paging cursor is not one this server gave.
+        public static let invalidCursor = Code(.invalidCursor)
 
         // MARK: 9xxx client side (never sent by the server)
         /// The client could not open the WebSocket.
@@ -322,10 +359,19 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .invalidPushToken: "invalid push token"
             case .invalidBundleID: "invalid bundle id"
             case .pushTokenInUse: "push token registered to another device"
+            case .pushEndpointNotAllowed: "the server does not send pushes to this endpoint"
             case .mediaPayloadTooLarge: "media payload too large"
             case .peerNotInCall: "peer is not in this call"
             case .sfuSessionMismatch: "not your current SFU session"
             case .sfuNotInUse: "this call's media is peer to peer"
+            case .invalidSessionDescription: "not a session description the SFU can take"
+            case .tooManyPublishedTracks: "too many tracks published"
+            case .invalidWebhookURL: "invalid webhook endpoint URL"
+            case .webhookURLNotAllowed: "webhook endpoint not allowed"
+            case .unknownWebhookEvent: "unknown webhook event type"
+            case .tooManyWebhookEndpoints: "too many webhook endpoints for this app"
+            case .invalidTimeRange: "invalid time range"
+            case .invalidCursor: "invalid cursor"
             case .connectionFailed: "could not connect to the server"
             case .requestTimedOut: "the server did not answer in time"
             case .notConnected: "not connected"

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -16,7 +17,11 @@ public final class SwitchboardNode: Sendable {
     public let developmentApp: AppCredentials?
     /// The secret of the admin HTTP API.
     public let adminSecret: String
+    /// The endpoints `ServerConfiguration.webhooks.startupEndpoints` made or kept, with their
+    /// secrets (for the banner).
+    public let startupWebhooks: [StartupWebhook]
     let context: NodeContext
+    private let housekeeper: WebhookHousekeeper
     private let application: any Service
     /// The event loops this node made for itself (``ServerConfiguration/eventLoopThreads``).
     private let ownEventLoops: MultiThreadedEventLoopGroup?
@@ -31,10 +36,13 @@ public final class SwitchboardNode: Sendable {
     }
 
     init(
-        apps: [AppCredentials], developmentApp: AppCredentials?, adminSecret: String, context: NodeContext,
-        application: any Service, ownEventLoops: MultiThreadedEventLoopGroup?
+        apps: [AppCredentials], developmentApp: AppCredentials?, adminSecret: String, startupWebhooks: [StartupWebhook],
+        context: NodeContext, housekeeper: WebhookHousekeeper, application: any Service,
+        ownEventLoops: MultiThreadedEventLoopGroup?
     ) {
+        self.housekeeper = housekeeper
         self.ownEventLoops = ownEventLoops
+        self.startupWebhooks = startupWebhooks
         self.apps = apps
         self.developmentApp = developmentApp
         self.adminSecret = adminSecret
@@ -52,7 +60,11 @@ public final class SwitchboardNode: Sendable {
         // the HTTP server stops.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: application)]
         if let cluster = context.cluster { services.append(.init(service: cluster)) }
-        services += [.init(service: lifecycle), .init(service: AliveMarker(context: context))]
+        services += [
+            .init(service: lifecycle), .init(service: AliveMarker(context: context)),
+            .init(service: WebhookService(dispatcher: context.webhookDispatcher)),
+            .init(service: WebhookHousekeepingService(housekeeper: housekeeper)),
+        ]
         var configuration = ServiceGroupConfiguration(
             services: services, gracefulShutdownSignals: gracefulShutdownSignals, logger: context.logger)
         configuration.maximumGracefulShutdownDuration = .seconds(10)
@@ -182,6 +194,10 @@ public func buildApplication(
     configuration: ServerConfiguration, clock: any SwitchboardClock = SystemClock(), logger: Logger
 ) async throws -> SwitchboardNode {
     let webPolicy = try WebPolicy(configuration.web)
+    let endpointPolicy = try WebPushEndpointPolicy(allowedHosts: configuration.webPush.allowedHosts)
+    let serverPush = AppPushCredentials(
+        apns: try configuration.apns?.key(), webPush: configuration.webPush.vapid, fcm: configuration.fcm.serviceAccount)
+    for problem in [serverPush.webPush?.problem, serverPush.fcm?.problem].compactMap({ $0 }) { throw problem }
     let storage: any SwitchboardStorage
     switch configuration.database {
     case .sqlite(let path):
@@ -218,13 +234,27 @@ public func buildApplication(
         }
     }
 
+    // Every app has a VAPID key pair from its first start on: a browser subscribes with its public
+    // key. Added only where none is stored, so nodes of a cluster starting together agree on one.
+    for app in served where app.push.webPush == nil {
+        try await storage.addPushCredentials(
+            app: app.sdkAppID, AppPushCredentials(webPush: .generate()), now: now)
+    }
+    let stored = Dictionary(try await storage.loadApps().map { ($0.sdkAppID, $0.push) }, uniquingKeysWith: { _, new in new })
+    for index in served.indices { served[index].push = stored[served[index].sdkAppID] ?? AppPushCredentials() }
+
     let registry = ConnectionRegistry()
     let metrics = ServerMetrics()
-    var apns: APNsClient?
-    if let apnsConfiguration = configuration.apns {
-        apns = try await APNsClient(configuration: apnsConfiguration, clock: clock, logger: logger)
-    }
     let apps = AppDirectory(served)
+    let credentials = PushCredentials(apps: apps, server: serverPush)
+    let transports: [any PushTransport] = [
+        APNsTransport(
+            configuration: configuration.apns ?? APNsConfiguration(), credentials: credentials, clock: clock, logger: logger),
+        WebPushTransport(
+            configuration: configuration.webPush, policy: endpointPolicy, credentials: credentials, clock: clock,
+            logger: logger),
+        FCMTransport(configuration: configuration.fcm, credentials: credentials, clock: clock, logger: logger),
+    ]
     let profiles = ProfileDirectory(store: storage)
 
     // On PostgreSQL the node is one of a cluster: the engine's events go wherever their devices
@@ -237,7 +267,8 @@ public func buildApplication(
     let bus = postgres.map { ClusterBus(node: nodeId, client: $0.client, location: $0.location, logger: logger) }
     let directory = bus.map { ClusterDirectory(node: nodeId, local: registry, bus: $0) }
     let delivery: any CallDelivery = directory ?? registry
-    let push = PushService(store: storage, presence: delivery, apns: apns, clock: clock, metrics: metrics, logger: logger)
+    let push = PushService(
+        store: storage, presence: delivery, transports: transports, clock: clock, metrics: metrics, logger: logger)
     let writer = PersistenceWriter(
         store: storage, clock: clock, commitInterval: configuration.commitInterval, logger: logger
     ) { stored in
@@ -245,6 +276,22 @@ public func buildApplication(
             delivery.send({ CallEngine.frame(.callRecord(CallRecordEvent(record: item.record))) }, to: .user(item.owner))
         }
     }
+    // Webhooks: the endpoints as the database has them, the dispatcher that sends on this node.
+    let webhooks = WebhookDirectory()
+    webhooks.replace(with: try await storage.webhookEndpoints(app: nil))
+    let webhookPolicy = WebhookAddressPolicy(allowed: configuration.webhooks.allowedNetworks)
+    let webhookMetrics = WebhookMetrics(registry: metrics.registry)
+    let dispatcher = WebhookDispatcher(
+        store: storage, directory: webhooks, sender: WebhookTransport(policy: webhookPolicy, clock: clock),
+        configuration: configuration.webhooks, node: nodeId, clock: clock, metrics: webhookMetrics, logger: logger)
+    writer.onEventsCommitted.function = { dispatcher.wake() }
+    if postgres == nil {
+        // A single node: claims left by the run before are nobody's now.
+        try await storage.releaseWebhookClaims()
+    }
+    let startupWebhooks = try await makeStartupWebhooks(
+        configuration.webhooks, apps: served.map(\.sdkAppID), storage: storage, policy: webhookPolicy, now: now)
+    if !startupWebhooks.isEmpty { webhooks.replace(with: try await storage.webhookEndpoints(app: nil)) }
     let limiter = RateLimiter(disabled: configuration.rateLimits.disabled)
     var rules = CallStateMachine.Configuration(reconnectGrace: configuration.reconnectGrace.milliseconds)
     rules.relayBytes = configuration.rateLimits.disabled ? nil : configuration.rateLimits.relayBytesPerMember
@@ -259,7 +306,7 @@ public func buildApplication(
     let engine = CallEngine(
         configuration: rules,
         delivery: delivery, storage: storage, limiter: limiter, limits: configuration.rateLimits, writer: writer,
-        push: push, metrics: metrics, sfu: sfu, clock: clock, logger: logger)
+        push: push, webhooks: webhooks, metrics: metrics, sfu: sfu, clock: clock, logger: logger)
     if let sfu {
         sfu.onLost.function = { [weak engine] callId, user in
             await engine?.handle(.sfuRestart(callId, user))
@@ -273,11 +320,21 @@ public func buildApplication(
             bus: bus, directory: directory, location: postgres.location, engine: engine, registry: registry,
             writer: writer, storage: storage, apps: apps, profiles: profiles,
             grace: configuration.reconnectGrace.milliseconds, clock: clock, logger: logger)
+        cluster?.onAppsChanged.function = {
+            if let endpoints = try? await storage.webhookEndpoints(app: nil) { webhooks.replace(with: endpoints) }
+            dispatcher.wake()
+        }
     }
     let context = NodeContext(
         configuration: configuration, storage: storage, apps: apps, profiles: profiles, registry: registry,
-        engine: engine, cluster: cluster, limiter: limiter, writer: writer, metrics: metrics, push: push, sfu: sfu,
+        engine: engine, cluster: cluster, limiter: limiter, writer: writer, metrics: metrics, push: push,
+        pushCredentials: credentials, webPushEndpoints: endpointPolicy,
+        webhooks: webhooks, webhookDispatcher: dispatcher, webhookPolicy: webhookPolicy, sfu: sfu,
         clock: clock, logger: logger)
+    let clusterNode = cluster
+    let webhookHousekeeper = WebhookHousekeeper(
+        store: storage, apps: apps, directory: webhooks, configuration: configuration.webhooks, metrics: webhookMetrics,
+        clock: clock, logger: logger, sweeps: { clusterNode?.isLeader ?? true })
     let adminSecret = configuration.adminSecret ?? randomHex(bytes: 24)
 
     // Calls the last run left in the journal (a deploy, a crash) are restored before anyone
@@ -321,10 +378,61 @@ public func buildApplication(
         logger: logger)
     let node = SwitchboardNode(
         apps: served.map { AppCredentials(sdkAppID: $0.sdkAppID, secretKey: $0.secretKey) },
-        developmentApp: developmentApp, adminSecret: adminSecret, context: context, application: application,
-        ownEventLoops: ownEventLoops)
+        developmentApp: developmentApp, adminSecret: adminSecret, startupWebhooks: startupWebhooks, context: context,
+        housekeeper: webhookHousekeeper, application: application, ownEventLoops: ownEventLoops)
     portBox.withLockedValue { $0 = node }
     return node
+}
+
+/// An endpoint the server made (or kept) at start for an app it serves (`serve --webhook`).
+public struct StartupWebhook: Sendable, Equatable {
+    public var sdkAppID: SdkAppID
+    public var endpointId: String
+    public var url: String
+    public var secret: String
+}
+
+/// Makes the endpoints of `serve --webhook` for every served app (all events), or keeps those
+/// already there with that URL (their secret set to the configured one, if any).
+func makeStartupWebhooks(
+    _ configuration: WebhookConfiguration, apps: [SdkAppID], storage: any SwitchboardStorage,
+    policy: WebhookAddressPolicy, now: Int64
+) async throws -> [StartupWebhook] {
+    guard !configuration.startupEndpoints.isEmpty else { return [] }
+    if let secret = configuration.startupSecret, WebhookSignature.key(secret) == nil {
+        throw SwitchboardError(.invalidParams, "a webhook secret is whsec_ and the base64 of 24-64 bytes")
+    }
+    var made: [StartupWebhook] = []
+    for url in configuration.startupEndpoints {
+        if case .failure(let error) = await policy.check(url) {
+            throw SwitchboardError(error.code, "--webhook \(url): \(error.message)")
+        }
+        for app in apps {
+            var endpoint =
+                try await storage.webhookEndpoints(app: app).first { $0.url == url }
+                ?? WebhookEndpoint(
+                    id: startupEndpointId(app: app, url: url), app: app, url: url, events: nil,
+                    description: "serve --webhook",
+                    secret: configuration.startupSecret ?? WebhookSignature.newSecret(), paused: false, gaps: [],
+                    createdAt: now, updatedAt: now)
+            if let secret = configuration.startupSecret, secret != endpoint.secret {
+                endpoint.secret = secret
+                endpoint.previousSecret = nil
+                endpoint.previousSecretUntil = nil
+                endpoint.updatedAt = now
+            }
+            try await storage.saveWebhookEndpoint(endpoint)
+            made.append(StartupWebhook(sdkAppID: app, endpointId: endpoint.id, url: url, secret: endpoint.secret))
+        }
+    }
+    return made
+}
+
+/// The id of a `serve --webhook` endpoint: made from the app and the URL, so nodes of a cluster
+/// that start at once make one endpoint, not one each.
+func startupEndpointId(app: SdkAppID, url: String) -> String {
+    let digest = SHA256.hash(data: Data("\(app.rawValue) \(url)".utf8))
+    return "ep_" + digest.prefix(8).map { String(format: "%02x", $0) }.joined()
 }
 
 /// Cryptographically random bytes as lowercase hex.

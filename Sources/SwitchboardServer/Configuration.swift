@@ -92,12 +92,21 @@ public struct ServerConfiguration: Sendable {
     public var nodeId: String?
     /// Heartbeats and timeouts of the cluster (PostgreSQL only).
     public var cluster = ClusterTiming()
-    /// Apple's push service; without it invitees with no connected device are `offline`.
+    /// Apple's push service and the server's APNs key; without a key (the server's or an app's
+    /// own), invitees whose devices have only APNs tokens and no connection are `offline`.
     public var apns: APNsConfiguration?
+    /// Web Push: the server's VAPID key pair (else each app's generated one) and which push
+    /// service hosts it sends to.
+    public var webPush = WebPushConfiguration()
+    /// Firebase Cloud Messaging: the server's service account (else only apps with their own push
+    /// to Android) and where FCM is.
+    public var fcm = FCMConfiguration()
     /// STUN and TURN servers for clients' media.
     public var ice = IceConfiguration()
     /// The SFU (Janus) that group calls' media goes through; nil: group calls are a mesh.
     public var sfu: SFUConfiguration?
+    /// Webhooks: where they may go, how they are retried, their bounds.
+    public var webhooks = WebhookConfiguration()
 
     public init() {}
 

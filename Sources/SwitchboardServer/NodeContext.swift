@@ -32,6 +32,14 @@ final class NodeContext: Sendable {
     let push: PushService
     /// The SFU's rooms, when group calls go through one.
     let sfu: SFURooms?
+    /// Which push credentials each app uses (its own, else the server's).
+    let pushCredentials: PushCredentials
+    /// Which Web Push endpoints may be registered.
+    let webPushEndpoints: WebPushEndpointPolicy
+    /// The webhook endpoints as this node knows them (the engine's filter, the dispatcher's list).
+    let webhooks: WebhookDirectory
+    let webhookDispatcher: WebhookDispatcher
+    let webhookPolicy: WebhookAddressPolicy
     let clock: any SwitchboardClock
     let logger: Logger
     private let counters = NIOLockedValueBox<(connections: UInt64, shuttingDown: Bool)>((0, false))
@@ -39,10 +47,14 @@ final class NodeContext: Sendable {
     init(
         configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
         profiles: ProfileDirectory, registry: ConnectionRegistry, engine: CallEngine, cluster: ClusterNode?,
-        limiter: RateLimiter, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService, sfu: SFURooms? = nil,
-        clock: any SwitchboardClock, logger: Logger
+        limiter: RateLimiter, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService,
+        pushCredentials: PushCredentials, webPushEndpoints: WebPushEndpointPolicy,
+        webhooks: WebhookDirectory, webhookDispatcher: WebhookDispatcher, webhookPolicy: WebhookAddressPolicy,
+        sfu: SFURooms? = nil, clock: any SwitchboardClock, logger: Logger
     ) {
         self.sfu = sfu
+        self.pushCredentials = pushCredentials
+        self.webPushEndpoints = webPushEndpoints
         self.configuration = configuration
         self.storage = storage
         self.apps = apps
@@ -54,6 +66,9 @@ final class NodeContext: Sendable {
         self.writer = writer
         self.metrics = metrics
         self.push = push
+        self.webhooks = webhooks
+        self.webhookDispatcher = webhookDispatcher
+        self.webhookPolicy = webhookPolicy
         self.limiter = limiter
         self.gate = ConnectionGate(limits: configuration.connections)
         self.deadlines = ConnectionDeadlines(clock: clock)
@@ -67,6 +82,14 @@ final class NodeContext: Sendable {
         case .failure(let error): .failure(error)
         default: .success(())
         }
+    }
+
+    /// An endpoint changed here: this node reads them again at once, the other nodes of a cluster
+    /// are told to, and the dispatcher looks for work.
+    func webhookEndpointsChanged() async {
+        if let endpoints = try? await storage.webhookEndpoints(app: nil) { webhooks.replace(with: endpoints) }
+        cluster?.broadcast(.appsChanged)
+        webhookDispatcher.wake()
     }
 
     func nextConnectionID() -> UInt64 {

@@ -83,7 +83,7 @@ public final class RawTCPClient: Sendable {
     /// Waits until what was received (and whether the connection closed) satisfies `predicate`;
     /// throws after `timeout` of real time (a test fails instead of hanging).
     public func wait(
-        timeout: Duration = .seconds(10), until predicate: @escaping @Sendable (_ received: [UInt8], _ closed: Bool) -> Bool
+        timeout: Duration = .seconds(30), until predicate: @escaping @Sendable (_ received: [UInt8], _ closed: Bool) -> Bool
     ) async throws {
         let id = UUID()
         let timer = Task { [state] in

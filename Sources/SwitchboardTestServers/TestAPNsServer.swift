@@ -9,10 +9,8 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOSSL
-import SwiftASN1
 import SwitchboardProtocol
 import SwitchboardTools
-import X509
 
 /// A local stand-in for Apple's push service, for tests: HTTP/2 over TLS (a self-signed certificate
 /// the server under test is told to trust), speaking APNs' protocol.
@@ -108,26 +106,9 @@ public final class TestAPNsServer: Sendable {
         let verifier = JWTKeyCollection()
         await verifier.add(ecdsa: try ES256PublicKey(pem: providerKey.publicKey.pemRepresentation))
 
-        // A self-signed certificate for 127.0.0.1.
-        let tlsKey = P256.Signing.PrivateKey()
-        let name = try DistinguishedName { CommonName("switchboard test APNs") }
-        let now = Date()
-        let certificate = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(tlsKey.publicKey),
-            notValidBefore: now - 3600, notValidAfter: now + 86_400, issuer: name, subject: name,
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
-                SubjectAlternativeNames([.ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])), .dnsName("localhost")])
-            },
-            issuerPrivateKey: .init(tlsKey))
-        let certificatePath = directory.appendingPathComponent("apns-test-ca.pem").path
-        try certificate.serializeAsPEM().pemString.write(toFile: certificatePath, atomically: true, encoding: .utf8)
-        var serializer = DER.Serializer()
-        try serializer.serialize(certificate)
-        let tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: [.certificate(try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der))],
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tlsKey.derRepresentation), format: .der)))
+        let tlsFiles = try TestTLS.make(name: "switchboard test APNs", file: "apns-test-ca.pem", directory: directory)
+        let tls = tlsFiles.configuration
+        let certificatePath = tlsFiles.certificatePath
 
         let (pushStream, pushSink) = AsyncStream<Push>.makeStream()
         let (answerStream, answerSink) = AsyncStream<Answer>.makeStream()

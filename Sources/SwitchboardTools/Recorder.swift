@@ -7,6 +7,11 @@ import SwitchboardProtocol
 ///
 /// Waiting has a real-time limit only as a guard against a hang; no logic depends on it.
 public final class Recorder<Value: Sendable>: Sendable {
+    /// How long a wait lasts unless told: long enough for a two-core machine that runs the whole
+    /// suite at once (real server processes, GStreamer, PostgreSQL) to answer what takes
+    /// milliseconds alone; a test that fails by running out of it has hung.
+    public static var defaultTimeout: Duration { .seconds(30) }
+
     private struct State {
         var values: [Value] = []
         var waiters: [UInt64: (predicate: @Sendable (Value) -> Bool, from: Int, continuation: CheckedContinuation<Value, any Error>)] = [:]
@@ -53,7 +58,7 @@ public final class Recorder<Value: Sendable>: Sendable {
     public var isFinished: Bool { state.withLockedValue { $0.finished } }
 
     /// Waits until the sequence ends; false if it did not within `timeout`.
-    public func waitForEnd(timeout: Duration = .seconds(10)) async -> Bool {
+    public func waitForEnd(timeout: Duration = Recorder.defaultTimeout) async -> Bool {
         let waiterID = state.withLockedValue { state in
             state.nextWaiter += 1
             return state.nextWaiter
@@ -76,7 +81,7 @@ public final class Recorder<Value: Sendable>: Sendable {
     /// The first value (received at or after position `from`) that matches, waiting for it if needed.
     @discardableResult
     public func first(
-        from: Int = 0, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (Value) -> Bool
+        from: Int = 0, timeout: Duration = Recorder.defaultTimeout, where predicate: @escaping @Sendable (Value) -> Bool
     ) async throws -> Value {
         let waiterID = state.withLockedValue { state in
             state.nextWaiter += 1
@@ -100,10 +105,23 @@ public final class Recorder<Value: Sendable>: Sendable {
 }
 
 extension Recorder {
+    /// Waits for the first value (at or after `from`) that matches and returns the position just
+    /// past it: a wait for what must follow that value starts there, so a value replayed or
+    /// received before it cannot answer that wait.
+    public func position(
+        after from: Int = 0, timeout: Duration = Recorder.defaultTimeout, where predicate: @escaping @Sendable (Value) -> Bool
+    ) async throws -> Int {
+        try await first(from: from, timeout: timeout, where: predicate)
+        let values = self.values
+        // Values are only ever appended, so the match `first` found is still there.
+        let index = (from..<values.count).first { predicate(values[$0]) } ?? values.count - 1
+        return index + 1
+    }
+
     /// Waits until `count` values that match have arrived; returns them.
     @discardableResult
     public func matches(
-        _ count: Int, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (Value) -> Bool
+        _ count: Int, timeout: Duration = Recorder.defaultTimeout, where predicate: @escaping @Sendable (Value) -> Bool
     ) async throws -> [Value] {
         var from = 0
         var found: [Value] = []

@@ -70,6 +70,27 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Minutes a provider token is reused, 20-59 [SWITCHBOARD_APNS_TOKEN_LIFETIME, default 25].")
     var apnsTokenLifetime: Int?
 
+    @Option(
+        help: "The server's VAPID private key for Web Push (a file: PEM, or 32 bytes base64url), for apps without their own [SWITCHBOARD_VAPID_KEY_FILE, default: each app's generated key pair].")
+    var vapidKeyFile: String?
+
+    @Option(help: "Contact for push services with --vapid-key-file: mailto: or https: [SWITCHBOARD_VAPID_SUBJECT].")
+    var vapidSubject: String?
+
+    @Option(
+        help: "Hosts of Web Push endpoints to send to although they are loopback, private or local, or on a port other than 443; repeatable or comma-separated [SWITCHBOARD_WEB_PUSH_ALLOWED_HOSTS, default: none].")
+    var webPushAllowedHosts: [String] = []
+
+    @Option(
+        help: "A Firebase service account's JSON key file for FCM, for apps without their own [SWITCHBOARD_FCM_SERVICE_ACCOUNT].")
+    var fcmServiceAccount: String?
+
+    @Option(help: "FCM HTTP v1 base URL [SWITCHBOARD_FCM_URL, default https://fcm.googleapis.com].")
+    var fcmUrl: String?
+
+    @Option(help: "A PEM file of extra CAs to trust for Web Push services, FCM and its token endpoint [SWITCHBOARD_PUSH_CA_FILE].")
+    var pushCaFile: String?
+
     @Option(help: "Secret of the admin HTTP API [SWITCHBOARD_ADMIN_SECRET, default: generated and printed].")
     var adminSecret: String?
 
@@ -105,6 +126,10 @@ struct Serve: AsyncParsableCommand {
     var webFrameAncestors: [String] = []
 
     @Option(
+        help: "Origins besides this server's that members' avatar images may come from in the browser client, e.g. https://cdn.example.com; repeatable or comma-separated [SWITCHBOARD_WEB_IMAGE_ORIGINS, default: none: other avatars show as initials].")
+    var webImageOrigins: [String] = []
+
+    @Option(
         help: "Hosts besides localhost, 127.0.0.0/8 and [::1] whose requests get development UserSigs (a guard against DNS rebinding); repeatable or comma-separated [SWITCHBOARD_DEV_ALLOWED_HOSTS, default: none].")
     var devAllowedHosts: [String] = []
 
@@ -130,6 +155,35 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "trace, debug, info, notice, warning, error or critical [SWITCHBOARD_LOG_LEVEL, default info].")
     var logLevel: String?
+
+    @Option(
+        help: "A webhook endpoint URL every served app (the development app above all) posts all its events to; repeatable [SWITCHBOARD_WEBHOOKS, comma-separated].")
+    var webhook: [String] = []
+
+    @Option(help: "The signing secret of the --webhook endpoints, whsec_ and base64 [SWITCHBOARD_WEBHOOK_SECRET, default: a new one, printed].")
+    var webhookSecret: String?
+
+    @Option(
+        help: "A network webhooks may go to although it is loopback, private or link-local, e.g. 127.0.0.0/8 or 10.1.0.0/16; repeatable [SWITCHBOARD_WEBHOOK_ALLOW, comma-separated; default: public addresses only].")
+    var webhookAllow: [String] = []
+
+    @Option(help: "Milliseconds a webhook receiver has to answer [SWITCHBOARD_WEBHOOK_TIMEOUT_MS, default 15000].")
+    var webhookTimeoutMs: Int?
+
+    @Option(help: "Milliseconds before the first webhook retry; each next waits twice as long [SWITCHBOARD_WEBHOOK_RETRY_INITIAL_MS, default 5000].")
+    var webhookRetryInitialMs: Int?
+
+    @Option(help: "Longest wait between two webhook retries, ms [SWITCHBOARD_WEBHOOK_RETRY_MAX_MS, default 3600000].")
+    var webhookRetryMaxMs: Int?
+
+    @Option(help: "Seconds after its first attempt a webhook delivery is given up [SWITCHBOARD_WEBHOOK_GIVE_UP_AFTER, default 86400].")
+    var webhookGiveUpAfter: Int?
+
+    @Option(help: "Deliveries waiting for one endpoint beyond which new events are not queued for it [SWITCHBOARD_WEBHOOK_MAX_BACKLOG, default 100000].")
+    var webhookMaxBacklog: Int?
+
+    @Option(help: "Hours webhook events are kept for replays [SWITCHBOARD_WEBHOOK_EVENT_RETENTION_HOURS, default 168].")
+    var webhookEventRetentionHours: Int?
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -233,6 +287,22 @@ struct Serve: AsyncParsableCommand {
         func list(_ flags: [String], _ name: String) -> [String] {
             flags.isEmpty ? (environment[name]?.split(separator: ",").map(String.init) ?? []) : flags
         }
+        if let file = setting(vapidKeyFile, "SWITCHBOARD_VAPID_KEY_FILE") {
+            let text = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let key = VAPIDKey(privateKey: text, subject: setting(vapidSubject, "SWITCHBOARD_VAPID_SUBJECT") ?? "")
+            if let problem = key.problem { throw ValidationError("--vapid-key-file/--vapid-subject: \(problem.message)") }
+            configuration.webPush.vapid = key
+        }
+        configuration.webPush.trustRootsPath = setting(pushCaFile, "SWITCHBOARD_PUSH_CA_FILE")
+        configuration.fcm.trustRootsPath = configuration.webPush.trustRootsPath
+        if let file = setting(fcmServiceAccount, "SWITCHBOARD_FCM_SERVICE_ACCOUNT") {
+            do {
+                configuration.fcm.serviceAccount = try FCMServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: file)))
+            } catch let error as SwitchboardError {
+                throw ValidationError("--fcm-service-account: \(error.message)")
+            }
+        }
+        if let url = setting(fcmUrl, "SWITCHBOARD_FCM_URL") { configuration.fcm.apiURL = url }
         configuration.ice.stunURLs = list(stunUrl, "SWITCHBOARD_STUN_URLS")
         configuration.ice.turnURLs = list(turnUrl, "SWITCHBOARD_TURN_URLS")
         configuration.ice.turnSecret = setting(turnSecret, "SWITCHBOARD_TURN_SECRET")
@@ -251,6 +321,7 @@ struct Serve: AsyncParsableCommand {
             list(flags, name).flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty }
         }
+        configuration.webPush.allowedHosts = items(webPushAllowedHosts, "SWITCHBOARD_WEB_PUSH_ALLOWED_HOSTS")
         configuration.web.allowedServers = try items(webAllowedServers, "SWITCHBOARD_WEB_ALLOWED_SERVERS").map { text in
             guard let origin = WebSecurity.serverOrigin(text) else {
                 throw ValidationError(
@@ -265,11 +336,55 @@ struct Serve: AsyncParsableCommand {
             }
             return ancestor
         }
+        configuration.web.imageOrigins = try items(webImageOrigins, "SWITCHBOARD_WEB_IMAGE_ORIGINS").map { text in
+            guard let origin = WebSecurity.imageOrigin(text) else {
+                throw ValidationError(
+                    "--web-image-origins takes origins such as https://cdn.example.com (no path; a host name or IPv4 address), got '\(text)'")
+            }
+            return origin
+        }
         configuration.web.devAllowedHosts = try items(devAllowedHosts, "SWITCHBOARD_DEV_ALLOWED_HOSTS").map { text in
             guard WebSecurity.isDevHost(text) else {
                 throw ValidationError("--dev-allowed-hosts takes host names or addresses without a port, got '\(text)'")
             }
             return text
+        }
+
+        configuration.webhooks.startupEndpoints = items(webhook, "SWITCHBOARD_WEBHOOKS")
+        configuration.webhooks.startupSecret = setting(webhookSecret, "SWITCHBOARD_WEBHOOK_SECRET")
+        configuration.webhooks.allowedNetworks = try items(webhookAllow, "SWITCHBOARD_WEBHOOK_ALLOW").map { text in
+            guard let network = IPNetwork(text) else {
+                throw ValidationError("--webhook-allow takes networks such as 127.0.0.0/8 or fd00::/8, got '\(text)'")
+            }
+            return network
+        }
+        func milliseconds(_ flag: Int?, _ name: String, _ range: ClosedRange<Int>) throws -> Duration? {
+            guard let value = setting(flag.map(String.init), name) else { return nil }
+            guard let number = Int(value), range.contains(number) else {
+                throw ValidationError("\(name) must be \(range.lowerBound)-\(range.upperBound)")
+            }
+            return .milliseconds(number)
+        }
+        if let timeout = try milliseconds(webhookTimeoutMs, "SWITCHBOARD_WEBHOOK_TIMEOUT_MS", 100...60_000) {
+            configuration.webhooks.timeout = timeout
+        }
+        if let initial = try milliseconds(webhookRetryInitialMs, "SWITCHBOARD_WEBHOOK_RETRY_INITIAL_MS", 10...3_600_000) {
+            configuration.webhooks.retry.initial = initial
+        }
+        if let max = try milliseconds(webhookRetryMaxMs, "SWITCHBOARD_WEBHOOK_RETRY_MAX_MS", 10...86_400_000) {
+            configuration.webhooks.retry.maxInterval = max
+        }
+        if let seconds = try positive(webhookGiveUpAfter, "SWITCHBOARD_WEBHOOK_GIVE_UP_AFTER") {
+            configuration.webhooks.retry.giveUpAfter = .seconds(seconds)
+        }
+        if let count = try positive(webhookMaxBacklog, "SWITCHBOARD_WEBHOOK_MAX_BACKLOG") {
+            configuration.webhooks.maxBacklog = count
+        }
+        if let hours = try positive(webhookEventRetentionHours, "SWITCHBOARD_WEBHOOK_EVENT_RETENTION_HOURS") {
+            configuration.webhooks.eventRetention = .seconds(hours * 3600)
+        }
+        guard configuration.webhooks.eventRetention > configuration.webhooks.retry.giveUpAfter else {
+            throw ValidationError("webhook events must be kept longer than a delivery is retried")
         }
 
         var logger = Logger(label: "switchboard")
@@ -320,8 +435,13 @@ struct Serve: AsyncParsableCommand {
             lines.append("  apps       \(node.apps.map { String($0.sdkAppID.rawValue) }.joined(separator: ", "))")
         }
         lines.append(
-            configuration.apns.map { "  VoIP push  APNs key \($0.keyId), team \($0.teamId)" }
-                ?? "  VoIP push  off (no APNs key): invitees without a connected device are offline")
+            configuration.apns?.keyPath.map { _ in "  APNs       key \(configuration.apns?.keyId ?? ""), team \(configuration.apns?.teamId ?? "")" }
+                ?? "  APNs       no server key (apps may have their own: PUT /v1/apps/{sdkAppID}/push)")
+        lines.append(
+            "  Web Push   " + (configuration.webPush.vapid.map { _ in "the server's VAPID key" } ?? "each app's generated VAPID key"))
+        lines.append(
+            configuration.fcm.serviceAccount.map { "  FCM        project \($0.projectId)" }
+                ?? "  FCM        no server account (apps may have their own)")
         let ice = configuration.ice
         lines.append(
             ice.turnURLs.isEmpty
@@ -332,6 +452,10 @@ struct Serve: AsyncParsableCommand {
         }
         if configuration.adminSecret == nil {
             lines.append("  admin API  Authorization: Bearer \(node.adminSecret)  (set SWITCHBOARD_ADMIN_SECRET to choose it)")
+        }
+        for webhook in node.startupWebhooks {
+            let secret = configuration.webhooks.startupSecret == nil ? webhook.secret : "the --webhook-secret"
+            lines.append("  webhook    app \(webhook.sdkAppID) → \(webhook.url) (\(webhook.endpointId)), signed with \(secret)")
         }
         lines.append(
             "Stop with Ctrl-C: calls are kept for the next start (or another node) and clients told to come back.")

@@ -8,5 +8,6 @@ struct SwitchboardCommand: AsyncParsableCommand {
         subcommands: [
             Serve.self, UserSigCommand.self, DemoCommand.self, CallCommand.self, BenchCommand.self,
             EchoServerCommand.self,
+            WebhookSinkCommand.self,
         ])
 }

@@ -13,6 +13,9 @@ import Testing
     static let app = "1400000001:process-test-secret"
     static let sdkAppID: SdkAppID = 1_400_000_001
 
+    /// The wall clock in Unix ms, the clock a server process stamps records with.
+    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+
     static func directory() throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-process-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -58,14 +61,14 @@ import Testing
         let bobEvents = Recorder(bob.callStore.events)
         let aliceLogin = Recorder(alice.loginStore.stateUpdates)
         let call = try await Self.connect(alice, bob, "bob", aliceEvents, bobEvents)
-        let startTime = alice.callStore.state.activeCall?.startTime
+        let startTime = try #require(alice.callStore.state.activeCall?.startTime)
 
         proxy.cut()
-        try await aliceLogin.first { $0.loginStatus == .reconnecting }
+        let away = try await aliceLogin.position { $0.loginStatus == .reconnecting }
         try await bobEvents.first {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
         }
-        try await aliceLogin.first(from: aliceLogin.values.count) { $0.loginStatus == .loggedIn }
+        try await aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         try await bobEvents.first {
             if case .onMemberStatusChanged(call, "alice", .unknown, _) = $0 { true } else { false }
         }
@@ -169,7 +172,9 @@ import Testing
         try await Self.waitUntilLoggedIn(frank)
         try await frank.callStore.accept(callId: ringing)
         try await erinEvents.first { if case .onCallStarted(ringing, _, _) = $0 { true } else { false } }
-        // ...and both end normally, with one true record per member.
+        // ...and both end normally, with one true record per member; the record's end lies
+        // between the hang-up and the end event (server and test read the same clock).
+        let hangingUp = Self.nowMillis()
         try await dave.callStore.hangup(callId: connected)
         try await erin.callStore.hangup(callId: ringing)
         for (client, events, call, by) in [
@@ -188,6 +193,7 @@ import Testing
         let carolRecord = try #require(try await carol.callStore.queryRecords(count: 100).records.first { $0.callId == connected })
         #expect(carolRecord.startTime == startTime)
         #expect(carolRecord.duration == Int((carolRecord.endTime - startTime) / 1000))
+        #expect((hangingUp...Self.nowMillis()).contains(carolRecord.endTime))
 
         // No acknowledged record is missing.
         for (user, callIds) in before {
@@ -255,6 +261,7 @@ import Testing
         for events in [aliceEvents, bobEvents] { #expect(!events.values.contains(where: isEnded)) }
         #expect(alice.callStore.state.activeCall?.callId == call)
         #expect(alice.callStore.state.activeCall?.startTime == startTime)
+        let hangingUp = Self.nowMillis()
         try await alice.callStore.hangup(callId: call)
         for events in [aliceEvents, bobEvents] {
             #expect(
@@ -263,6 +270,7 @@ import Testing
             let record = try #require(await events.first(where: isRecord).record)
             #expect(record.result == .answered && record.endReason == .hangup && record.startTime == startTime)
             #expect(record.duration == Int((record.endTime - startTime) / 1000))
+            #expect((hangingUp...Self.nowMillis()).contains(record.endTime))
         }
 
         // The ringing call rang on and timed out at its original deadline (8 s after it was placed).

@@ -65,7 +65,7 @@ struct WebClientTests {
             arguments: [
                 "--web-allowed-servers", "wss://node2.example.com, ws://node3.example.com:8080",
                 "--web-allowed-servers", "WSS://Node4.example.com:443/", "--web-frame-ancestors", "self",
-                "--dev-allowed-hosts", "dev.example.com",
+                "--dev-allowed-hosts", "dev.example.com", "--web-image-origins", "https://cdn.example.com",
             ], directory: directory)
         defer { server.kill() }
         let own = "localhost:\(server.port)"
@@ -76,6 +76,7 @@ struct WebClientTests {
                 "connect-src 'self' ws://\(own) wss://\(own) wss://node2.example.com ws://node3.example.com:8080 wss://node4.example.com;"
             ), "\(policy)")
         #expect(policy.hasSuffix("frame-ancestors 'self'"), "\(policy)")
+        #expect(policy.contains("img-src 'self' https://cdn.example.com;"), "\(policy)")
         #expect(page["X-Frame-Options"] == "SAMEORIGIN")
         let listed = try await RawTCPClient.get(port: server.port, rawPath: "/v1/dev/usersig?userID=alice", host: "dev.example.com")
         #expect(listed.status == 200)
@@ -88,6 +89,7 @@ struct WebClientTests {
             ("--web-allowed-servers", "https://node2.example.com", "--web-allowed-servers takes WebSocket origins"),
             ("--web-allowed-servers", "wss://node2.example.com/v1/ws", "--web-allowed-servers takes WebSocket origins"),
             ("--web-frame-ancestors", "*", "--web-frame-ancestors takes 'self' or origins"),
+            ("--web-image-origins", "https://cdn.example.com/avatars", "--web-image-origins takes origins"),
             ("--dev-allowed-hosts", "dev.example.com:8080", "--dev-allowed-hosts takes host names"),
         ] {
             let output = try CLITests.run(["serve", "--port", "0", flag, value])

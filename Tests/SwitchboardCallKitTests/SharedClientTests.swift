@@ -101,7 +101,9 @@ struct SharedClientTests {
             .deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let section = try #require(readme.components(separatedBy: "## Using the SDK").dropFirst().first)
-        let block = try #require(section.components(separatedBy: "```swift\n").dropFirst().first?.components(separatedBy: "```").first)
+        // The section's Swift block that is app code (the one before it is the package line).
+        let blocks = section.components(separatedBy: "```swift\n").dropFirst().compactMap { $0.components(separatedBy: "```").first }
+        let block = try #require(blocks.first { $0.hasPrefix("import Switchboard\n") })
         let documented = block.replacingOccurrences(of: #"URL(string: "ws://127.0.0.1:8080/v1/ws")!"#, with: "serverURL")
             .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             .filter { $0 != "import Switchboard" }

@@ -347,7 +347,8 @@ struct GStreamerEngineTests {
 
     /// One engine serves one call after another: each call starts its media afresh.
     @Test func callAfterCallOnTheSameEngines() async throws {
-        let server = try await TestServer.start()
+        // Eight invitations to bob in seconds: more than a callee takes by default (5 at once).
+        let server = try await TestServer.start { $0.rateLimits.invitationsPerCallee = RateLimit(rate: 10, burst: 10) }
         let alice = try await Self.member(server, "alice")
         let bob = try await Self.member(server, "bob")
         for round in 1...8 {

@@ -305,6 +305,9 @@ struct GoldenTests {
             ("push.callEnded", try end.payload()),
             ("push.missedCall", try missed.payload()),
             ("push.missedCall.localized", try localized.payload()),
+            // A device that rings without CallKit: the invitation as an alert, and its end.
+            ("push.alert.incomingCall", try Self.invitation.fittedAlertPayload()),
+            ("push.alert.callEnded", try CallEndedPush(callId: Self.callId, sdkAppID: 1_400_000_001, reason: .canceled, mediaType: .video).alertPayload()),
         ]
         for (name, payload) in payloads {
             let golden = try Data(contentsOf: Self.goldenDirectory.appendingPathComponent("\(name).json"))
@@ -316,6 +319,30 @@ struct GoldenTests {
         let golden = try Data(contentsOf: Self.goldenDirectory.appendingPathComponent("push.missedCall.json"))
         #expect(MissedCallPush(json: golden) == missed)
         #expect(MissedCallPush(json: try VoIPPush.incomingCall(Self.invitation).payload()) == nil)
+    }
+
+    /// What Web Push messages carry (decrypted) and what FCM data messages carry under
+    /// `switchboard`: the object APNs pushes carry under their `switchboard` key.
+    @Test func webAndFCMPushObjects() throws {
+        let end = CallEndedPush(callId: Self.callId, sdkAppID: 1_400_000_001, reason: .canceled, mediaType: .video)
+        let missed = MissedCallPush(
+            callId: Self.callId, sdkAppID: 1_400_000_001, userId: "bob", callerId: "alice", callerName: "Alice",
+            mediaType: .video, callType: .oneToOne, reason: .noResponse, pushConfig: Self.pushConfig)
+        for (name, push) in [
+            ("push.web.incomingCall", CallPush.incomingCall(Self.invitation)), ("push.web.callEnded", .callEnded(end)),
+            ("push.web.missedCall", .missedCall(missed)),
+        ] {
+            let golden = try Data(contentsOf: Self.goldenDirectory.appendingPathComponent("\(name).json"))
+            let expected = try JSONSerialization.jsonObject(with: golden) as? NSDictionary
+            let produced = try JSONSerialization.jsonObject(with: try push.object()) as? NSDictionary
+            #expect(expected == produced, "\(name)")
+            #expect(CallPush(object: golden) == push, "\(name)")
+        }
+        // The same object as an APNs push's `switchboard`.
+        let apns = try JSONSerialization.jsonObject(with: try VoIPPush.incomingCall(Self.invitation).payload()) as? [String: Any]
+        let object = try JSONSerialization.jsonObject(with: try CallPush.incomingCall(Self.invitation).object()) as? NSDictionary
+        #expect(apns?["switchboard"] as? NSDictionary == object)
+        #expect(CallPush(object: Data(#"{"v":1,"kind":"somethingNew","callId":"c"}"#.utf8)) == nil)
     }
 
     /// Every push fits APNs' limit whatever the caller chose: `userData`, then the push texts, then
@@ -593,7 +620,7 @@ struct GoldenTests {
     func sfuSignalKinds(connection: SFUConnection, kind: MediaSignalKind, valid: Bool) {
         let signal = SendSFUSignalRequest(
             callId: Self.groupId, session: 1, connection: connection, kind: kind,
-            sdp: kind == .offer || kind == .answer ? "v=0" : nil,
+            sdp: kind == .offer || kind == .answer ? "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=mid:0\r\n" : nil,
             candidate: kind == .candidate ? IceCandidate(candidate: "") : nil)
         #expect((signal.validationError() == nil) == valid)
         var stale = signal
@@ -633,8 +660,18 @@ struct GoldenTests {
             "request.call.sfu.offer", "request.call.sfu.answer", "request.call.sfu.candidate", "request.call.sfu.restart",
             "request.call.videoLayer", "event.sfuSession", "event.sfuSignal.answer", "event.sfuSignal.offer",
             "response.error.sfuSession", "event.callStarted.sfu",
+            "push.web.incomingCall", "push.web.callEnded", "push.web.missedCall", "push.alert.incomingCall",
+            "push.alert.callEnded",
             // Checked by SealedPushTests.
-            "push.sealed.vector", "push.incomingCall.sealed",
+            "push.sealed.vector", "push.incomingCall.sealed", "push.web.sealed",
+            // Checked by FCMTests (SwitchboardServerTests).
+            "push.fcm.incomingCall", "push.fcm.callEnded",
+            // Checked by WebhookGoldenTests.
+            "webhook.call.created", "webhook.call.member.invited", "webhook.call.member.ringing",
+            "webhook.call.member.answered", "webhook.call.member.joined", "webhook.call.member.rejected",
+            "webhook.call.member.missed", "webhook.call.member.left", "webhook.call.media_type.changed",
+            "webhook.call.ended", "webhook.call.record.written", "webhook.user.blocked", "webhook.user.unblocked",
+            "webhook.signature.vector",
         ]
         #expect(Set(files) == checked)
     }

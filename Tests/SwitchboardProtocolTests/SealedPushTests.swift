@@ -44,6 +44,15 @@ struct SealedPushTests {
         let switchboard = try #require(body["switchboard"] as? [String: Any])
         #expect(switchboard["kind"] as? String == "sealed" && switchboard["sealed"] as? String == vector.sealed)
         #expect((body["aps"] as? [String: Any])?.isEmpty == true)
+        // Web Push and FCM carry the same box as the whole object.
+        let web = try Data(contentsOf: GoldenTests.goldenDirectory.appendingPathComponent("push.web.sealed.json"))
+        let object = try #require(try JSONSerialization.jsonObject(with: web) as? [String: Any])
+        #expect(object.count == 3 && object["v"] as? Int == 1 && object["kind"] as? String == "sealed")
+        #expect(object["sealed"] as? String == vector.sealed)
+        let plain = try #require(CallPush(object: Data(vector.content.utf8)))
+        #expect(CallPush(object: web, sealingKey: device) == plain)
+        #expect(CallPush(object: web, sealingKey: PushSealingKey()) == nil)
+        #expect(CallPush(object: web) == nil)
     }
 
     @Test func aWrongKeyOrAChangedBoxFailsCleanly() throws {
@@ -87,5 +96,29 @@ struct SealedPushTests {
         let opened = try #require(MissedCallPush(json: alert, sealingKey: device))
         #expect(opened.callerId == "alice" && opened.reason == .noResponse && opened.title == config.title)
         #expect(MissedCallPush(json: alert, sealingKey: PushSealingKey()) == nil)
+
+        // The invitation as a sealed alert (no CallKit), and the sealed end of that ringing.
+        let ringing = try invitation.fittedSealedAlertPayload(for: device.publicKey)
+        #expect(ringing.count <= MissedCallPush.maxPayloadBytes)
+        #expect(!String(decoding: ringing, as: UTF8.self).contains("alice"))
+        guard case .incomingCall(let opened)? = VoIPPush(json: ringing, sealingKey: device) else {
+            Issue.record("the sealed alert does not open")
+            return
+        }
+        #expect(opened.callerId == "alice" && opened.title == config.title)
+        let end = CallEndedPush(callId: invitation.callId, sdkAppID: 1_400_000_001, reason: .canceled, mediaType: .video)
+        let stop = try end.sealedAlertPayload(for: device.publicKey)
+        #expect(VoIPPush(json: stop, sealingKey: device) == .callEnded(end))
+        // Web Push and FCM: the sealed object within the room a message leaves
+        // (Web Push: 4096 bytes less the aes128gcm header, delimiter and tag).
+        for limit in [4096 - 86 - 17, 4096 - 11] {
+            for push in [CallPush.incomingCall(invitation), .missedCall(missed), .callEnded(end)] {
+                let sealed = try push.fittedObject(limit: limit, sealingKey: device.publicKey)
+                #expect(sealed.count <= limit, "\(push.kind) in \(limit)")
+                #expect(!String(decoding: sealed, as: UTF8.self).contains("alice"))
+                let inside = try #require(CallPush(object: sealed, sealingKey: device))
+                #expect(inside.callId == push.callId && inside.kind == push.kind)
+            }
+        }
     }
 }

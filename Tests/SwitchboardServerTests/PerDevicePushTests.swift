@@ -143,7 +143,7 @@ struct PerDevicePushTests {
         await apns.stop()
     }
 
-    func step<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
+    @discardableResult func step<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch {

@@ -87,6 +87,54 @@ struct PushTests {
         try await s.server.client("bob", deviceId: "bob-phone", login: false)
     }
 
+    /// A device that registered a sealing key gets every push sealed for it: APNs sees neither
+    /// the caller's id, nor their nickname, nor the call's texts, and the device's key opens each.
+    @Test func aSealedDevicesPushesNameNobody() async throws {
+        let s = try await setUp()
+        let key = PushSealingKey()
+        let phone = try await RawClient(url: s.server.url)
+        _ = try await phone.request(
+            LoginRequest(sdkAppID: s.server.app.sdkAppID, userID: "bob", userSig: s.server.userSig("bob"), deviceId: "bob-phone"),
+            id: "login")
+        for (index, (token, kind)) in [(Self.bobToken, PushTokenKind.voip), (Self.bobAlertToken, .alert)].enumerated() {
+            let registered = try await phone.request(
+                RegisterPushTokenRequest(
+                    token: token, environment: .sandbox, bundleId: Self.bundle, kind: kind, sealingKey: key.publicKey),
+                id: "sealed\(index)")  // a new id: the server answers a repeated one from its ledger
+            #expect(registered["result"] != nil)
+        }
+        phone.close()
+        #expect(await phone.frames.waitForEnd())
+
+        let call = try await s.alice.callStore.calls(
+            participantIds: ["bob"], mediaType: .video, params: CallParams(userData: "topic-7", pushConfig: Self.pushConfig))
+        func namesNobody(_ push: TestAPNsServer.Push) {
+            let text = String(decoding: push.payload, as: UTF8.self)
+            for clear in ["alice", "Alice", "topic-7", "Missed call", "t-1"] {
+                #expect(!text.contains(clear), "\(clear) in \(text)")
+            }
+        }
+        let ring = try await s.apns.pushes.first(timeout: .seconds(30)) { $0.token == Self.bobToken }
+        namesNobody(ring)
+        #expect(ring.payload.count <= VoIPPush.maxPayloadBytes)
+        guard case .incomingCall(let invitation)? = VoIPPush(json: ring.payload, sealingKey: key) else {
+            Issue.record("the VoIP push does not open with the device's key")
+            return
+        }
+        #expect(invitation.callId == call.callId && invitation.callerId == "alice" && invitation.callerName == "Alice")
+        #expect(invitation.userData == "topic-7" && invitation.title == "Alice")
+        #expect(VoIPPush(json: ring.payload, sealingKey: PushSealingKey()) == nil)
+
+        // The missed call the caller asked to announce, on the alert token: sealed as well.
+        try await s.alice.callStore.hangup()
+        let missed = try await s.apns.pushes.first(timeout: .seconds(30)) { $0.token == Self.bobAlertToken }
+        namesNobody(missed)
+        #expect(missed.payload.count <= MissedCallPush.maxPayloadBytes)
+        let opened = try #require(MissedCallPush(json: missed.payload, sealingKey: key))
+        #expect(opened.callId == call.callId && opened.callerName == "Alice" && opened.reason == .canceled)
+        await tearDown(s)
+    }
+
     @Test func anOfflineCalleeIsPushedAndAnswersAfterLoggingIn() async throws {
         let s = try await setUp()
         let call = try await s.alice.callStore.calls(
@@ -316,7 +364,7 @@ struct PushTests {
         try await s.alice.callStore.hangup()
         s.server.clock.advance(by: .seconds(61 * 60))
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.outcome == "provider_token_refreshed" }
+        try await s.deliveries.first { $0.outcome == "credential_refreshed" }
         try await s.deliveries.first(from: 2) { $0.outcome == "delivered" }
         #expect(s.apns.answers.values.contains { $0.reason == "ExpiredProviderToken" })
         await tearDown(s)
@@ -348,7 +396,7 @@ struct PushTests {
         try await s.deliveries.first { $0.outcome == "delivered" }
         let (data, _) = try await URLSession.shared.data(from: URL(string: "/metrics", relativeTo: s.server.httpURL)!)
         let text = String(decoding: data, as: UTF8.self)
-        #expect(text.contains(#"switchboard_push_total{outcome="delivered"} 1"#))
+        #expect(text.contains(#"switchboard_push_total{service="apns",outcome="delivered"} 1"#))
         #expect(text.contains("switchboard_calls_started_total 1"))
         await tearDown(s)
     }
@@ -443,15 +491,15 @@ struct PushTokenTests {
     }
 
     @Test(arguments: [
-        (200, "", APNsOutcome.delivered), (410, "Unregistered", .tokenInvalid(reason: "Unregistered")),
+        (200, "", PushOutcome.delivered), (410, "Unregistered", .tokenInvalid(reason: "Unregistered")),
         (400, "BadDeviceToken", .tokenInvalid(reason: "BadDeviceToken")),
         (400, "DeviceTokenNotForTopic", .tokenInvalid(reason: "DeviceTokenNotForTopic")),
-        (403, "ExpiredProviderToken", .providerTokenExpired), (429, "TooManyRequests", .retryable(reason: "TooManyRequests")),
+        (403, "ExpiredProviderToken", .credentialExpired("jwt")), (429, "TooManyRequests", .retryable(reason: "TooManyRequests")),
         (500, "", .retryable(reason: "HTTP 500")), (503, "ServiceUnavailable", .retryable(reason: "ServiceUnavailable")),
         (400, "BadTopic", .rejected(status: 400, reason: "BadTopic")), (413, "PayloadTooLarge", .rejected(status: 413, reason: "PayloadTooLarge")),
     ])
-    func apnsAnswers(status: Int, reason: String, outcome: APNsOutcome) {
-        #expect(APNsClient.outcome(status: status, reason: reason) == outcome)
+    func apnsAnswers(status: Int, reason: String, outcome: PushOutcome) {
+        #expect(APNsTransport.outcome(status: status, reason: reason, providerToken: "jwt") == outcome)
     }
 }
 

@@ -423,3 +423,29 @@ extension Recorder {
         var values: [Value] { box.withLockedValue { $0 } }
     }
 }
+
+extension StorageTests {
+    /// An app's push credentials are kept beside it: the first ones added stay (nodes starting
+    /// together), later ones replace them, saving the app itself leaves them alone, and they
+    /// survive a restart.
+    @Test(arguments: StorageTests.kinds) func pushCredentialsAreKeptWithTheApp(_ kind: Kind) async throws {
+        let test = try await Self.makeStore(kind)
+        let store = test.store
+        let app = AppRecord(sdkAppID: Self.app, secretKey: "s", settings: AppSettings(), isDevelopment: false, createdAt: 5)
+        try await store.saveApp(app)
+        #expect(try await store.loadApps().first?.push == AppPushCredentials())
+        let first = AppPushCredentials(webPush: .generate())
+        try await store.addPushCredentials(app: Self.app, first, now: 6)
+        try await store.addPushCredentials(app: Self.app, AppPushCredentials(webPush: .generate()), now: 7)
+        #expect(try await store.loadApps().first?.push == first)
+        var changed = first
+        changed.apns = APNsKey(privateKey: "-----BEGIN PRIVATE KEY-----", keyId: "KEY1234567", teamId: "TEAM123456")
+        changed.fcm = FCMServiceAccount(projectId: "p-1", clientEmail: "a@p-1.iam.gserviceaccount.com", privateKey: "pem")
+        try await store.savePushCredentials(app: Self.app, changed, now: 8)
+        try await store.saveApp(app)
+        #expect(try await store.loadApps().first?.push == changed)
+        let reopened = try await test.reopen()
+        #expect(try await reopened.loadApps().first?.push == changed)
+        await test.close()
+    }
+}

@@ -21,8 +21,8 @@ struct WebSecurityTests {
         return root
     }
 
-    static func pagePolicy(connect: String, ancestors: String = "'none'") -> String {
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src \(connect); "
+    static func pagePolicy(connect: String, ancestors: String = "'none'", images: String = "'self'") -> String {
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src \(images); connect-src \(connect); "
             + "base-uri 'none'; form-action 'none'; frame-ancestors \(ancestors)"
     }
 
@@ -74,6 +74,7 @@ struct WebSecurityTests {
             configuration.webRoot = root.path
             configuration.web.allowedServers = ["wss://node2.example.com", "WS://Node3.Example.com:80/", "ws://10.0.0.2:8080"]
             configuration.web.frameAncestors = ["https://app.example.com:443", "self"]
+            configuration.web.imageOrigins = ["https://CDN.example.com:443/", "http://10.0.0.3:8081"]
         }
         let host = "switchboard.example.com"
         let page = try await RawTCPClient.get(port: server.port, rawPath: "/", host: host)
@@ -81,7 +82,8 @@ struct WebSecurityTests {
         #expect(
             page["Content-Security-Policy"]
                 == Self.pagePolicy(
-                    connect: "'self' ws://\(host) wss://\(host) \(servers)", ancestors: "https://app.example.com 'self'"))
+                    connect: "'self' ws://\(host) wss://\(host) \(servers)", ancestors: "https://app.example.com 'self'",
+                    images: "'self' https://cdn.example.com http://10.0.0.3:8081"))
         // X-Frame-Options cannot name another origin: it is left out, and browsers follow frame-ancestors.
         #expect(page["X-Frame-Options"] == nil)
 
@@ -89,6 +91,7 @@ struct WebSecurityTests {
         let config = try await RawTCPClient.get(port: server.port, rawPath: "/v1/web/config", host: host)
         let body = try #require(try JSONSerialization.jsonObject(with: Data(config.body.utf8)) as? [String: Any])
         #expect(body["allowedServers"] as? [String] == servers.split(separator: " ").map(String.init))
+        #expect(body["imageOrigins"] as? [String] == ["https://cdn.example.com", "http://10.0.0.3:8081"])
         #expect(config["Cache-Control"] == "no-store")
         await server.stop()
 
@@ -100,7 +103,7 @@ struct WebSecurityTests {
         #expect(framed["X-Frame-Options"] == "SAMEORIGIN")
         #expect(framed["Content-Security-Policy"]?.hasSuffix("frame-ancestors 'self'") == true)
         let none = try await RawTCPClient.get(port: sameOrigin.port, rawPath: "/v1/web/config", host: "localhost")
-        #expect(String(none.body.filter { !$0.isWhitespace }) == #"{"allowedServers":[]}"#)
+        #expect(String(none.body.filter { !$0.isWhitespace }) == #"{"allowedServers":[],"imageOrigins":[]}"#)
         await sameOrigin.stop()
     }
 

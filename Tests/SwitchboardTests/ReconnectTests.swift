@@ -55,7 +55,7 @@ struct ReconnectTests {
         try await aliceStates.first { $0.activeCall?.duration == 3 }
 
         s.proxy.cut()
-        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
         try await s.bobEvents.first {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
         }
@@ -63,7 +63,7 @@ struct ReconnectTests {
         s.alice.deviceStore.closeLocalMicrophone()
 
         s.server.clock.advance(by: .seconds(1))
-        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         try await s.bobEvents.first {
             $0 == .onRemoteDeviceChanged(callId: call, userId: "alice", microphoneOn: false, cameraOn: false)
         }
@@ -95,7 +95,7 @@ struct ReconnectTests {
             $0 == .onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .excellent, volumeLevel: .mute)
         }
         s.proxy.cut()
-        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
         try await s.bobEvents.first {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
         }
@@ -108,7 +108,7 @@ struct ReconnectTests {
         let missedFrom = s.aliceEvents.values.count
 
         s.server.clock.advance(by: .seconds(1))
-        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         try await s.aliceEvents.first(from: missedFrom) {
             $0 == .onRemoteDeviceChanged(callId: call, userId: "bob", microphoneOn: false, cameraOn: false)
         }
@@ -128,7 +128,7 @@ struct ReconnectTests {
         let call = try await connect(s)
         s.proxy.refuseNew = true
         s.proxy.cut()
-        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
         // The server noticed (and started the grace timer) once bob sees alice down.
         try await s.bobEvents.first {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
@@ -140,7 +140,7 @@ struct ReconnectTests {
         try await s.aliceLogin.first { $0.reconnectAttempts >= 1 }
         s.proxy.refuseNew = false
         s.server.clock.advance(by: .seconds(8))
-        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         #expect(try await s.aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: "alice"))
         #expect(s.alice.callStore.state.activeCall == nil)
         await stop(s)
@@ -151,9 +151,9 @@ struct ReconnectTests {
         let call = try await s.bob.callStore.calls(participantIds: ["alice"], mediaType: .video).callId
         try await s.aliceEvents.first(where: isReceived)
         s.proxy.cut()
-        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
         s.server.clock.advance(by: .seconds(1))
-        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         #expect(s.alice.callStore.state.activeCall?.callId == call)
         try await s.alice.callStore.accept()
         try await s.bobEvents.first(where: isStarted)
@@ -174,11 +174,11 @@ struct ReconnectTests {
         try await s.bobEvents.first(where: isStarted)
         s.proxy.cut()
         s.proxy.blackholeDownstream = false
-        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
         s.server.clock.advance(by: .seconds(1))
         // Sent again with the same id: the server answers with the first answer (no alreadyAccepted).
         try await accepted.value
-        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         let aliceStates = Recorder(s.alice.callStore.stateUpdates)
         try await aliceStates.first { $0.selfInfo.status == .accept && $0.activeCall?.callId == call }
         // Applied once: bob's call started once before it ended.
@@ -196,11 +196,11 @@ struct ReconnectTests {
         s.server.clock.advance(by: .seconds(10))
         try await s.aliceLogin.first { $0.isConnectionStalled }
         s.server.clock.advance(by: .seconds(10))
-        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
         s.proxy.blackhole = false
         s.proxy.cut()
         s.server.clock.advance(by: .seconds(1))
-        try await s.aliceLogin.first { $0.loginStatus == .loggedIn && !$0.isConnectionStalled }
+        try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn && !$0.isConnectionStalled }
         // The session works again.
         #expect(try await s.alice.callStore.queryRecords().records.isEmpty)
         await stop(s)
@@ -210,7 +210,7 @@ struct ReconnectTests {
         let s = try await setUp()
         s.proxy.refuseNew = true
         s.proxy.cut()
-        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
         let sleeping = s.server.clock.sleeperCount
         let query = Task { try await s.alice.callStore.queryRecords() }
         // The request's timeout is armed (its deadline fixed) before time moves.
@@ -219,7 +219,7 @@ struct ReconnectTests {
         await expectError(.requestTimedOut) { _ = try await query.value }
         s.proxy.refuseNew = false
         s.server.clock.advance(by: .seconds(8))
-        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         await stop(s)
     }
 
@@ -242,14 +242,14 @@ struct ReconnectTests {
 
         first.refuseNew = true
         first.cut()
-        try await aliceLogin.first { $0.loginStatus == .reconnecting }
+        let away = try await aliceLogin.position { $0.loginStatus == .reconnecting }
         // The first attempt, 1 s on, goes to the same address and is refused; the next, 2 s later,
         // to the other one.
         await server.clock.waitForSleepers(atLeast: 1)
         server.clock.advance(by: .seconds(1))
         try await aliceLogin.first { if case .reconnecting = $0.loginStatus { $0.reconnectAttempts == 1 } else { false } }
         server.clock.advance(by: .seconds(2))
-        try await aliceLogin.first(from: aliceLogin.values.count - 1) { $0.loginStatus == .loggedIn }
+        try await aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         #expect(second.connectionCount == 1)
         #expect(first.connectionCount == 0)
         try await bobEvents.first {
@@ -280,7 +280,7 @@ struct ReconnectTests {
         let s = try await setUp()
         s.proxy.blackhole = true
         s.proxy.cut()
-        try await s.aliceLogin.first { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
         s.server.clock.advance(by: .seconds(1))
         // The attempt's TCP connection is accepted and then nothing answers the upgrade.
         try await s.proxy.dropped.first { _ in true }
@@ -288,7 +288,7 @@ struct ReconnectTests {
         try await s.aliceLogin.first { $0.reconnectAttempts >= 1 }
         s.proxy.blackhole = false
         s.server.clock.advance(by: .seconds(8))
-        try await s.aliceLogin.first { $0.loginStatus == .loggedIn }
+        try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         await stop(s)
     }
 

@@ -150,11 +150,6 @@ actor PeerLink {
         }
     }
 
-    /// The peer connection's signaling state.
-    func engineSignalingState() async -> PeerSignalingState {
-        await engine.signalingState(peer: peer)
-    }
-
     /// Sends a local candidate to the peer.
     func trickle(_ candidate: IceCandidate) async {
         guard !closed else { return }

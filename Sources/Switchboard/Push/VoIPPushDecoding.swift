@@ -5,8 +5,9 @@ extension VoIPPush {
     /// Reads a VoIP push (`PKPushPayload.dictionaryPayload`) leniently, because every VoIP push must be
     /// reported to CallKit even when parts of it are missing or come from a newer server: the caller's
     /// name falls back to the caller id, an unknown media type to audio, an unknown call type to
-    /// one-to-one, an unknown end reason to `unknown`. Nil only when the payload has no `switchboard`
-    /// object or no call id; report such a push as a call and end it at once.
+    /// one-to-one, an unknown end reason to `unknown`. Nil when the payload has no `switchboard`
+    /// object, no call id, or a kind other than an invitation or an end; report such a push as a
+    /// call and end it at once.
     ///
     /// A sealed push (`kind` `sealed`, ``SealedPush``) is opened with `sealingKey`, the device's
     /// key whose public half was registered with the token; without it, or when the box does not
@@ -31,6 +32,8 @@ extension VoIPPush {
         guard let callId = string("callId").map(CallID.init(rawValue:)) else { return nil }
         let app = integer("sdkAppID").map { SdkAppID($0) }
         let kind = string("kind") ?? (body["reason"] != nil ? "callEnded" : "incomingCall")
+        // Another kind (a missed-call alert, or one this SDK does not know) rings nothing.
+        guard kind == "incomingCall" || kind == "callEnded" else { return nil }
         if kind == "callEnded" {
             self = .callEnded(
                 CallEndedPush(

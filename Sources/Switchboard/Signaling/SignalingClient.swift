@@ -135,8 +135,6 @@ actor SignalingClient {
         self.settings = settings
     }
 
-    var isConnected: Bool { status == .connected }
-
     /// Opens a connection to the first of `urls` that answers and logs in with `settings`; from then
     /// on the client keeps the session up by itself, moving to the next address when one stops
     /// answering.

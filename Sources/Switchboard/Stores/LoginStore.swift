@@ -130,13 +130,18 @@ public final class LoginStore: Sendable {
     ///   device and did not log out (without it, that is refused with `pushTokenInUse`).
     /// - Parameter kind: `.voip` for PushKit's token (calls ring), `.alert` for the token of
     ///   `registerForRemoteNotifications` (missed-call alerts).
+    /// - Parameter sealingKey: this device's ``PushSealingKey/publicKey``: pushes then carry their
+    ///   content sealed for it.
+    /// - Parameter alertRinging: for an alert token, the device rings without CallKit: invitations
+    ///   come as time-sensitive alerts (``NotificationRingingCoordinator`` in SwitchboardCallKit).
     public func registerPushToken(
-        _ token: String, environment: PushEnvironment, bundleId: String, move: Bool = false, kind: PushTokenKind = .voip
+        _ token: String, environment: PushEnvironment, bundleId: String, move: Bool = false, kind: PushTokenKind = .voip,
+        sealingKey: String? = nil, alertRinging: Bool = false
     ) async throws {
         _ = try await signaling.send(
             RegisterPushTokenRequest(
                 token: token, environment: environment, bundleId: bundleId, move: move ? true : nil,
-                kind: kind == .voip ? nil : kind))
+                kind: kind == .voip ? nil : kind, sealingKey: sealingKey, alertRinging: alertRinging ? true : nil))
         cell.update { state in
             if kind == .voip { state.pushToken = token.lowercased() } else { state.alertPushToken = token.lowercased() }
         }

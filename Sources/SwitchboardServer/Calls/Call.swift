@@ -155,6 +155,10 @@ extension CallStateMachine {
         /// The last SFU session number given out in this call (to any member): sessions are
         /// unique in a call, so a signal of a member's earlier stay never matches a later one.
         var sfuSessions: Int?
+        /// The number of the call's last webhook event (``CallStateMachine/notify(_:of:now:out:)``).
+        /// Journaled with the call, so a call restored after a restart numbers on without reusing
+        /// one. Optional: journals from before webhooks lack it.
+        var eventSequence: Int?
 
         func index(of user: UserID) -> Int? { members.firstIndex { $0.userId == user } }
         var joinedCount: Int { members.count(where: \.isJoined) }

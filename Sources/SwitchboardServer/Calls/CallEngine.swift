@@ -24,6 +24,8 @@ actor CallEngine {
     private let limits: RateLimits
     private let writer: PersistenceWriter
     private let push: PushService
+    /// Which apps want which webhook events: the others' events are not written at all.
+    private let webhooks: WebhookDirectory
     private let metrics: ServerMetrics
     private let clock: any SwitchboardClock
     private let logger: Logger
@@ -33,7 +35,8 @@ actor CallEngine {
     init(
         configuration: CallStateMachine.Configuration, delivery: any CallDelivery, storage: any SwitchboardStorage,
         limiter: RateLimiter, limits: RateLimits, writer: PersistenceWriter,
-        push: PushService, metrics: ServerMetrics, sfu: SFURooms? = nil, clock: any SwitchboardClock, logger: Logger
+        push: PushService, webhooks: WebhookDirectory = WebhookDirectory(), metrics: ServerMetrics,
+        sfu: SFURooms? = nil, clock: any SwitchboardClock, logger: Logger
     ) {
         self.sfu = sfu
         self.machine = CallStateMachine(configuration: configuration)
@@ -43,6 +46,7 @@ actor CallEngine {
         self.limits = limits
         self.writer = writer
         self.push = push
+        self.webhooks = webhooks
         self.metrics = metrics
         self.clock = clock
         self.logger = logger
@@ -180,13 +184,14 @@ actor CallEngine {
     }
 
     /// The users a push can ring: those with a device that has no live connection and a token
-    /// that rings (``PushToken/rings``). Push is decided per device: a user with a browser tab open
-    /// and a backgrounded iPhone rings on both, the tab over its socket, the iPhone by push.
+    /// that rings (``PushToken/rings``) through a push service the app has credentials for. Push
+    /// is decided per device: a user with a browser tab open and a backgrounded iPhone rings on
+    /// both, the tab over its socket, the iPhone by push.
     private func ringable(_ tokens: [UserID: [PushToken]], app: SdkAppID) -> Set<UserID> {
         Set(
             tokens.filter { user, tokens in
                 let connected = delivery.connectedDevices(UserKey(app: app, user: user))
-                return tokens.contains { $0.rings && !connected.contains($0.device) }
+                return tokens.contains { $0.rings && !connected.contains($0.device) && push.reaches($0) }
             }.keys)
     }
 
@@ -222,16 +227,6 @@ actor CallEngine {
     /// The users who are in (or rung by) a call in progress.
     var usersInCalls: Set<UserKey> { Set(machine.roster.callsByUser.keys) }
 
-    /// The chat group of a call in progress in `app`.
-    func chatGroup(of callId: CallID, app: SdkAppID) -> ChatGroupID? {
-        machine.chatGroup(of: callId, app: app)
-    }
-
-    /// The wire snapshot of a call in progress.
-    func callInfo(_ id: CallID) -> CallInfo? {
-        machine.calls[id]?.info
-    }
-
     /// Stops changing calls, for a graceful shutdown: timers stop, every call in progress is
     /// journaled as it is now, and from then on requests are refused (`shuttingDown`). The next
     /// start (this node again, or another node of the cluster) restores the calls from the journal.
@@ -252,6 +247,9 @@ actor CallEngine {
             if case .started = answer { metrics.callsStarted.increment() }
         }
         var timersChanged = false
+        // Each call's webhook events go with the write that stores its change: its end, or its
+        // journal save (the machine journals every call it reports on).
+        var notices: [CallID: [WebhookNotice]] = [:]
         // Consecutive sends of the same event (a broadcast) are encoded once, and only for a
         // recipient who is connected.
         var lastEvent: ServerEvent?
@@ -276,8 +274,12 @@ actor CallEngine {
                 timers.cancel(key)
                 timersChanged = true
             case .writeRecords(let callId, let drafts):
-                writer.submit(ended: callId, records: drafts)
+                writer.submit(ended: callId, records: drafts, events: notices.removeValue(forKey: callId) ?? [])
                 metrics.callsEnded.increment()
+            case .notify(let notice):
+                if let callId = notice.callId, webhooks.wants(notice.app, notice.data.type) {
+                    notices[callId, default: []].append(notice)
+                }
             case .push(var message):
                 message.tokens = message.tokens ?? tokens[message.user.user]
                 push.send(message)
@@ -286,15 +288,20 @@ actor CallEngine {
             }
         }
         for call in machine.takeJournalChanges() {
-            journal(call)
+            journal(call, events: notices.removeValue(forKey: call.id) ?? [])
+        }
+        for events in notices.values {
+            logger.error("webhook events of a call neither saved nor ended", metadata: ["events": "\(events.count)"])
+            writer.submit(events: events)
         }
         if timersChanged { scheduleSleeper() }
         return output.reply
     }
 
-    /// Saves a call in progress to the journal (encoded by the writer, if it still matters then).
-    private func journal(_ call: CallStateMachine.Call) {
-        writer.submit(journal: call.id, app: call.app, updatedAt: clock.now()) { Self.journalEntry(call) }
+    /// Saves a call in progress to the journal (encoded by the writer, if it still matters then),
+    /// with the webhook events of its change.
+    private func journal(_ call: CallStateMachine.Call, events: [WebhookNotice] = []) {
+        writer.submit(journal: call.id, app: call.app, updatedAt: clock.now(), events: events) { Self.journalEntry(call) }
     }
 
     /// A call as the journal stores it (JSON, written by ``WireEncoder``).

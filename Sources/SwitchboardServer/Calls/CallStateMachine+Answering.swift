@@ -94,6 +94,10 @@ extension CallStateMachine {
         roster.add(key, to: call.id)
         let connectsNow = call.startTime == nil
         if connectsNow { call.startTime = now }
+        let entered = WebhookMemberEntered(
+            callId: call.id, userId: key.user, deviceId: command.device, callStartTime: call.startTime ?? now)
+        // Answered: the invitation rang the user's devices; joined: anyone else who came in.
+        notify(pushed != nil ? .memberAnswered(entered) : .memberJoined(entered), of: &call, now: now, out: &out)
         let snapshot = call.info
         out.answer(.call(snapshot))
         out.append(contentsOf: waiting.actions)

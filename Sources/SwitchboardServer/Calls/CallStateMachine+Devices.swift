@@ -18,13 +18,19 @@ extension CallStateMachine {
             guard var call = calls[callId], let index = call.index(of: user.user) else { continue }
             let member = call.members[index]
             switch member.phase {
-            case .ringing:
+            case .ringing(_, let deadline):
                 // A pending invitation: a device that logs in while the call rings rings too.
                 current.append(call.id)
                 out.append(
                     .send(
                         .callReceived(CallReceivedEvent(call: call.info, inviterId: member.inviterId ?? call.callerId)),
                         to: .device(user, device)))
+                notify(
+                    .memberRinging(
+                        WebhookMemberRinging(
+                            callId: call.id, userId: user.user, connected: true, pushed: false, deviceId: device,
+                            ringsUntil: deadline)), of: &call, now: now, out: &out)
+                calls[call.id] = call
             case .joined(let presence) where presence.device == device:
                 // The same device is back: resume the call where it was.
                 current.append(call.id)

@@ -56,6 +56,7 @@ extension CallStateMachine {
             out.send(event, to: member, of: call)
             out.append(contentsOf: elsewhere)
         }
+        notify(endedEvent(call, reason: reason, by: by, now: now), of: &call, now: now, out: &out)
     }
 
     /// Marks a member as left, adds up their time in the call and stops their timers. Returns the
@@ -94,6 +95,9 @@ extension CallStateMachine {
                 at: now, result: result, reason: reason, by: by, device: member.presence?.device,
                 blocksCaller: member.isScreened))
         roster.remove(call.key(member), from: call.id)
+        if let event = departureEvent(call.members[index], phase: member.phase, in: call) {
+            notify(event, of: &call, now: now, out: &out)
+        }
         return elsewhere
     }
 
@@ -129,7 +133,7 @@ extension CallStateMachine {
             store(call, now: now, out: &out)
         case .mediaChange(let callId, let transaction):
             guard calls[callId]?.mediaChange?.id == transaction else { return }
-            finishMediaChange(callId, result: .timedOut, out: &out)
+            finishMediaChange(callId, result: .timedOut, now: now, out: &out)
         }
     }
 

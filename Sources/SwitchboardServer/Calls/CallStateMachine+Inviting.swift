@@ -27,10 +27,17 @@ extension CallStateMachine {
         call.pushConfig = params.pushConfig
         if invitees.count > 1 || params.chatGroupId != nil { call.becomeGroup(sfu: configuration.sfu) }
         roster.add(command.caller, to: call.id)
+        notify(
+            .callCreated(
+                WebhookCallCreated(
+                    callId: call.id, roomId: call.roomId, callType: call.type, mediaType: call.mediaType,
+                    callerId: call.callerId, callerDeviceId: command.device, inviteeIds: invitees,
+                    chatGroupId: call.chatGroupId, userData: call.userData, isEphemeral: call.isEphemeral,
+                    timeout: call.timeout, createdAt: now)), of: &call, now: now, out: &out)
         let added = addInvitees(
             invitees, inviter: command.caller.user, to: &call, settings: command.settings, online: command.online,
             pushable: command.pushable, blockedBy: command.blockedBy, declineDelays: command.declineDelays ?? [:],
-            profiles: command.profiles, now: now)
+            profiles: command.profiles, now: now, out: &out)
         let snapshot = call.info
         out.answer(
             .started(StartCallResponse(callId: call.id, roomId: call.roomId, busyUserIds: added.busy, call: snapshot)))
@@ -38,7 +45,9 @@ extension CallStateMachine {
             .send(
                 .callElsewhere(CallElsewhereEvent(call: snapshot, deviceId: command.device, active: true)),
                 to: .userExcept(command.caller, command.device)))
-        ring(added.ringing, in: call, inviter: command.caller.user, snapshot: snapshot, now: now, out: &out)
+        ring(
+            added.ringing, in: &call, inviter: command.caller.user, snapshot: snapshot, online: command.online, now: now,
+            out: &out)
         if let (lastUnreachable, reason) = added.unreachable.last, call.ringingCount == 0 {
             endCall(&call, reason: reason, by: lastUnreachable, now: now, out: &out)
         }
@@ -63,10 +72,10 @@ extension CallStateMachine {
         let added = addInvitees(
             fresh, inviter: inviter, to: &call, settings: command.settings, online: command.online,
             pushable: command.pushable, blockedBy: command.blockedBy, declineDelays: command.declineDelays ?? [:],
-            profiles: command.profiles, now: now)
+            profiles: command.profiles, now: now, out: &out)
         let snapshot = call.info
         out.answer(.invited(InviteToCallResponse(busyUserIds: added.busy, call: snapshot)))
-        ring(added.ringing, in: call, inviter: inviter, snapshot: snapshot, now: now, out: &out)
+        ring(added.ringing, in: &call, inviter: inviter, snapshot: snapshot, online: command.online, now: now, out: &out)
         let newcomers = Set(added.ringing)
         let update = ServerEvent.callUpdated(CallUpdatedEvent(call: snapshot))
         for member in call.members where member.isActive && !newcomers.contains(member.userId) {
@@ -84,7 +93,7 @@ extension CallStateMachine {
     mutating func addInvitees(
         _ invitees: [UserID], inviter: UserID, to call: inout Call, settings: AppSettings, online: Set<UserID>,
         pushable: Set<UserID>, blockedBy: Set<UserID>, declineDelays: [UserID: Int64], profiles: [UserID: UserProfile],
-        now: Int64
+        now: Int64, out: inout CallOutput
     ) -> (ringing: [UserID], busy: [UserID], unreachable: [(UserID, CallEndReason)]) {
         var ringing: [UserID] = []
         var busy: [UserID] = []
@@ -125,15 +134,21 @@ extension CallStateMachine {
             } else {
                 call.members.append(member)
             }
+            notify(.memberInvited(WebhookMemberInvited(callId: call.id, userId: invitee, inviterId: inviter)), of: &call, now: now, out: &out)
+            // Not reached at all (busy, offline, or blocking the caller who sees them offline).
+            if let missed = departureEvent(member, phase: .ringing(pushed: false, deadline: deadline), in: call) {
+                notify(missed, of: &call, now: now, out: &out)
+            }
         }
         return (ringing, busy, unreachable)
     }
 
     /// Sends the invitations (over every connected device, and as pushes to the devices without a
     /// connection that have a ringing token) and sets the ring timers (for a screened invitee, only
-    /// the timer of their decline).
-    func ring(
-        _ invitees: [UserID], in call: Call, inviter: UserID, snapshot: CallInfo, now: Int64, out: inout CallOutput
+    /// the timer of their decline: the call never reaches them, and no webhook says it rings).
+    mutating func ring(
+        _ invitees: [UserID], in call: inout Call, inviter: UserID, snapshot: CallInfo, online: Set<UserID>, now: Int64,
+        out: inout CallOutput
     ) {
         let inviterName = call.index(of: inviter).flatMap { call.members[$0].profile?.displayableNickname }
         let callerName = call.members.first?.profile?.displayableNickname
@@ -153,6 +168,11 @@ extension CallStateMachine {
             let key = UserKey(app: call.app, user: invitee)
             out.append(.send(.callReceived(CallReceivedEvent(call: snapshot, inviterId: inviter)), to: .user(key)))
             out.append(.setTimer(.ring(call.id, invitee), at: deadline))
+            notify(
+                .memberRinging(
+                    WebhookMemberRinging(
+                        callId: call.id, userId: invitee, connected: online.contains(invitee), pushed: pushed,
+                        ringsUntil: deadline)), of: &call, now: now, out: &out)
             if pushed {
                 let push = IncomingCallPush(
                     callId: call.id, sdkAppID: call.app, userId: invitee, callerId: call.callerId,
@@ -164,25 +184,31 @@ extension CallStateMachine {
         }
     }
 
-    /// When a pushed invitee stops ringing: the invitation push's retries stop and, for a call
-    /// they missed, an alert push says so if the caller asked for it (``PushConfig/missedCallAlert``).
+    /// When a pushed invitee stops ringing: the invitation push's retries stop, and the devices
+    /// that show the ringing themselves (browsers, Android apps, iPhones without CallKit) are told
+    /// once: of the missed call when the caller asked for that (``PushConfig/missedCallAlert``;
+    /// it replaces the ringing notification), else that the ringing ended.
     func pushesAfterRinging(_ call: Call, _ member: Member, result: CallRecordResult, reason: CallEndReason, now: Int64)
         -> [CallAction]
     {
         let key = call.key(member)
-        var actions = [CallAction.push(PushMessage(user: key, content: .ringStopped(call.id), expiration: now))]
         if result == .missed, call.pushConfig?.missedCallAlert == true {
             let alert = MissedCallPush(
                 callId: call.id, sdkAppID: call.app, userId: member.userId, callerId: call.callerId,
                 callerName: call.members.first?.profile?.displayableNickname, mediaType: call.mediaType,
                 callType: call.type, reason: reason, userData: call.userData, pushConfig: call.pushConfig)
-            actions.append(
-                .push(PushMessage(user: key, content: .missedCall(alert), expiration: now + Self.missedCallAlertLifetime)))
+            return [.push(PushMessage(user: key, content: .missedCall(alert), expiration: now + Self.missedCallAlertLifetime))]
         }
-        return actions
+        let stopped = CallEndedPush(callId: call.id, sdkAppID: call.app, reason: reason, mediaType: call.mediaType)
+        return [.push(PushMessage(user: key, content: .ringStopped(stopped), expiration: now + Self.stopPushLifetime))]
     }
 
     /// How long APNs keeps trying to deliver a missed-call alert to a phone that is off.
     static let missedCallAlertLifetime: Int64 = 24 * 3_600_000
+
+    /// How long a push service keeps the end of a ringing for a device that is off: longer than
+    /// any invitation it may still hold (a call rings at most 600 s), so a device that comes back
+    /// gets both and does not ring on.
+    static let stopPushLifetime: Int64 = 15 * 60_000
 
 }

@@ -42,7 +42,7 @@ extension CallStateMachine {
     }
 
     mutating func replyMediaType(
-        _ command: CallCommand, _ transaction: TransactionID, agree: Bool, out: inout CallOutput
+        _ command: CallCommand, _ transaction: TransactionID, agree: Bool, now: Int64, out: inout CallOutput
     ) {
         switch lookup(command) {
         case .failure(let error):
@@ -57,11 +57,11 @@ extension CallStateMachine {
                 return
             }
             out.answer(.ok)
-            finishMediaChange(call.id, result: agree ? .agreed : .declined, out: &out)
+            finishMediaChange(call.id, result: agree ? .agreed : .declined, now: now, out: &out)
         }
     }
 
-    mutating func cancelMediaType(_ command: CallCommand, _ transaction: TransactionID, out: inout CallOutput) {
+    mutating func cancelMediaType(_ command: CallCommand, _ transaction: TransactionID, now: Int64, out: inout CallOutput) {
         switch lookup(command) {
         case .failure(let error):
             out.answer(.failure(error))
@@ -75,16 +75,23 @@ extension CallStateMachine {
                 return
             }
             out.answer(.ok)
-            finishMediaChange(call.id, result: .canceled, out: &out)
+            finishMediaChange(call.id, result: .canceled, now: now, out: &out)
         }
     }
 
     /// Closes the open media change: both members hear the result; an agreement changes the call.
-    mutating func finishMediaChange(_ callId: CallID, result: MediaTypeChangeResult, out: inout CallOutput) {
+    mutating func finishMediaChange(_ callId: CallID, result: MediaTypeChangeResult, now: Int64, out: inout CallOutput) {
         guard var call = calls[callId], let change = call.mediaChange else { return }
         call.mediaChange = nil
         out.append(.cancelTimer(.mediaChange(call.id, change.id)))
-        if result == .agreed { call.mediaType = change.mediaType }
+        if result == .agreed {
+            notify(
+                .mediaTypeChanged(
+                    WebhookMediaTypeChanged(
+                        callId: call.id, from: call.mediaType, to: change.mediaType, requesterId: change.requester)),
+                of: &call, now: now, out: &out)
+            call.mediaType = change.mediaType
+        }
         calls[call.id] = call
         if result == .agreed { markForJournal(call.id) }
         let event = ServerEvent.mediaTypeChangeResult(

@@ -73,9 +73,9 @@ struct CallStateMachine: Sendable {
         case .changeMediaType(let command, let mediaType, let transaction):
             changeMediaType(command, mediaType, transaction, now: now, out: &out)
         case .replyMediaType(let command, let transaction, let agree):
-            replyMediaType(command, transaction, agree: agree, out: &out)
+            replyMediaType(command, transaction, agree: agree, now: now, out: &out)
         case .cancelMediaType(let command, let transaction):
-            cancelMediaType(command, transaction, out: &out)
+            cancelMediaType(command, transaction, now: now, out: &out)
         case .statusReport(let command, let report):
             statusReport(command, report, now: now, out: &out)
         case .mediaSignal(let command, let signal):
@@ -227,7 +227,12 @@ struct CallStateMachine: Sendable {
         calls[call.id] = nil
         ended.remember(call, at: now)
         // Also for ephemeral calls (without records): the end removes the call from the journal.
-        out.append(.writeRecords(call.id, call.isEphemeral ? [] : call.records(now: now)))
+        let records = call.isEphemeral ? [] : call.records(now: now)
+        var reported = call
+        for draft in records {
+            notify(.recordWritten(WebhookRecordWritten(userId: draft.owner.user, record: draft.record)), of: &reported, now: now, out: &out)
+        }
+        out.append(.writeRecords(call.id, records))
     }
 
     mutating func markForJournal(_ callId: CallID) {

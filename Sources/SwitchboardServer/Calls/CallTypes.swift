@@ -20,14 +20,17 @@ public struct AppSettings: Equatable, Sendable, Codable {
     public var maxParticipants: Int
     /// How a blocked caller sees the user who blocked them.
     public var blockedCallerSees: BlockedCallerSees
+    /// Days call records are kept; older ones are swept (nil: kept until their owners delete them).
+    public var recordRetentionDays: Int?
 
     public init(
         busyPolicy: BusyPolicy = .reject, maxParticipants: Int = CallLimits.defaultMaxParticipants,
-        blockedCallerSees: BlockedCallerSees = .reject
+        blockedCallerSees: BlockedCallerSees = .reject, recordRetentionDays: Int? = nil
     ) {
         self.busyPolicy = busyPolicy
         self.maxParticipants = maxParticipants
         self.blockedCallerSees = blockedCallerSees
+        self.recordRetentionDays = recordRetentionDays
     }
 }
 
@@ -57,21 +60,25 @@ struct RecordDraft: Equatable, Sendable {
     var record: CallRecord
 }
 
-/// A push to those of a user's devices that registered a token of the kind it needs and have no
-/// live connection when it is sent, or the end of one still being delivered.
+/// A push to those of a user's devices that registered a token of a kind it goes to
+/// (``CallPush/isFor(_:)``) and have no live connection when it is sent.
 struct PushMessage: Equatable, Sendable {
     enum Content: Equatable, Sendable {
-        /// The invitation, as a VoIP push (to VoIP tokens), while the user rings.
+        /// The invitation (VoIP, Web Push and FCM tokens), while the user rings.
         case ring(IncomingCallPush)
-        /// The user stopped ringing: an invitation push not delivered yet is not sent any more.
-        case ringStopped(CallID)
-        /// A missed call, as an alert push (to alert tokens).
+        /// The user stopped ringing: an invitation push not delivered yet is not sent any more, and
+        /// the devices that show the ringing themselves are told (ringing alert, Web Push and FCM
+        /// tokens).
+        case ringStopped(CallEndedPush)
+        /// The user stopped ringing and missed the call: as ``ringStopped(_:)``, told as a missed
+        /// call (alert, Web Push and FCM tokens).
         case missedCall(MissedCallPush)
     }
 
     var user: UserKey
     var content: Content
-    /// When APNs may give up delivering it (Unix ms): for an invitation, the end of the ringing.
+    /// When the push service may give up delivering it (Unix ms): for an invitation, the end of
+    /// the ringing.
     var expiration: Int64
     /// The user's tokens when the engine already read them to decide the push (an invitation);
     /// nil: the push service reads them.
@@ -100,6 +107,21 @@ enum CallAction: Equatable, Sendable {
     case push(PushMessage)
     /// Work for the SFU's rooms (``SFURooms``), which reports back with ``CallEvent/sfuRestart(_:_:)``.
     case sfu(SFUAction)
+    /// Report an event to the app's webhooks: written to the outbox in the same commit as the
+    /// call's journal save or end that follows in this output (``CallEngine``).
+    case notify(WebhookNotice)
+}
+
+/// An event of a call for the app's webhooks, numbered by the machine as the call changes.
+struct WebhookNotice: Equatable, Sendable {
+    /// `evt_<callId>_<sequence>`: unique, and the same however often it is sent.
+    var id: String
+    var app: SdkAppID
+    /// When it happened (the machine's `now`).
+    var time: Int64
+    var data: WebhookEventData
+
+    var callId: CallID? { data.callId }
 }
 
 /// What one event produced: the answer to the request behind it, then the actions in order.

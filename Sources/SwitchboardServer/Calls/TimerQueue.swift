@@ -1,10 +1,10 @@
 /// Deadlines by key, earliest first: a binary min-heap that knows where each key sits.
 ///
 /// Setting a key again moves its entry, cancelling removes it, and popping takes the top: each is
-/// O(log n), and none ever passes over the whole heap. (The lazy heap this replaces left cancelled
-/// and moved entries in place and rebuilt itself when they outnumbered the live ones: at 100,000
-/// timers that one `set` took 49 ms, on the loop the call engine runs on, and under the lock every
-/// connection's deadline takes.) Equal deadlines come out in the order they were set.
+/// O(log n), none ever passes over the whole heap, and the heap holds exactly the timers that are
+/// set (no cancelled or moved entry stays behind). It runs on the call engine's loop and under the
+/// lock every connection's deadline takes, so no operation may cost more than that. Equal
+/// deadlines come out in the order they were set.
 ///
 /// Each key gets a slot, a small integer, for as long as its timer is set: the heap's entries carry
 /// the slot, and where a slot's entry sits is an array, so the entries moving in the heap cost no
@@ -29,9 +29,6 @@ struct TimerQueue<Key: Hashable & Sendable>: Sendable {
 
     /// How many timers are set.
     var count: Int { heap.count }
-
-    /// Number of entries in the heap (tests: always `count`, nothing stale is kept).
-    var storedCount: Int { heap.count }
 
     /// Number of slots, free ones included (tests): the most timers that were ever set at once.
     var slotCount: Int { keys.count }

@@ -121,6 +121,10 @@ final class ClusterNode: CallRouter, Service {
         self.startedAt = clock.now()
     }
 
+    /// Called when another node changed the apps, their settings or their webhook endpoints
+    /// (after the apps were read again here).
+    let onAppsChanged = LockedCallback<(@Sendable () async -> Void)?>(nil)
+
     /// Whether this node leads now.
     var isLeader: Bool { state.withLockedValue { $0.leading } }
 
@@ -522,6 +526,7 @@ final class ClusterNode: CallRouter, Service {
                 profiles.forget(user)
             case .appsChanged:
                 if let loaded = try? await storage.loadApps() { apps.replace(loaded) }
+                await onAppsChanged.function?()
             }
         }
     }

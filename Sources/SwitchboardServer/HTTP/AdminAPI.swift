@@ -53,9 +53,14 @@ enum AdminAPI {
         }
 
         // What the browser client needs to know before it connects anywhere: the servers besides
-        // its own that it may send a UserSig to.
-        router.get("/v1/web/config") { _, _ in
-            var response = encoded(WebConfig(allowedServers: web.allowedServerOrigins))
+        // its own that it may send a UserSig to, and where members' pictures may come from; with
+        // `?sdkAppID=`, the app's VAPID public key, which its service worker subscribes to Web Push with.
+        router.get("/v1/web/config") { request, _ in
+            let app = request.uri.queryParameters["sdkAppID"].flatMap { Int64(String($0)) }.map { SdkAppID($0) }
+                .flatMap { node.apps.app($0)?.sdkAppID }
+            let webPushKey = app.flatMap { node.pushCredentials.webPush($0)?.key.publicKey }
+            var response = encoded(
+                WebConfig(allowedServers: web.allowedServerOrigins, imageOrigins: web.imageOriginNames, webPushKey: webPushKey))
             response.headers[.cacheControl] = "no-store"
             return response
         }
@@ -123,6 +128,8 @@ enum AdminAPI {
         }
 
         registerAppManagement(on: admin, node: node)
+        registerPush(on: admin, node: node)
+        registerWebhooks(on: admin, node: node)
 
         // TURN credentials for an app backend that hands them to its clients itself (logged-in
         // clients ask over the WebSocket: `media.iceServers`).
@@ -161,11 +168,14 @@ enum AdminAPI {
         var busyPolicy: BusyPolicy?
         var maxParticipants: Int?
         var blockedCallerSees: BlockedCallerSees?
+        /// Days call records are kept (older ones are swept); 0: kept until their owners delete them.
+        var recordRetentionDays: Int?
 
         init(_ settings: AppSettings) {
             busyPolicy = settings.busyPolicy
             maxParticipants = settings.maxParticipants
             blockedCallerSees = settings.blockedCallerSees
+            recordRetentionDays = settings.recordRetentionDays ?? 0
         }
     }
 
@@ -207,6 +217,12 @@ enum AdminAPI {
                         return Self.error(SwitchboardError(.invalidParams, "maxParticipants must be 2-1000"))
                     }
                     app.settings.maxParticipants = count
+                }
+                if let days = settings.recordRetentionDays {
+                    guard (0...36_500).contains(days) else {
+                        return Self.error(SwitchboardError(.invalidParams, "recordRetentionDays must be 0-36500"))
+                    }
+                    app.settings.recordRetentionDays = days == 0 ? nil : days
                 }
                 if let policy = settings.busyPolicy { app.settings.busyPolicy = policy }
                 if let sees = settings.blockedCallerSees { app.settings.blockedCallerSees = sees }
@@ -263,7 +279,7 @@ enum AdminAPI {
         }
     }
 
-    private static func knownApp(_ text: String, _ node: NodeContext) -> SdkAppID? {
+    static func knownApp(_ text: String, _ node: NodeContext) -> SdkAppID? {
         guard let value = Int64(text), node.apps.app(SdkAppID(value)) != nil else { return nil }
         return SdkAppID(value)
     }
@@ -289,6 +305,10 @@ enum AdminAPI {
     struct WebConfig: Codable, Sendable, Equatable {
         /// WebSocket origins besides the page's own that the page may connect to.
         var allowedServers: [String]
+        /// Origins besides the page's own that avatar images may come from.
+        var imageOrigins: [String]
+        /// The VAPID public key of the app asked for (`?sdkAppID=`), base64url.
+        var webPushKey: String? = nil
     }
 
     struct OnlineUsers: Codable, Sendable, Equatable {

@@ -27,9 +27,19 @@ final class ServerMetrics: Sendable {
         MetricNameDescriptor(namespace: "switchboard", metricName: name, unitName: unit, helpText: help)
     }
 
-    /// Counts a VoIP push delivery attempt's outcome.
-    func push(_ outcome: String) {
-        counter(pushCounters, "push", "outcome", outcome, help: "VoIP pushes by outcome").increment()
+    /// Counts how one push to one token ended, by push service (`apns`, `web`, `fcm`; `none` for a
+    /// push that reached no service).
+    func push(_ outcome: String, service: String) {
+        let counter = pushCounters.withLockedValue { counters in
+            let key = service + "/" + outcome
+            if let counter = counters[key] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: Self.name("push", "total", help: "Pushes by service and outcome"),
+                labels: [("service", service), ("outcome", outcome)])
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
     }
 
     /// Counts a login by result (`ok` or the error name).

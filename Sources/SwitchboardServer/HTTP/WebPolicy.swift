@@ -17,6 +17,11 @@ public struct WebSecurity: Sendable, Equatable {
     /// Hosts besides loopback ones (`localhost`, 127.0.0.0/8, `[::1]`) whose requests
     /// `GET /v1/dev/usersig` answers; any port. A name listed here is trusted not to be rebound.
     public var devAllowedHosts: [String] = []
+    /// Origins besides the page's own that members' pictures (profile avatar URLs) may come from,
+    /// such as the app's image CDN: `https://cdn.example.com`. The page shows an avatar elsewhere
+    /// as the member's initial, and its Content-Security-Policy loads images from nowhere else,
+    /// so a stranger's avatar URL cannot make every page that shows it call a server of theirs.
+    public var imageOrigins: [String] = []
 
     public init() {}
 
@@ -29,6 +34,12 @@ public struct WebSecurity: Sendable, Equatable {
     /// `text` as a frame ancestor: `'self'` (or `self`), or an `http(s)://` origin; nil otherwise.
     public static func frameAncestor(_ text: String) -> String? {
         FrameAncestor(text)?.source
+    }
+
+    /// `text` as an image origin (`http(s)://HOST[:PORT]`, no path), in the form browsers write
+    /// origins; nil when it is not one.
+    public static func imageOrigin(_ text: String) -> String? {
+        Origin(text, schemes: ["http", "https"]).map(\.description)
     }
 
     /// Whether `text` is a host that can be listed in ``devAllowedHosts`` (a name or an address,
@@ -101,6 +112,7 @@ struct WebPolicy: Sendable {
     let allowedServers: [Origin]
     let frameAncestors: [FrameAncestor]
     let devAllowedHosts: Set<HostName>
+    let imageOrigins: [Origin]
 
     init(_ configuration: WebSecurity) throws(SwitchboardError) {
         allowedServers = try configuration.allowedServers.map { text throws(SwitchboardError) in
@@ -120,6 +132,13 @@ struct WebPolicy: Sendable {
             }
             return ancestor
         }
+        imageOrigins = try configuration.imageOrigins.map { text throws(SwitchboardError) in
+            guard let origin = Origin(text, schemes: ["http", "https"]) else {
+                throw SwitchboardError(
+                    .invalidParams, "an image origin is an origin such as https://cdn.example.com, not '\(text.prefix(100))'")
+            }
+            return origin
+        }
         devAllowedHosts = Set(
             try configuration.devAllowedHosts.map { text throws(SwitchboardError) in
                 guard let host = HostName(text) else {
@@ -132,6 +151,9 @@ struct WebPolicy: Sendable {
 
     /// The allowed servers as the page's configuration lists them.
     var allowedServerOrigins: [String] { allowedServers.map(\.description) }
+
+    /// The image origins as the page's configuration lists them.
+    var imageOriginNames: [String] { imageOrigins.map(\.description) }
 
     /// Whether `path` is one of the APIs' rather than the page's.
     static func isAPI(_ path: String) -> Bool {
@@ -165,8 +187,9 @@ struct WebPolicy: Sendable {
         }
         connect += allowedServers.map(\.description)
         let ancestors = frameAncestors.isEmpty ? "'none'" : frameAncestors.map(\.source).joined(separator: " ")
+        let images = (["'self'"] + imageOrigins.map(\.description)).joined(separator: " ")
         return [
-            "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self'",
+            "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src \(images)",
             "connect-src \(connect.joined(separator: " "))", "base-uri 'none'", "form-action 'none'",
             "frame-ancestors \(ancestors)",
         ].joined(separator: "; ")

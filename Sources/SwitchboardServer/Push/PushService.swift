@@ -2,21 +2,26 @@ import Logging
 import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
-/// Delivers the pushes the call engine asks for, to every token of the user of the kind the push
-/// needs (invitations to VoIP tokens, missed-call alerts to alert tokens) whose device has no live
-/// connection, in the background: the call flow never waits for APNs.
+/// Delivers the pushes the call engine asks for, through the push services (``PushTransport``:
+/// APNs, Web Push, FCM), to every token of the user that the push is for (``CallPush/isFor(_:)``)
+/// whose device has no live connection, in the background: the call flow never waits for a push
+/// service.
 ///
 /// Per device, not per user: a device that is connected gets its invitation over its socket, so
 /// its token is skipped, at the first attempt and at every retry (a device that connects while its
 /// push is still being retried is not pushed again; one that connects after the push went out
 /// rings once, as the SDK pairs the push and the invitation by call id).
 ///
-/// Per token: a delivery is done; a dead token (410, BadDeviceToken, DeviceTokenNotForTopic) is
-/// removed; an expired provider token is replaced once and the push sent again; 429, 5xx and
-/// transport errors are retried with backoff (0.5 s, doubling) as long as the next attempt falls
-/// before the push's expiration (the end of the ringing); other refusals are given up. An
-/// invitation is sent only while the user rings: once the engine says the ringing stopped
-/// (``PushMessage/Content/ringStopped(_:)``), no attempt of it starts any more (`withdrawn`).
+/// Per token, whatever the service: a delivery is done; a dead token (APNs 410, BadDeviceToken,
+/// DeviceTokenNotForTopic; Web Push 404 and 410; FCM `UNREGISTERED`) is removed; an expired
+/// credential (APNs provider token, FCM access token) is replaced once and the push sent again;
+/// 429, 5xx and transport errors are retried with backoff (0.5 s, doubling) as long as the next
+/// attempt falls before the push's expiration (the end of the ringing); other refusals are given
+/// up. An invitation is sent only while the user rings: once the engine says the ringing stopped
+/// (``PushMessage/Content/ringStopped(_:)``, or a missed call), no attempt of it starts any more
+/// (`withdrawn`), and the end of the ringing (or the missed call) goes out only after the
+/// invitation's attempts under way have ended, so a device never hears of the end before the
+/// invitation.
 ///
 /// Bounded: at most ``maxInFlight`` pushes are being delivered (or waiting to be retried) at once;
 /// a push beyond that is dropped and counted (`dropped_overload`): a ringing call still rings on
@@ -27,30 +32,46 @@ final class PushService: Sendable {
         var callId: CallID
         var token: String
         var outcome: String
+        /// The push service: `apns`, `web`, `fcm`.
+        var service: String = ""
+        /// `incomingCall`, `callEnded` or `missedCall`.
+        var kind: String = ""
     }
 
     private let store: any PushTokenStore
     private let presence: any CallDelivery
-    private let apns: APNsClient?
+    /// The service of each token kind.
+    private let transports: [PushTokenKind: any PushTransport]
     private let clock: any SwitchboardClock
     private let metrics: ServerMetrics
     private let logger: Logger
     private let broadcaster = NIOLockedValueBox<[UInt64: AsyncStream<Delivery>.Continuation]>([:])
     private let counter = NIOLockedValueBox<UInt64>(0)
     private let inFlight = NIOLockedValueBox(0)
-    /// Invitations being delivered, per call and user, and those whose ringing stopped meanwhile.
-    /// Both hold only what is in flight, so ``maxInFlight`` bounds them.
-    private let invitations = NIOLockedValueBox<(delivering: [RingKey: Int], withdrawn: Set<RingKey>)>(([:], []))
+    /// Invitations being delivered, per call and user, those whose ringing stopped meanwhile, and
+    /// the ends of ringing waiting for them. All hold only what is in flight, so ``maxInFlight``
+    /// bounds them.
+    private let invitations = NIOLockedValueBox(Invitations())
     static let retryBase: Duration = .milliseconds(500)
     let maxInFlight: Int
 
+    private struct Invitations {
+        var delivering: [RingKey: Int] = [:]
+        var withdrawn: Set<RingKey> = []
+        var waiting: [RingKey: [CheckedContinuation<Void, Never>]] = [:]
+    }
+
     init(
-        store: any PushTokenStore, presence: any CallDelivery, apns: APNsClient?, clock: any SwitchboardClock,
-        metrics: ServerMetrics, maxInFlight: Int = 10_000, logger: Logger
+        store: any PushTokenStore, presence: any CallDelivery, transports: [any PushTransport],
+        clock: any SwitchboardClock, metrics: ServerMetrics, maxInFlight: Int = 10_000, logger: Logger
     ) {
         self.store = store
         self.presence = presence
-        self.apns = apns
+        var byKind: [PushTokenKind: any PushTransport] = [:]
+        for transport in transports {
+            for kind in transport.kinds { byKind[kind] = transport }
+        }
+        self.transports = byKind
         self.clock = clock
         self.metrics = metrics
         self.maxInFlight = maxInFlight
@@ -74,26 +95,30 @@ final class PushService: Sendable {
         var user: UserKey
     }
 
-    /// Sends a push in the background, or withdraws an invitation still being delivered.
+    /// Whether a push to `token` can reach its device: its service is configured for its app.
+    func reaches(_ token: PushToken) -> Bool {
+        transports[token.kind]?.isConfigured(for: token.user.app) ?? false
+    }
+
+    /// Sends a push in the background; the end of a ringing (told as such or as a missed call)
+    /// also withdraws its invitation where it is still being delivered.
     func send(_ message: PushMessage) {
-        let notification: APNsNotification
+        let push: CallPush
         switch message.content {
-        case .ringStopped(let callId):
-            let key = RingKey(callId: callId, user: message.user)
-            invitations.withLockedValue { state in
-                if state.delivering[key] != nil { state.withdrawn.insert(key) }
-            }
-            return
-        case .ring(let push):
-            guard let made = make({ try .ring(push) }) else { return }
-            notification = made
-        case .missedCall(let push):
-            guard let made = make({ try .missedCall(push) }) else { return }
-            notification = made
+        case .ring(let invitation): push = .incomingCall(invitation)
+        case .ringStopped(let end): push = .callEnded(end)
+        case .missedCall(let missed): push = .missedCall(missed)
         }
-        guard let apns else {
-            metrics.push("not_configured")
-            logger.debug("no APNs configured: push not sent", metadata: ["user": "\(message.user)"])
+        let ring = RingKey(callId: push.callId, user: message.user)
+        if push.endsRinging {
+            invitations.withLockedValue { state in
+                if state.delivering[ring] != nil { state.withdrawn.insert(ring) }
+            }
+        }
+        let services = Set(transports.values.filter { $0.isConfigured(for: message.user.app) }.map(\.name))
+        guard !services.isEmpty else {
+            metrics.push("not_configured", service: "none")
+            logger.debug("no push service configured: push not sent", metadata: ["user": "\(message.user)"])
             return
         }
         let admitted = inFlight.withLockedValue { count -> Bool in
@@ -102,53 +127,60 @@ final class PushService: Sendable {
             return true
         }
         guard admitted else {
-            metrics.push("dropped_overload")
+            metrics.push("dropped_overload", service: "none")
             logger.warning("push dropped: too many in flight", metadata: ["user": "\(message.user)"])
             return
         }
-        let ring = RingKey(callId: notification.callId, user: message.user)
-        if notification.kind == .voip {
+        if case .incomingCall = push {
             invitations.withLockedValue { $0.delivering[ring, default: 0] += 1 }
         }
         Task {
-            await deliver(message, notification, apns)
+            if push.endsRinging { await invitationsDelivered(ring) }
+            await deliver(message, push)
             inFlight.withLockedValue { $0 -= 1 }
-            guard notification.kind == .voip else { return }
-            invitations.withLockedValue { state in
+            guard case .incomingCall = push else { return }
+            let waiters = invitations.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
                 let left = (state.delivering[ring] ?? 1) - 1
                 state.delivering[ring] = left > 0 ? left : nil
-                if left <= 0 { state.withdrawn.remove(ring) }
+                guard left <= 0 else { return [] }
+                state.withdrawn.remove(ring)
+                return state.waiting.removeValue(forKey: ring) ?? []
             }
+            waiters.forEach { $0.resume() }
         }
     }
 
-    /// The body of a push; one that cannot be encoded (never expected) is counted and dropped.
-    private func make(_ notification: () throws -> APNsNotification) -> APNsNotification? {
-        do {
-            return try notification()
-        } catch {
-            metrics.push("encoding_failed")
-            logger.error("push not encoded", metadata: ["error": "\(error)"])
-            return nil
+    /// Returns once no invitation push of this call for this user is being delivered.
+    private func invitationsDelivered(_ ring: RingKey) async {
+        await withCheckedContinuation { continuation in
+            let now = invitations.withLockedValue { state -> Bool in
+                guard state.delivering[ring] != nil else { return true }
+                state.waiting[ring, default: []].append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
         }
     }
 
-    private func withdrawn(_ message: PushMessage, _ notification: APNsNotification) -> Bool {
-        guard notification.kind == .voip else { return false }
-        let key = RingKey(callId: notification.callId, user: message.user)
+    private func withdrawn(_ message: PushMessage, _ push: CallPush) -> Bool {
+        guard case .incomingCall = push else { return false }
+        let key = RingKey(callId: push.callId, user: message.user)
         return invitations.withLockedValue { $0.withdrawn.contains(key) }
     }
 
     func shutdown() async {
-        await apns?.shutdown()
+        var seen = Set<String>()
+        for transport in transports.values where seen.insert(transport.name).inserted {
+            await transport.shutdown()
+        }
     }
 
-    /// How many provider tokens were signed so far.
+    /// How many APNs provider tokens were signed so far.
     var signedTokens: Int {
-        get async { await apns?.signer.signedCount ?? 0 }
+        get async { await (transports[.voip] as? APNsTransport)?.signedTokens ?? 0 }
     }
 
-    private func deliver(_ message: PushMessage, _ notification: APNsNotification, _ apns: APNsClient) async {
+    private func deliver(_ message: PushMessage, _ push: CallPush) async {
         let tokens: [PushToken]
         do {
             if let known = message.tokens {
@@ -157,79 +189,93 @@ final class PushService: Sendable {
                 tokens = try await store.pushTokens(app: message.user.app, users: [message.user.user])[message.user.user] ?? []
             }
         } catch {
-            metrics.push("storage_failed")
+            metrics.push("storage_failed", service: "none")
             logger.error("push tokens unreadable", metadata: ["error": "\(error)"])
             return
         }
         await withTaskGroup(of: Void.self) { group in
-            for token in tokens where token.kind == notification.kind {
-                group.addTask { await self.deliver(message, notification, to: token, apns) }
+            for token in tokens where push.isFor(token) {
+                guard let transport = transports[token.kind] else { continue }
+                group.addTask { await self.deliver(message, push, to: token, transport) }
             }
         }
     }
 
     private func deliver(
-        _ message: PushMessage, _ notification: APNsNotification, to token: PushToken, _ apns: APNsClient
+        _ message: PushMessage, _ push: CallPush, to token: PushToken, _ transport: any PushTransport
     ) async {
         var attempt = 0
         var refreshed = false
-        guard var providerToken = try? await apns.signer.token() else {
-            finish(notification, token, "signing_failed")
-            return
+        func record(_ outcome: String) {
+            self.record(push, token, transport.name, outcome)
         }
         while true {
             // Every attempt, the first included: an invitation goes out only while the user rings,
             // and no push goes to a device that is connected (it has the event already).
-            if withdrawn(message, notification) {
-                finish(notification, token, "withdrawn")
+            if withdrawn(message, push) {
+                record("withdrawn")
                 return
             }
             if presence.connectedDevices(message.user).contains(token.device) {
-                finish(notification, token, "connected")
+                record("connected")
                 return
             }
-            switch await apns.send(notification, to: token, expiration: message.expiration, providerToken: providerToken) {
+            switch await transport.send(push, to: token, expiration: message.expiration) {
             case .delivered:
-                finish(notification, token, "delivered")
+                record("delivered")
                 return
             case .tokenInvalid(let reason):
                 try? await store.removePushToken(token.token)
-                logger.info("push token removed", metadata: ["reason": "\(reason)", "user": "\(token.user)"])
-                finish(notification, token, "token_removed")
+                logger.info(
+                    "push token removed", metadata: ["reason": "\(reason)", "user": "\(token.user)", "service": "\(transport.name)"])
+                record("token_removed")
                 return
-            case .providerTokenExpired where !refreshed:
+            case .credentialExpired(let rejected) where !refreshed:
                 refreshed = true
-                guard let fresh = try? await apns.signer.refresh(after: providerToken) else {
-                    finish(notification, token, "signing_failed")
+                guard await transport.refresh(app: token.user.app, after: rejected) else {
+                    record("signing_failed")
                     return
                 }
-                providerToken = fresh
-                record(notification, token, "provider_token_refreshed")
+                record("credential_refreshed")
             case .retryable(let reason):
                 let next = clock.now() + (Self.retryBase * (1 << min(attempt, 10))).milliseconds
                 attempt += 1
                 guard next < message.expiration else {
-                    finish(notification, token, "gave_up")
+                    record("gave_up")
                     return
                 }
                 // The next attempt's time is fixed before anyone hears of this one.
-                record(notification, token, "retrying")
-                logger.debug("push retried", metadata: ["reason": "\(reason)"])
+                record("retrying")
+                logger.debug("push retried", metadata: ["reason": "\(reason)", "service": "\(transport.name)"])
                 guard (try? await clock.sleep(until: next)) != nil else { return }
-            case .providerTokenExpired, .rejected:
-                finish(notification, token, "rejected")
+            case .credentialExpired:
+                record("rejected")
+                return
+            case .rejected(let status, let reason):
+                logger.warning(
+                    "push refused", metadata: ["status": "\(status)", "reason": "\(reason)", "service": "\(transport.name)"])
+                record("rejected")
+                return
+            case .notSent(let reason):
+                record(reason)
                 return
             }
         }
     }
 
-    private func finish(_ notification: APNsNotification, _ token: PushToken, _ outcome: String) {
-        record(notification, token, outcome)
-    }
-
-    private func record(_ notification: APNsNotification, _ token: PushToken, _ outcome: String) {
-        metrics.push(outcome)
-        let delivery = Delivery(callId: notification.callId, token: token.token, outcome: outcome)
+    private func record(_ push: CallPush, _ token: PushToken, _ service: String, _ outcome: String) {
+        metrics.push(outcome, service: service)
+        let delivery = Delivery(callId: push.callId, token: token.token, outcome: outcome, service: service, kind: push.kind)
         for continuation in broadcaster.withLockedValue({ Array($0.values) }) { continuation.yield(delivery) }
+    }
+}
+
+extension CallPush {
+    /// Whether the push tells that a ringing ended: its end, or the missed call that replaces it.
+    var endsRinging: Bool {
+        switch self {
+        case .incomingCall: false
+        case .callEnded, .missedCall: true
+        }
     }
 }

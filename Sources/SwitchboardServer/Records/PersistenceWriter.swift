@@ -13,7 +13,9 @@ import SwitchboardProtocol
 /// interval later.
 ///
 /// Within a batch, several saves of one call keep only the last, and a call that ended drops its
-/// pending saves: its records and the removal of its journal entry commit together. `submit…`
+/// pending saves: its records and the removal of its journal entry commit together. A write
+/// carries the webhook events of the change it stores: they are never coalesced, go into the
+/// batch in the order written, and commit in the same transaction as their change. `submit…`
 /// never blocks the call engine. Once a batch is committed, ``onCommitted`` runs with the stored
 /// records (the server sends each owner its `callRecord` event from there, so that event is the
 /// promise that the record is durable).
@@ -24,8 +26,10 @@ import SwitchboardProtocol
 /// that only the calls already in progress can add to it.
 final class PersistenceWriter: Sendable {
     enum Write: Sendable {
-        case save(JournalSave)
-        case end(EndedCallWrite)
+        case save(JournalSave, events: [WebhookNotice] = [])
+        case end(EndedCallWrite, events: [WebhookNotice] = [])
+        /// Events whose change needs no save of its own.
+        case events([WebhookNotice])
     }
 
     /// A save of a call in progress. Its state is encoded only if the save survives coalescing:
@@ -57,6 +61,8 @@ final class PersistenceWriter: Sendable {
 
     private let store: any CallRecordStore
     private let onCommitted: @Sendable ([StoredRecord]) -> Void
+    /// Called after a batch with webhook events committed (the dispatcher sends them then).
+    let onEventsCommitted = LockedCallback<(@Sendable () -> Void)?>(nil)
     private let clock: any SwitchboardClock
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
@@ -101,19 +107,28 @@ final class PersistenceWriter: Sendable {
 
     /// Queues a save of a call in progress; `state` is its JSON, made when the batch is written
     /// (nil when it cannot be encoded: the save is dropped and logged).
-    func submit(journal callId: CallID, app: SdkAppID, updatedAt: Int64, state: @escaping @Sendable () -> Data?) {
-        enqueue(.save(JournalSave(callId: callId, app: app, updatedAt: updatedAt, state: state)))
+    func submit(
+        journal callId: CallID, app: SdkAppID, updatedAt: Int64, events: [WebhookNotice] = [],
+        state: @escaping @Sendable () -> Data?
+    ) {
+        enqueue(.save(JournalSave(callId: callId, app: app, updatedAt: updatedAt, state: state), events: events))
     }
 
     /// Queues the end of a call: its records, and the removal of its journal entry.
-    func submit(ended callId: CallID, records: [RecordDraft]) {
-        enqueue(.end(EndedCallWrite(callId: callId, records: records)))
+    func submit(ended callId: CallID, records: [RecordDraft], events: [WebhookNotice] = []) {
+        enqueue(.end(EndedCallWrite(callId: callId, records: records), events: events))
     }
 
     /// Queues records of calls that were never journaled.
     func submit(_ drafts: [RecordDraft]) {
         guard !drafts.isEmpty else { return }
-        enqueue(.end(EndedCallWrite(callId: CallID(rawValue: ""), records: drafts)))
+        enqueue(.end(EndedCallWrite(callId: CallID(rawValue: ""), records: drafts), events: []))
+    }
+
+    /// Queues webhook events whose change has nothing else to store.
+    func submit(events: [WebhookNotice]) {
+        guard !events.isEmpty else { return }
+        enqueue(.events(events))
     }
 
     private func enqueue(_ write: Write) {
@@ -177,6 +192,9 @@ final class PersistenceWriter: Sendable {
             if batch.unencodable > 0 {
                 logger.error("could not encode calls for the journal", metadata: ["calls": "\(batch.unencodable)"])
             }
+            if batch.unencodableEvents > 0 {
+                logger.error("could not encode webhook events", metadata: ["events": "\(batch.unencodableEvents)"])
+            }
             commit(batch, attempt: 1, delay: 50)
         case .wait(let deadline):
             // Everything that arrives meanwhile joins this batch; `flushing` stays set.
@@ -196,6 +214,7 @@ final class PersistenceWriter: Sendable {
             case .success(let stored):
                 self.state.withLockedValue { $0.writing = 0 }
                 self.onCommitted(stored)
+                if !batch.events.isEmpty { self.onEventsCommitted.function?() }
                 self.flushNext()
             case .failure(let error as ClusterError) where error == .fenced:
                 // Refused under the current term: another node leads now, and this one steps
@@ -229,18 +248,32 @@ final class PersistenceWriter: Sendable {
         }
     }
 
-    /// Coalesces writes: the last save of each call, none for calls that end in the same batch.
+    /// Coalesces writes: the last save of each call, none for calls that end in the same batch;
+    /// every webhook event, in the order written.
     static func batch(_ writes: [Write]) -> PersistenceBatch {
         var batch = PersistenceBatch()
         var saves: [CallID: JournalSave] = [:]
         var order: [CallID] = []
+        func add(_ events: [WebhookNotice]) {
+            for notice in events {
+                if let event = OutboxEvent(notice) {
+                    batch.events.append(event)
+                } else {
+                    batch.unencodableEvents += 1
+                }
+            }
+        }
         for write in writes {
             switch write {
-            case .save(let entry):
+            case .save(let entry, let events):
                 if saves.updateValue(entry, forKey: entry.callId) == nil { order.append(entry.callId) }
-            case .end(let ended):
+                add(events)
+            case .end(let ended, let events):
                 saves[ended.callId] = nil
                 batch.ended.append(ended)
+                add(events)
+            case .events(let events):
+                add(events)
             }
         }
         for save in order.compactMap({ saves[$0] }) {

@@ -65,7 +65,7 @@ final class PostgresStorage: SwitchboardStorage {
     let location: Location
     let client: PostgresClient
     private let runner: Task<Void, Never>
-    private let logger: Logger
+    let logger: Logger
 
     /// Connects and migrates the schema; throws if the database cannot be reached.
     init(_ location: Location, logger: Logger) async throws {
@@ -215,7 +215,7 @@ final class PostgresStorage: SwitchboardStorage {
         ),
         (
             // The writer's batch in one statement, so one round trip (``PostgresStatements/Commit``).
-            "v4-commit-function", [PostgresStatements.Commit.function]
+            "v4-commit-function", [PostgresStatements.Commit.functionWithoutEvents]
         ),
         (
             // Web Push subscriptions, FCM tokens, sealed pushes and ringing without CallKit.
@@ -227,6 +227,26 @@ final class PostgresStorage: SwitchboardStorage {
             ALTER TABLE push_tokens ADD COLUMN sealing_key TEXT;
             ALTER TABLE push_tokens ADD COLUMN alert_ringing BOOLEAN NOT NULL DEFAULT FALSE;
             """)
+        ),
+        (
+            // Each app's own APNs key, VAPID key pair and FCM service account, as JSON.
+            "v6-app-push-credentials",
+            statements(
+                """
+            CREATE TABLE app_push_credentials (
+                sdk_app_id BIGINT PRIMARY KEY,
+                credentials TEXT NOT NULL,
+                updated_at BIGINT NOT NULL
+            );
+            """)
+        ),
+        (
+            // The webhook outbox and its endpoints, the records' retention per app and an index for
+            // the admin API's record queries; the writer's batch with its events
+            // (``PostgresStatements/Commit``: a new overload, so nodes of the version before, which
+            // call the old one, keep working during a rolling deploy).
+            "webhooks-v1",
+            statements(webhookTables) + [outboxFunction, PostgresStatements.Commit.function]
         ),
     ]
 
@@ -265,34 +285,55 @@ final class PostgresStorage: SwitchboardStorage {
         var apps: [AppRecord] = []
         let rows = try await client.query(
             """
-            SELECT sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees, is_development, created_at
-            FROM apps ORDER BY sdk_app_id
+            SELECT sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees, record_retention_days,
+                is_development, created_at, app_push_credentials.credentials
+            FROM apps LEFT JOIN app_push_credentials USING (sdk_app_id) ORDER BY sdk_app_id
             """, logger: logger)
-        for try await (id, secret, busy, max, sees, development, created) in rows.decode(
-            (Int64, String, String, Int32, String, Bool, Int64).self)
+        for try await (id, secret, busy, max, sees, retention, development, created, push) in rows.decode(
+            (Int64, String, String, Int32, String, Int32?, Bool, Int64, String?).self)
         {
             apps.append(
                 AppRecord(
                     sdkAppID: SdkAppID(id), secretKey: secret,
                     settings: AppSettings(
                         busyPolicy: BusyPolicy(rawValue: busy) ?? .reject, maxParticipants: Int(max),
-                        blockedCallerSees: BlockedCallerSees(rawValue: sees) ?? .reject),
-                    isDevelopment: development, createdAt: created))
+                        blockedCallerSees: BlockedCallerSees(rawValue: sees) ?? .reject,
+                        recordRetentionDays: retention.map(Int.init)),
+                    isDevelopment: development, createdAt: created, push: try AppPushCredentials.stored(push)))
         }
         return apps
+    }
+
+    func addPushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws {
+        let text = try credentials.storedText()
+        try await client.query(
+            """
+            INSERT INTO app_push_credentials (sdk_app_id, credentials, updated_at) VALUES (\(app.rawValue), \(text), \(now))
+            ON CONFLICT (sdk_app_id) DO NOTHING
+            """, logger: logger)
+    }
+
+    func savePushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws {
+        let text = try credentials.storedText()
+        try await client.query(
+            """
+            INSERT INTO app_push_credentials (sdk_app_id, credentials, updated_at) VALUES (\(app.rawValue), \(text), \(now))
+            ON CONFLICT (sdk_app_id) DO UPDATE SET credentials = excluded.credentials, updated_at = excluded.updated_at
+            """, logger: logger)
     }
 
     func saveApp(_ app: AppRecord) async throws {
         try await client.query(
             """
             INSERT INTO apps (sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees,
-                is_development, created_at)
+                record_retention_days, is_development, created_at)
             VALUES (\(app.sdkAppID.rawValue), \(app.secretKey), \(app.settings.busyPolicy.rawValue),
                 \(Int32(clamping: app.settings.maxParticipants)), \(app.settings.blockedCallerSees.rawValue),
-                \(app.isDevelopment), \(app.createdAt))
+                \(app.settings.recordRetentionDays.map { Int32(clamping: $0) }), \(app.isDevelopment), \(app.createdAt))
             ON CONFLICT (sdk_app_id) DO UPDATE SET secret_key = excluded.secret_key,
                 busy_policy = excluded.busy_policy, max_participants = excluded.max_participants,
-                blocked_caller_sees = excluded.blocked_caller_sees, is_development = excluded.is_development
+                blocked_caller_sees = excluded.blocked_caller_sees,
+                record_retention_days = excluded.record_retention_days, is_development = excluded.is_development
             """, logger: logger)
     }
 
@@ -396,25 +437,6 @@ final class PostgresStorage: SwitchboardStorage {
 
     // MARK: - blocks
 
-    func block(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
-        guard !blocked.isEmpty else { return }
-        try await client.query(
-            """
-            INSERT INTO blocks (sdk_app_id, user_id, blocked_id)
-            SELECT \(app.rawValue), \(user.rawValue), unnest(\(Array(Set(blocked.map(\.rawValue)))))
-            ON CONFLICT DO NOTHING
-            """, logger: logger)
-    }
-
-    func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
-        guard !blocked.isEmpty else { return }
-        try await client.query(
-            """
-            DELETE FROM blocks WHERE sdk_app_id = \(app.rawValue) AND user_id = \(user.rawValue)
-                AND blocked_id = ANY(\(blocked.map(\.rawValue)))
-            """, logger: logger)
-    }
-
     func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID] {
         try await strings(
             """
@@ -477,7 +499,7 @@ final class PostgresStorage: SwitchboardStorage {
     // MARK: - records and the journal
 
     func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
-        guard !batch.journal.isEmpty || !batch.ended.isEmpty else { return [] }
+        guard !batch.journal.isEmpty || !batch.ended.isEmpty || !batch.events.isEmpty else { return [] }
         // The last save of a call wins.
         var latest: [CallID: JournalEntry] = [:]
         for entry in batch.journal { latest[entry.callId] = entry }
@@ -485,7 +507,8 @@ final class PostgresStorage: SwitchboardStorage {
         var syncTimes: [RecordKey: Int64] = [:]
         do {
             let commit = PostgresStatements.Commit(
-                fence: batch.fence, journal: Array(latest.values), ended: batch.ended.map(\.callId.rawValue), drafts: drafts)
+                fence: batch.fence, journal: Array(latest.values), ended: batch.ended.map(\.callId.rawValue), drafts: drafts,
+                events: batch.events)
             for try await (app, user, call, syncTime) in try await client.execute(commit, logger: logger) {
                 syncTimes[RecordKey(app: app, user: user, call: call)] = syncTime
             }
@@ -546,17 +569,17 @@ final class PostgresStorage: SwitchboardStorage {
             .decode(Int64.self).first { _ in true }
     }
 
-    private static let recordColumns = """
+    static let recordColumns = """
         call_id, room_id, call_type, media_type, caller_id, inviter_id, participant_ids, chat_group_id, direction,
         result, start_time, end_time, duration, end_reason, sync_time
         """
 
-    private typealias RecordRow = (
+    typealias RecordRow = (
         String, String, String, String, String, String, [String], String?, String, String, Int64?, Int64, Int32, String,
         Int64
     )
 
-    private static func record(_ row: RecordRow) -> CallRecord {
+    static func record(_ row: RecordRow) -> CallRecord {
         let (call, room, type, media, caller, inviter, participants, group, direction, result, start, end, duration, reason, sync) =
             row
         return CallRecord(

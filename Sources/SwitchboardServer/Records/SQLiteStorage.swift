@@ -160,6 +160,22 @@ final class SQLiteStorage: SwitchboardStorage {
                     ALTER TABLE push_tokens ADD COLUMN alert_ringing INTEGER NOT NULL DEFAULT 0;
                     """)
         }
+        migrator.registerMigration("v8-app-push-credentials") { db in
+            // Each app's own APNs key, VAPID key pair and FCM service account, as JSON.
+            try db.execute(
+                sql: """
+                    CREATE TABLE app_push_credentials (
+                        sdk_app_id INTEGER PRIMARY KEY,
+                        credentials TEXT NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    """)
+        }
+        migrator.registerMigration("webhooks-v1") { db in
+            // The webhook outbox and its endpoints, the records' retention per app, and an index
+            // for the admin API's record queries (docs/WEBHOOKS.md).
+            try db.execute(sql: Self.webhookMigration)
+        }
         return migrator
     }
 
@@ -170,17 +186,49 @@ final class SQLiteStorage: SwitchboardStorage {
 
     func loadApps() async throws -> [AppRecord] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM apps ORDER BY sdk_app_id").map { row in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT apps.*, app_push_credentials.credentials AS push_credentials FROM apps
+                    LEFT JOIN app_push_credentials USING (sdk_app_id) ORDER BY sdk_app_id
+                    """
+            ).map { row in
                 AppRecord(
                     sdkAppID: SdkAppID(row["sdk_app_id"] as Int64),
                     secretKey: row["secret_key"],
                     settings: AppSettings(
                         busyPolicy: BusyPolicy(rawValue: row["busy_policy"]) ?? .reject,
                         maxParticipants: row["max_participants"],
-                        blockedCallerSees: BlockedCallerSees(rawValue: row["blocked_caller_sees"]) ?? .reject),
+                        blockedCallerSees: BlockedCallerSees(rawValue: row["blocked_caller_sees"]) ?? .reject,
+                        recordRetentionDays: row["record_retention_days"]),
                     isDevelopment: row["is_development"],
-                    createdAt: row["created_at"])
+                    createdAt: row["created_at"],
+                    push: try AppPushCredentials.stored(row["push_credentials"]))
             }
+        }
+    }
+
+    func addPushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws {
+        let text = try credentials.storedText()
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO app_push_credentials (sdk_app_id, credentials, updated_at) VALUES (?, ?, ?)
+                    ON CONFLICT (sdk_app_id) DO NOTHING
+                    """,
+                arguments: [app.rawValue, text, now])
+        }
+    }
+
+    func savePushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws {
+        let text = try credentials.storedText()
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO app_push_credentials (sdk_app_id, credentials, updated_at) VALUES (?, ?, ?)
+                    ON CONFLICT (sdk_app_id) DO UPDATE SET credentials = excluded.credentials, updated_at = excluded.updated_at
+                    """,
+                arguments: [app.rawValue, text, now])
         }
     }
 
@@ -189,15 +237,17 @@ final class SQLiteStorage: SwitchboardStorage {
             try db.execute(
                 sql: """
                     INSERT INTO apps (sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees,
-                        is_development, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                        record_retention_days, is_development, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (sdk_app_id) DO UPDATE SET secret_key = excluded.secret_key,
                         busy_policy = excluded.busy_policy, max_participants = excluded.max_participants,
-                        blocked_caller_sees = excluded.blocked_caller_sees, is_development = excluded.is_development
+                        blocked_caller_sees = excluded.blocked_caller_sees,
+                        record_retention_days = excluded.record_retention_days, is_development = excluded.is_development
                     """,
                 arguments: [
                     app.sdkAppID.rawValue, app.secretKey, app.settings.busyPolicy.rawValue, app.settings.maxParticipants,
-                    app.settings.blockedCallerSees.rawValue, app.isDevelopment, app.createdAt,
+                    app.settings.blockedCallerSees.rawValue, app.settings.recordRetentionDays, app.isDevelopment,
+                    app.createdAt,
                 ])
         }
     }
@@ -317,27 +367,6 @@ final class SQLiteStorage: SwitchboardStorage {
 
     // MARK: blocks
 
-    func block(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
-        guard !blocked.isEmpty else { return }
-        try await pool.write { db in
-            for other in Set(blocked) {
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO blocks (sdk_app_id, user_id, blocked_id) VALUES (?, ?, ?)",
-                    arguments: [app.rawValue, user.rawValue, other.rawValue])
-            }
-        }
-    }
-
-    func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
-        try await pool.write { db in
-            for other in Set(blocked) {
-                try db.execute(
-                    sql: "DELETE FROM blocks WHERE sdk_app_id = ? AND user_id = ? AND blocked_id = ?",
-                    arguments: [app.rawValue, user.rawValue, other.rawValue])
-            }
-        }
-    }
-
     func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID] {
         try await pool.read { db in
             try String.fetchAll(
@@ -431,8 +460,9 @@ final class SQLiteStorage: SwitchboardStorage {
     }
 
     private static func commit(_ batch: PersistenceBatch, _ db: Database) throws -> [StoredRecord] {
-        guard !batch.journal.isEmpty || !batch.ended.isEmpty else { return [] }
-        let promised = !batch.ended.isEmpty
+        guard !batch.journal.isEmpty || !batch.ended.isEmpty || !batch.events.isEmpty else { return [] }
+        // Webhook events are promised too: one sent must never be taken back by a power cut.
+        let promised = !batch.ended.isEmpty || !batch.events.isEmpty
         if !promised { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         defer { if !promised { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
         var stored: [StoredRecord] = []
@@ -459,6 +489,7 @@ final class SQLiteStorage: SwitchboardStorage {
                 .execute(arguments: [ended.callId.rawValue])
             stored += try Self.insert(ended.records, db)
         }
+        try Self.insert(batch.events, db)
         return stored
     }
 
@@ -563,7 +594,7 @@ final class SQLiteStorage: SwitchboardStorage {
         }
     }
 
-    private static func record(_ row: Row) throws -> CallRecord {
+    static func record(_ row: Row) throws -> CallRecord {
         let participants = try JSONDecoder().decode([String].self, from: Data((row["participant_ids"] as String).utf8))
         return CallRecord(
             callId: CallID(rawValue: row["call_id"]), roomId: RoomID(rawValue: row["room_id"]),

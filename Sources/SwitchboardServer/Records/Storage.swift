@@ -9,6 +9,8 @@ struct AppRecord: Equatable, Sendable {
     /// Created by the server for a first run without configuration.
     var isDevelopment: Bool
     var createdAt: Int64
+    /// The app's own push credentials (its VAPID key pair at least, once it has started).
+    var push = AppPushCredentials()
 }
 
 /// A stored record with its owner.
@@ -17,11 +19,16 @@ struct StoredRecord: Equatable, Sendable {
     var record: CallRecord
 }
 
-/// Apps and their settings.
+/// Apps, their settings and their push credentials.
 protocol AppStore: Sendable {
     func loadApps() async throws -> [AppRecord]
-    /// Inserts or replaces an app.
+    /// Inserts or replaces an app, but not its push credentials.
     func saveApp(_ app: AppRecord) async throws
+    /// Replaces an app's push credentials (kept beside its secret key, as its other secrets).
+    func savePushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws
+    /// Stores an app's push credentials unless it has some already (the first start of an app,
+    /// maybe on several nodes at once: the first one's stay).
+    func addPushCredentials(app: SdkAppID, _ credentials: AppPushCredentials, now: Int64) async throws
 }
 
 /// Users' nicknames and avatars.
@@ -56,6 +63,11 @@ struct PersistenceBatch: Equatable, Sendable {
     /// Saves dropped because their state could not be encoded (logged by the writer).
     var unencodable = 0
     var ended: [EndedCallWrite] = []
+    /// Webhook events for the outbox, in the order they happened; each goes to every endpoint of
+    /// its app that wants its type (and is not at its bound) as a delivery.
+    var events: [OutboxEvent] = []
+    /// Events dropped because they could not be encoded (logged by the writer).
+    var unencodableEvents = 0
 }
 
 /// Per-user call records (SPEC §4) and the journal of calls in progress.
@@ -118,13 +130,26 @@ extension CallRecordStore {
 
 /// Who blocks whom (per app).
 protocol BlockStore: Sendable {
-    func block(app: SdkAppID, user: UserID, blocked: [UserID]) async throws
-    func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws
+    /// Blocks users; `notify` gets those it newly blocked and makes the webhook event that
+    /// reports it (nil: none), written in the same transaction.
+    func block(app: SdkAppID, user: UserID, blocked: [UserID], notify: @Sendable ([UserID]) -> OutboxEvent?) async throws
+    /// Unblocks users; `notify` as for ``block(app:user:blocked:notify:)``, with those it unblocked.
+    func unblock(app: SdkAppID, user: UserID, blocked: [UserID], notify: @Sendable ([UserID]) -> OutboxEvent?) async throws
     func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID]
     /// Which of `users` block `caller`.
     func usersBlocking(_ caller: UserID, among users: [UserID], app: SdkAppID) async throws -> Set<UserID>
     /// Every user who blocks anyone (for the engine's ``BlockerIndex``).
     func blockers() async throws -> [UserKey]
+}
+
+extension BlockStore {
+    func block(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
+        try await block(app: app, user: user, blocked: blocked, notify: { _ in nil })
+    }
+
+    func unblock(app: SdkAppID, user: UserID, blocked: [UserID]) async throws {
+        try await unblock(app: app, user: user, blocked: blocked, notify: { _ in nil })
+    }
 }
 
 /// One of a device's push tokens.
@@ -185,4 +210,4 @@ protocol StorageConnection: Sendable {
 
 /// Everything the server keeps in its database.
 typealias SwitchboardStorage = AppStore & ProfileStore & CallRecordStore & ChatGroupStore & BlockStore & PushTokenStore
-    & StorageConnection
+    & WebhookStore & StorageConnection

@@ -23,10 +23,20 @@ extension SignalingSession {
                         guard Set(current).union(others).count <= BlockedUsersResponse.limit else {
                             throw SwitchboardError(.invalidParams, "at most \(BlockedUsersResponse.limit) blocked users")
                         }
-                        try await self.node.storage.block(app: user.app, user: user.user, blocked: others)
+                        let (webhooks, now) = (self.node.webhooks, self.node.clock.now())
+                        try await self.node.storage.block(app: user.app, user: user.user, blocked: others) { added in
+                            webhooks.wants(user.app, .userBlocked)
+                                ? OutboxEvent.blocks(user, changed: added, blocked: true, time: now) : nil
+                        }
+                        self.node.webhookDispatcher.wake()
                         if !others.isEmpty, let error = await self.node.calls.blocks(user) { throw error }
                     } else {
-                        try await self.node.storage.unblock(app: user.app, user: user.user, blocked: others)
+                        let (webhooks, now) = (self.node.webhooks, self.node.clock.now())
+                        try await self.node.storage.unblock(app: user.app, user: user.user, blocked: others) { removed in
+                            webhooks.wants(user.app, .userUnblocked)
+                                ? OutboxEvent.blocks(user, changed: removed, blocked: false, time: now) : nil
+                        }
+                        self.node.webhookDispatcher.wake()
                     }
                     return try await self.node.storage.blockedUsers(app: user.app, user: user.user)
                 })

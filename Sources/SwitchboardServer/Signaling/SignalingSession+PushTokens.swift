@@ -2,10 +2,16 @@ import Foundation
 import SwitchboardProtocol
 
 /// Push tokens: one of each kind per device; a token held by another device moves only when asked to.
-/// Each kind's token is checked as ``RegisterPushTokenRequest/problem`` says.
+/// Each kind's token is checked as ``RegisterPushTokenRequest/problem`` says, and a Web Push
+/// endpoint as ``WebPushEndpointPolicy`` says.
 extension SignalingSession {
     func registerPushToken(_ request: RegisterPushTokenRequest, _ identity: Identity, id: RequestID) async {
         if let problem = request.problem {
+            fail(id, problem)
+            return
+        }
+        // The server will POST to a Web Push endpoint: none into its own network.
+        if request.kind == .web, let problem = node.webPushEndpoints.problem(request.token) {
             fail(id, problem)
             return
         }

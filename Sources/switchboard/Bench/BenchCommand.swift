@@ -58,6 +58,9 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(help: "Commit interval (ms) of the servers this bench starts (default: serve's).")
         var serverCommitInterval: Int?
 
+        @Flag(help: "The servers this bench starts post every event to a local receiver (one endpoint per app, all events).")
+        var serverWebhook = false
+
         @Option(help: "Server nodes this bench starts, a cluster on --database (PostgreSQL) when more than one.")
         var nodes = 1
 
@@ -352,6 +355,12 @@ final class Bench: Sendable {
             guard options.nodes == 1 || database.hasPrefix("postgres") else {
                 throw ValidationError("a cluster (--nodes above 1) needs --database postgresql://…")
             }
+            var webhook: [String] = []
+            if options.serverWebhook {
+                let sink = try ServerProcess.launch(binary: binary, command: "webhook-sink", arguments: [], directory: directory)
+                spawned.append(sink)
+                webhook = ["--webhook", "http://127.0.0.1:\(sink.port)/hooks", "--webhook-allow", "127.0.0.0/8"]
+            }
             for index in 0..<options.nodes {
                 let server = try ServerProcess.launch(
                     binary: binary,
@@ -360,7 +369,8 @@ final class Bench: Sendable {
                         // Storms of logins from a few loopback addresses are the point here.
                         "--no-rate-limits", "--host", "127.0.0.1", "--max-pending-per-ip", "100000", "--max-pending", "100000",
                     ] + (options.serverThreads.map { ["--threads", "\($0)"] } ?? [])
-                        + (options.serverCommitInterval.map { ["--commit-interval", "\($0)"] } ?? []), directory: directory)
+                        + (options.serverCommitInterval.map { ["--commit-interval", "\($0)"] } ?? []) + webhook,
+                    directory: directory)
                 spawned.append(server)
                 targets.append(
                     BenchTarget(host: "127.0.0.1", port: server.port, sdkAppID: app, secretKey: secret, pid: server.processIdentifier))

@@ -14,8 +14,10 @@ import { recordRow } from "./records.js";
 import { Ringer } from "./ringer.js";
 import { Attention } from "./attention.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
-import { fillAvatar, avatarSource } from "./avatar.js";
+import { fillAvatar, avatarSource, allowImageOrigins } from "./avatar.js";
+import { webConfig } from "./config.js";
 import { renderRoster, renderStage } from "./callview.js";
+import { pushLaunch, pushState, startPush, stopPush } from "./push.js";
 
 const params = new URLSearchParams(location.search);
 // `?server=URL` (repeatable): the nodes of a cluster, tried in turn; by default the page's own
@@ -27,6 +29,7 @@ const options = {
   relayOnly: params.get("relay") === "1", loopbackOnly: params.get("loopback") === "1",
   capture: capture ? { width: Number(capture[1]), height: Number(capture[2]), frameRate: Number(capture[3] ?? 30) } : null,
 };
+webConfig().then((config) => allowImageOrigins(config.imageOrigins));
 
 const $ = (id) => document.getElementById(id);
 
@@ -195,6 +198,10 @@ async function login(userID, sdkAppID, userSig) {
   clear("login");
   render();
   $("callee").focus();
+  startPush({
+    signaling, onAnswer: answerCall,
+    session: { sdkAppID, userID: result.userID, userSig, deviceId: tabDeviceId(), server: urls[0] },
+  }).catch((error) => console.warn("push", error));
   await loadRecords();
 }
 
@@ -242,6 +249,7 @@ function liveCall() {
 }
 
 async function logout(sessionEnded = null) {
+  stopPush();
   if (!sessionEnded) {
     try {
       await signaling?.request("logout");
@@ -322,7 +330,11 @@ function incomingCallId() {
 
 async function accept() {
   const callId = incomingCallId();
-  if (!callId) return;
+  if (callId) await answerCall(callId);
+}
+
+/** Answers a call by its id: from the ringing screen, or a notification's Answer (rung here or not). */
+async function answerCall(callId) {
   clear("home");
   // With call waiting, the server hangs up the current call for you.
   try {
@@ -1058,7 +1070,23 @@ function wire() {
     if (activeCall()) render();
   }, 500);
   render();
-  resumeSession();
+  start();
+}
+
+/**
+ * A page opened by a notification (push.js) logs in as the tab that subscribed did and answers
+ * when that is what the user chose; any other page resumes this tab's session.
+ */
+async function start() {
+  const launch = await pushLaunch().catch(() => null);
+  if (!launch) return resumeSession();
+  try {
+    await login(launch.session.userID, launch.session.sdkAppID, launch.session.userSig);
+  } catch (error) {
+    say("login", errorText(error, "login"), { tone: "error", code: error.code });
+    return;
+  }
+  if (launch.answer) await answerCall(launch.callId);
 }
 
 // For tests and the curious: the client's state and its media statistics.
@@ -1076,6 +1104,8 @@ window.switchboard = {
   },
   ringer: () => ({ state: ringer.state, kind: ringer.kind, muted: ringer.muted, level: ringer.level() }),
   tiles: () => [...document.querySelectorAll("#stage .tile")].map((n) => ({ user: n.dataset.user, role: n.dataset.role })),
+  /** What became of Web Push on this page (push.js). */
+  push: () => ({ ...pushState }),
   /** Whether the screen tile of `user` plays a picture. */
   screenPlaying: (user) => (document.querySelector(`.tile[data-key="screen:${CSS.escape(user)}"] video`)?.videoWidth ?? 0) > 0,
 };

@@ -1,11 +1,20 @@
 // A member's picture: their avatar image when the page may show it, else their initial on a
-// colour of their own. The page's Content-Security-Policy lets images come from its own origin
-// only (an image elsewhere could carry the UserSig out in its address), so an avatar URL on
-// another origin shows as the initial.
+// colour of their own. Avatar URLs are whatever members set, so the page loads images only from
+// its own origin and the ones its server lists (`serve --web-image-origins`, through config.js),
+// as its Content-Security-Policy does: a stranger's URL elsewhere shows as the initial instead of
+// telling a server of theirs who looked at it and from where.
 
 import { nameOf } from "./words.js";
 
 const HUES = 8;
+
+/** Origins besides the page's own that avatars may come from (set once the config is read). */
+let imageOrigins = new Set();
+
+/** Allows avatars from `origins` (as `/v1/web/config` lists them) besides the page's own. */
+export function allowImageOrigins(origins) {
+  imageOrigins = new Set(origins);
+}
 
 /** The avatar URL the page may load for `member`, or null. */
 export function avatarSource(member, page = location) {
@@ -13,7 +22,8 @@ export function avatarSource(member, page = location) {
   if (!text) return null;
   try {
     const url = new URL(text, page.href);
-    return url.origin === page.origin && (url.protocol === "https:" || url.protocol === "http:") ? url.href : null;
+    if (url.protocol !== "https:" && url.protocol !== "http:") return null;
+    return url.origin === page.origin || imageOrigins.has(url.origin) ? url.href : null;
   } catch {
     return null;
   }

@@ -1,3 +1,5 @@
+import { webConfig } from "./config.js";
+
 // Which signaling servers the page may connect to. A link can name servers (`?server=URL`,
 // repeatable: the nodes of a cluster), and the page sends the user's UserSig to whichever it
 // connects to, so it accepts only its own origin and the servers its own server lists
@@ -37,13 +39,7 @@ export function chooseServers(requested, page, allowed) {
 
 /** The servers the page's own server allows besides itself; none when it does not say. */
 export async function allowedServers() {
-  try {
-    const response = await fetch("/v1/web/config", { cache: "no-store" });
-    const body = response.ok ? await response.json() : {};
-    return Array.isArray(body.allowedServers) ? body.allowedServers.filter((s) => typeof s === "string") : [];
-  } catch {
-    return [];
-  }
+  return (await webConfig()).allowedServers;
 }
 
 /** A link named a server the page may not use. */

@@ -1,0 +1,32 @@
+#if canImport(SwiftUI) && canImport(UIKit)
+import Switchboard
+import SwitchboardProtocol
+import SwiftUI
+
+/// Everything the calls show, for the top of a SwiftUI app (`.overlay(CallScreenView(model:))`
+/// on the root view) or a ``CallWindow``: the incoming-call screen, the call view or the
+/// floating window, as ``CallScreenPresenter`` decides, and Picture in Picture for video calls.
+@MainActor
+public struct CallScreenView: View {
+    @ObservedObject var model: CallViewModel
+    @StateObject private var pictureInPicture = CallPictureInPicture()
+
+    public init(model: CallViewModel) {
+        self.model = model
+    }
+
+    public var body: some View {
+        Group {
+            switch model.screen {
+            case .none: Color.clear.allowsHitTesting(false)
+            case .incoming: IncomingCallView(model: model).transition(.move(edge: .bottom))
+            case .call: CallView(model: model).transition(.opacity)
+            case .floating: FloatingCallView(model: model)
+            }
+        }
+        .animation(.default, value: model.screen)
+        .background(PictureInPictureAnchor(controller: pictureInPicture))
+        .onReceive(model.$call) { _ in pictureInPicture.show(model.pictureInPictureMember, from: model.video) }
+    }
+}
+#endif

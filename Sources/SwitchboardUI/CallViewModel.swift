@@ -1,0 +1,138 @@
+#if canImport(SwiftUI) && canImport(UIKit)
+import Combine
+import Foundation
+import Switchboard
+import SwitchboardProtocol
+import UIKit
+
+/// What the call views show, on the main actor: the stores' states as they change, and the
+/// platform-neutral decisions made on them (``CallScreenPresenter``, ``CallViewLayout``,
+/// ``CallControls``, ``CallStatusLine``, ``FloatingWindowPlacement``). The views hold no state
+/// of their own beyond this; every decision is in those values, tested on Linux.
+@MainActor
+public final class CallViewModel: ObservableObject {
+    @Published public private(set) var call: CallStore.State
+    @Published public private(set) var devices: DeviceStore.State
+    @Published public var layout: CallViewLayout
+    @Published public private(set) var presenter: CallScreenPresenter
+    @Published public private(set) var floating = FloatingWindowPlacement()
+    /// The last call the SDK refused from a button (shown until the next press).
+    @Published public private(set) var lastError: String?
+
+    public let client: SwitchboardClient
+    public let video: (any CallVideoSource)?
+    private var subscriptions: Set<AnyCancellable> = []
+
+    /// - Parameters:
+    ///   - video: the media engine's renderers (`WebRTCEngine`); without, tiles show avatars.
+    ///   - callKitShowsIncomingCalls: the app uses `SwitchboardCallKit`, whose system screen
+    ///     rings while the app is in the background.
+    ///   - template: nil picks float for one-to-one calls and grid for groups.
+    public init(
+        client: SwitchboardClient = .shared, video: (any CallVideoSource)? = nil, callKitShowsIncomingCalls: Bool,
+        template: CallLayoutTemplate? = nil, settings: CallViewSettings = CallViewSettings()
+    ) {
+        self.client = client
+        self.video = video
+        call = client.callStore.state
+        devices = client.deviceStore.state
+        layout = CallViewLayout(template: template, settings: settings)
+        presenter = CallScreenPresenter(callKitShowsIncomingCalls: callKitShowsIncomingCalls)
+        presenter.appIsActive = UIApplication.shared.applicationState == .active
+        client.callStore.subscribe().receive(on: DispatchQueue.main)
+            .sink { [weak self] state in MainActor.assumeIsolated { self?.call = state } }
+            .store(in: &subscriptions)
+        client.deviceStore.subscribe().receive(on: DispatchQueue.main)
+            .sink { [weak self] state in MainActor.assumeIsolated { self?.devices = state } }
+            .store(in: &subscriptions)
+        let center = NotificationCenter.default
+        center.publisher(for: UIApplication.didBecomeActiveNotification).merge(
+            with: center.publisher(for: UIApplication.willResignActiveNotification)
+        )
+        .receive(on: DispatchQueue.main)
+        .sink { [weak self] note in
+            let active = note.name == UIApplication.didBecomeActiveNotification
+            MainActor.assumeIsolated { self?.presenter.appIsActive = active }
+        }
+        .store(in: &subscriptions)
+    }
+
+    // MARK: - what to show
+
+    public var screen: CallScreenPresenter.Screen { presenter.screen(for: call) }
+    public var controls: [CallControlItem] { CallControls.items(for: call, devices: devices) }
+    public var statusLine: CallStatusLine? { CallStatusLine.of(call) }
+    public var pictureInPictureMember: UserID? { presenter.pictureInPictureMember(for: call) }
+
+    public func tiles(in size: CGSize) -> [CallTile] {
+        layout.tiles(for: call, in: LayoutSize(width: size.width, height: size.height))
+    }
+
+    /// The caller of a ringing call, as the incoming screen shows them.
+    public var caller: CallParticipantInfo? {
+        guard let callerId = call.activeCall?.callerId else { return nil }
+        return call.allParticipants.first { $0.userId == callerId }
+    }
+
+    public func avatar(for member: CallParticipantInfo) -> String? { layout.settings.avatar(for: member) }
+
+    // MARK: - what the user does
+
+    public func press(_ item: CallControlItem) {
+        guard let action = CallControls.action(for: item, devices: devices) else { return }
+        lastError = nil
+        let (calls, devices) = (client.callStore, client.deviceStore)
+        switch action {
+        case .accept: run { try await calls.accept() }
+        case .reject: run { try await calls.reject() }
+        case .hangup: run { try await calls.hangup() }
+        case .setMicrophone(let on): on ? devices.openLocalMicrophone() : devices.closeLocalMicrophone()
+        case .setAudioRoute(let route): devices.setAudioRoute(route)
+        case .setCamera(let on, let front): on ? devices.openLocalCamera(isFront: front) : devices.closeLocalCamera()
+        case .setScreenShare(let on): on ? devices.startScreenShare() : devices.stopScreenShare()
+        case .minimize: presenter.minimize(in: call)
+        }
+    }
+
+    public func tap(_ user: UserID, in size: CGSize) {
+        layout.tap(user, in: call, viewport: LayoutSize(width: size.width, height: size.height))
+    }
+
+    public func dragFloatingTile(to origin: CGPoint, in size: CGSize) {
+        layout.dragFloatingTile(
+            to: LayoutPoint(x: origin.x, y: origin.y), in: call, viewport: LayoutSize(width: size.width, height: size.height))
+    }
+
+    /// The user tapped the floating window.
+    public func restore() { presenter.restore() }
+
+    /// The user let go of the floating window at `origin` within `area` (the safe area).
+    public func dropFloatingWindow(at origin: CGPoint, in area: CGRect) {
+        floating.drop(at: LayoutPoint(x: origin.x, y: origin.y), in: LayoutRect(area))
+    }
+
+    public func floatingWindowFrame(in area: CGRect) -> CGRect { CGRect(floating.frame(in: LayoutRect(area))) }
+
+    private func run(_ body: @escaping @Sendable () async throws -> Void) {
+        Task { [weak self] in
+            do {
+                try await body()
+            } catch {
+                self?.lastError = String(describing: error)
+            }
+        }
+    }
+}
+
+extension LayoutRect {
+    init(_ rect: CGRect) {
+        self.init(x: rect.minX, y: rect.minY, width: rect.width, height: rect.height)
+    }
+}
+
+extension CGRect {
+    init(_ rect: LayoutRect) {
+        self.init(x: rect.x, y: rect.y, width: rect.width, height: rect.height)
+    }
+}
+#endif

@@ -1,0 +1,88 @@
+import Foundation
+import SwitchboardProtocol
+import Testing
+
+@testable import SwitchboardServer
+
+/// The webhook events the call rules report, per scenario: which, about whom, numbered per call
+/// in the order they happened (`type user #sequence`). Each row runs its steps 1 s apart.
+struct CallWebhookEventTests {
+    typealias T = CallStateMachineTests
+
+    static func events(_ steps: [T.Step]) -> [String] {
+        var machine = CallStateMachine()
+        var now = T.t0
+        var described: [String] = []
+        for step in steps {
+            switch step {
+            case .wait(let ms): now += ms
+            case .event(let event):
+                now += 1000
+                for case .notify(let notice) in machine.handle(event, now: now).actions {
+                    #expect(notice.id == "evt_\(notice.callId?.rawValue ?? "")_\(notice.data.sequence ?? 0)")
+                    described.append(describe(notice.data))
+                }
+            }
+        }
+        return described
+    }
+
+    static func describe(_ data: WebhookEventData) -> String {
+        let who: String =
+            switch data {
+            case .memberInvited(let d): " " + d.userId.rawValue
+            case .memberRinging(let d): " " + d.userId.rawValue + (d.pushed ? " pushed" : "")
+            case .memberAnswered(let d), .memberJoined(let d): " " + d.userId.rawValue
+            case .memberRejected(let d): " " + d.userId.rawValue
+            case .memberMissed(let d): " \(d.userId.rawValue) \(d.result.rawValue)/\(d.reason.rawValue)"
+            case .memberLeft(let d): " \(d.userId.rawValue) \(d.result.rawValue)/\(d.reason.rawValue)"
+            case .callEnded(let d): " \(d.reason.rawValue) \(d.duration)s"
+            case .recordWritten(let d): " \(d.userId.rawValue) \(d.result.rawValue)"
+            case .mediaTypeChanged(let d): " \(d.from.rawValue)>\(d.to.rawValue)"
+            default: ""
+            }
+        return "\(data.typeName)\(who) #\(data.sequence ?? 0)"
+    }
+
+    @Test func anAnsweredCallThatChangesMediaAndHangsUp() {
+        #expect(
+            Self.events([
+                T.start(), T.accept("bob", "b1"), T.changeMedia("alice", "a1", to: .video),
+                T.replyMedia("bob", "b1", agree: true), T.hangup("bob", "b1"),
+            ]) == [
+                "call.created #1", "call.member.invited bob #2", "call.member.ringing bob #3",
+                "call.member.answered bob #4", "call.media_type.changed audio>video #5",
+                "call.member.left bob answered/hangup #6", "call.member.left alice answered/hangup #7",
+                "call.ended hangup 3s #8", "call.record.written alice answered #9", "call.record.written bob answered #10",
+            ])
+    }
+
+    @Test func rejectedCanceledMissedAndOffline() {
+        #expect(
+            Self.events([T.start(), T.reject("bob", "b1")]) == [
+                "call.created #1", "call.member.invited bob #2", "call.member.ringing bob #3", "call.member.rejected bob #4",
+                "call.member.left alice rejected/reject #5", "call.ended reject 0s #6",
+                "call.record.written alice rejected #7", "call.record.written bob rejected #8",
+            ])
+        // The caller hangs up while it rings: the invitee missed a canceled call.
+        #expect(
+            Self.events([T.start(), T.hangup("alice", "a1")]).suffix(5) == [
+                "call.member.left alice canceled/canceled #4", "call.member.missed bob missed/canceled #5",
+                "call.ended canceled 0s #6", "call.record.written alice canceled #7", "call.record.written bob missed #8",
+            ])
+        #expect(Self.events([T.start(), T.ringTimeout("bob")]).contains { $0.hasPrefix("call.member.missed bob missed/noResponse #") })
+        let offline = Self.events([T.start(online: [])])
+        #expect(offline.prefix(3) == ["call.created #1", "call.member.invited bob #2", "call.member.missed bob missed/offline #3"])
+        #expect(!offline.contains { $0.hasPrefix("call.member.ringing") })
+    }
+
+    @Test func aGroupCallsJoinAndLeave() {
+        let events = Self.events([
+            T.start(to: ["bob", "carol"]), T.accept("bob", "b1"), T.hangup("carol", "c1"), T.join("carol", "c2"),
+            T.hangup("carol", "c2"),
+        ])
+        #expect(events.contains { $0.hasPrefix("call.member.joined carol #") })
+        let sequences = events.compactMap { $0.split(separator: "#").last.flatMap { Int($0) } }
+        #expect(sequences == Array(1...sequences.count))
+    }
+}
