@@ -53,6 +53,44 @@ public struct SFUTrack: Codable, Equatable, Hashable, Sendable {
 public enum SFULimits {
     /// Longest `mid` the server accepts or sends.
     public static let maxMidLength = 32
+    /// Most media sections in a publish offer: microphone, camera, screen and the screen's sound.
+    public static let maxPublishedSections = 4
+
+    /// The problem with an SDP the member sends the SFU, if any: it must start with `v=0`, have a
+    /// media section, and every media section an `a=mid` of at most ``maxMidLength`` bytes; a
+    /// publish offer at most ``maxPublishedSections`` of them.
+    public static func descriptionError(_ sdp: String, connection: SFUConnection) -> SwitchboardError? {
+        let lines = sdp.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline)
+        guard lines.first == "v=0" else {
+            return SwitchboardError(.invalidSessionDescription, "sdp must start with v=0")
+        }
+        var sections = 0
+        var midInSection = true
+        for line in lines {
+            if line.hasPrefix("m=") {
+                guard midInSection else {
+                    return SwitchboardError(.invalidSessionDescription, "media section \(sections) has no a=mid")
+                }
+                sections += 1
+                midInSection = false
+            } else if line.hasPrefix("a=mid:"), sections > 0 {
+                let mid = line.dropFirst(6)
+                guard !mid.isEmpty, mid.utf8.count <= maxMidLength else {
+                    return SwitchboardError(.invalidSessionDescription, "a=mid must be 1-\(maxMidLength) bytes")
+                }
+                midInSection = true
+            }
+        }
+        guard sections > 0 else { return SwitchboardError(.invalidSessionDescription, "sdp has no media section") }
+        guard midInSection else {
+            return SwitchboardError(.invalidSessionDescription, "media section \(sections) has no a=mid")
+        }
+        if connection == .publish, sections > maxPublishedSections {
+            return SwitchboardError(
+                .tooManyPublishedTracks, "a publish offer has at most \(maxPublishedSections) media sections, not \(sections)")
+        }
+        return nil
+    }
 }
 
 /// A step of the negotiation of one of the member's connections with the SFU: the publish offer,
@@ -102,7 +140,11 @@ public struct SendSFUSignalRequest: SignalingRequest {
         case (.subscribe, .offer):
             return SwitchboardError(.invalidParams, "the subscribe connection's offers come from the SFU")
         default:
-            return asMediaSignal.validationError()
+            if let error = asMediaSignal.validationError() { return error }
+            if let sdp, kind == .offer || kind == .answer {
+                return SFULimits.descriptionError(sdp, connection: connection)
+            }
+            return nil
         }
     }
 }

@@ -1779,7 +1779,7 @@ struct CallStateMachineTests {
                 "alice@a1 ← callEnded(hangup by bob)",
                 "alice@*-a1 ← callElsewhere(on a1 ended)",
                 "sfu end",
-                "records alice:answered/hangup/1s bob:answered/hangup/1s carol:rejected/reject/0s",
+                "records alice:answered/hangup/2s bob:answered/hangup/2s carol:rejected/reject/0s",
             ]),
     ]
 

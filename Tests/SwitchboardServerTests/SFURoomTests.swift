@@ -284,18 +284,33 @@ struct SFURoomTests {
         let alice = call.member("alice")
         let session = try await Self.session(alice).session
         let huge = String(repeating: "a", count: MediaLimits.maxSDPBytes + 1)
+        let offer = Self.publishOffer()
+        let fiveSections = Self.publishOffer(screen: true)
+            + ["m=audio 9 UDP/TLS/RTP/SAVPF 111", "a=mid:3", "m=video 9 UDP/TLS/RTP/SAVPF 96", "a=mid:4", ""]
+            .joined(separator: "\r\n")
         let cases: [(SendSFUSignalRequest, SwitchboardError.Code)] = [
-            (SendSFUSignalRequest(callId: call.callId, session: session + 100, connection: .publish, kind: .offer, sdp: "v=0"), .sfuSessionMismatch),
-            (SendSFUSignalRequest(callId: call.callId, session: session, connection: .publish, kind: .answer, sdp: "v=0"), .invalidParams),
-            (SendSFUSignalRequest(callId: call.callId, session: session, connection: .subscribe, kind: .offer, sdp: "v=0"), .invalidParams),
-            (SendSFUSignalRequest(callId: call.callId, session: 0, connection: .publish, kind: .offer, sdp: "v=0"), .invalidParams),
+            (SendSFUSignalRequest(callId: call.callId, session: session + 100, connection: .publish, kind: .offer, sdp: offer), .sfuSessionMismatch),
+            (SendSFUSignalRequest(callId: call.callId, session: session, connection: .publish, kind: .answer, sdp: offer), .invalidParams),
+            (SendSFUSignalRequest(callId: call.callId, session: session, connection: .subscribe, kind: .offer, sdp: offer), .invalidParams),
+            (SendSFUSignalRequest(callId: call.callId, session: 0, connection: .publish, kind: .offer, sdp: offer), .invalidParams),
             (SendSFUSignalRequest(callId: call.callId, session: session, connection: .publish, kind: .offer, sdp: huge), .mediaPayloadTooLarge),
-            (SendSFUSignalRequest(callId: "no-such-call", session: session, connection: .publish, kind: .offer, sdp: "v=0"), .callNotFound),
+            (SendSFUSignalRequest(callId: call.callId, session: session, connection: .publish, kind: .offer, sdp: "v=0\r\nnonsense"), .invalidSessionDescription),
+            (SendSFUSignalRequest(callId: call.callId, session: session, connection: .publish, kind: .offer, sdp: "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\n"), .invalidSessionDescription),
+            (SendSFUSignalRequest(callId: call.callId, session: session, connection: .subscribe, kind: .answer, sdp: "hello"), .invalidSessionDescription),
+            (SendSFUSignalRequest(callId: call.callId, session: session, connection: .publish, kind: .offer, sdp: fiveSections), .tooManyPublishedTracks),
+            (SendSFUSignalRequest(callId: "no-such-call", session: session, connection: .publish, kind: .offer, sdp: offer), .callNotFound),
         ]
         for (index, (request, code)) in cases.enumerated() {
             let answer = try await alice.request(request, id: "bad-\(index)")
             #expect(RawClient.errorCode(answer) == code.rawValue, "case \(index)")
         }
+        // Someone outside the call can neither publish nor subscribe in it, nor choose its layers.
+        let mallory = try await Self.login(server, "mallory")
+        let outside = try await mallory.request(
+            SendSFUSignalRequest(callId: call.callId, session: session, connection: .publish, kind: .offer, sdp: offer), id: "m1")
+        #expect(RawClient.errorCode(outside) == SwitchboardError.Code.notInCall.rawValue)
+        let outsideLayer = try await mallory.request(SetVideoLayerRequest(callId: call.callId, userId: "bob", layer: .big), id: "m2")
+        #expect(RawClient.errorCode(outsideLayer) == SwitchboardError.Code.notInCall.rawValue)
         let layers: [(SetVideoLayerRequest, SwitchboardError.Code?)] = [
             (SetVideoLayerRequest(callId: call.callId, userId: "bob", layer: .big), nil),
             (SetVideoLayerRequest(callId: call.callId, userId: "mallory", layer: .big), .peerNotInCall),
@@ -305,10 +320,12 @@ struct SFURoomTests {
             let answer = try await alice.request(request, id: "layer-\(index)")
             #expect(RawClient.errorCode(answer) == code?.rawValue, "layer case \(index)")
         }
-        // An offer Janus cannot read is relayed (`{}`) and refused by Janus; the member's next
-        // offer is answered as if nothing happened.
+        // An offer that passes the server's checks but Janus refuses (no ICE credentials) is
+        // answered `{}` and refused by Janus; the member's next offer is answered as if nothing happened.
         let garbage = try await alice.request(
-            SendSFUSignalRequest(callId: call.callId, session: session, connection: .publish, kind: .offer, sdp: "v=0\r\nnonsense"),
+            SendSFUSignalRequest(
+                callId: call.callId, session: session, connection: .publish, kind: .offer,
+                sdp: "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=mid:0\r\n"),
             id: "garbage")
         #expect(RawClient.errorCode(garbage) == nil)
         let answer = try await Self.publish(alice, call.callId, session: session, id: "good")

@@ -58,10 +58,16 @@ actor SFURooms {
         /// The first offer was published; later offers renegotiate (`configure`).
         var published = false
         /// What each section of the member's publish connection sends.
-        var sources: [String: TrackSource] = [:]
+        var tracks: [String: PublishedTrack] = [:]
         var subscriber: UInt64?
         /// What the subscriber receives: each section's mid, by the feed and the feed's mid.
         var subscribed: [FeedStream: String] = [:]
+        /// Janus's last subscribe offer went to the device and its answer has not come back: Janus
+        /// takes no other change of the subscription until then.
+        var offerOut = false
+        /// Publishers to subscribe to once the answer is in (at most one entry per member of the
+        /// call: a feed's latest news replaces its earlier).
+        var waiting: [UInt64: VideoRoomEvent.Publisher] = [:]
     }
 
     private struct FeedStream: Hashable, Sendable {
@@ -416,8 +422,8 @@ actor SFURooms {
             switch (signal.connection, signal.kind) {
             case (.publish, .offer):
                 guard let handle = member.publisher, let sdp = signal.sdp else { return }
-                let sources = PublishedTracks.sources(inOffer: sdp)
-                guard update(callId, user, session: session, { $0.sources = sources }) else { return }
+                let tracks = PublishedTracks.tracks(inOffer: sdp)
+                guard update(callId, user, session: session, { $0.tracks = tracks }) else { return }
                 let answer = try await servers[server].request(
                     "message", handle: handle, body: VideoRoomRequest(request: member.published ? "configure" : "publish"),
                     jsep: JanusJSEP(type: "offer", sdp: sdp), completion: .event)
@@ -430,6 +436,13 @@ actor SFURooms {
                 _ = try await servers[server].request(
                     "message", handle: handle, body: VideoRoomRequest(request: "start"),
                     jsep: JanusJSEP(type: "answer", sdp: sdp), completion: .event)
+                var waiting: [VideoRoomEvent.Publisher] = []
+                guard update(callId, user, session: session, { member in
+                    member.offerOut = false
+                    waiting = Array(member.waiting.values)
+                    member.waiting = [:]
+                }) else { return }
+                if !waiting.isEmpty { await subscribe(callId, user, to: waiting) }
             case (.publish, .candidate), (.subscribe, .candidate):
                 guard let candidate = signal.candidate,
                     let handle = signal.connection == .publish ? member.publisher : member.subscriber
@@ -448,14 +461,25 @@ actor SFURooms {
     }
 
     private func setLayer(_ callId: CallID, _ viewer: UserID, _ target: UserID, _ layer: VideoLayer) async {
-        guard update(callId, viewer, session: rooms[callId]?.members[viewer]?.session ?? -1, { $0.layers[target] = layer }),
-            let room = rooms[callId], let server = room.server, let member = room.members[viewer],
-            let handle = member.subscriber, let feed = room.members[target]?.feed
+        guard update(callId, viewer, session: rooms[callId]?.members[viewer]?.session ?? -1, { $0.layers[target] = layer })
         else { return }
-        let owner = room.members[target]
-        let streams = member.subscribed.compactMap { stream, mid -> VideoRoomStreamRequest? in
-            guard stream.feed == feed, owner?.sources[stream.mid] == .camera else { return nil }
-            return VideoRoomStreamRequest(mid: mid, substream: Self.substream(layer))
+        await applyLayers(callId, viewer, only: target)
+    }
+
+    /// Tells Janus which substream of each camera the member's subscription forwards, as the
+    /// member chose (small when it did not): Janus's own default is the highest. Only `target`'s
+    /// cameras when given.
+    private func applyLayers(_ callId: CallID, _ viewer: UserID, only target: UserID? = nil) async {
+        guard let room = rooms[callId], let server = room.server, let member = room.members[viewer],
+            let handle = member.subscriber
+        else { return }
+        var streams: [VideoRoomStreamRequest] = []
+        for (stream, mid) in member.subscribed.sorted(by: { $0.value < $1.value }) {
+            guard let owner = room.members.values.first(where: { $0.feed == stream.feed }),
+                target == nil || owner.key.user == target, let track = owner.tracks[stream.mid],
+                let substream = Self.substream(member.layers[owner.key.user] ?? .small, of: track)
+            else { continue }
+            streams.append(VideoRoomStreamRequest(mid: mid, substream: substream))
         }
         guard !streams.isEmpty else { return }
         var configure = VideoRoomRequest(request: "configure")
@@ -467,9 +491,11 @@ actor SFURooms {
         }
     }
 
-    /// Janus's simulcast substream for a layer: the lowest, or the highest there is.
-    private static func substream(_ layer: VideoLayer) -> Int {
-        layer == .big ? 2 : 0
+    /// Janus's simulcast substream for a layer of a camera: 0 is the lowest, the highest is one
+    /// less than the layers the camera is sent in. Nil without simulcast (one layer is all there is).
+    private static func substream(_ layer: VideoLayer, of track: PublishedTrack) -> Int? {
+        guard track.source == .camera, track.layers > 1 else { return nil }
+        return layer == .big ? track.layers - 1 : 0
     }
 
     // MARK: - subscriptions
@@ -477,17 +503,25 @@ actor SFURooms {
     /// Subscribes the member to the streams of these feeds it does not receive yet (its own left out).
     private func subscribe(_ callId: CallID, _ user: UserID, to publishers: [VideoRoomEvent.Publisher]) async {
         guard let room = rooms[callId], let server = room.server, let member = room.members[user] else { return }
+        if member.offerOut {
+            let feeds = Set(room.members.values.compactMap(\.feed))
+            _ = update(callId, user, session: member.session) { member in
+                for publisher in publishers where publisher.id != member.feed { member.waiting[publisher.id] = publisher }
+                // Feeds of sessions gone from the room are dropped: the map stays one per member.
+                member.waiting = member.waiting.filter { feeds.contains($0.key) }
+            }
+            return
+        }
         var streams: [VideoRoomStreamRequest] = []
         for publisher in publishers where publisher.id != member.feed {
             // A feed nobody in the room owns now is a session's that is being dropped.
             guard let owner = room.members.values.first(where: { $0.feed == publisher.id }) else { continue }
             for stream in publisher.streams ?? [] where stream.disabled != true && stream.type != "data" {
                 guard let mid = stream.mid, member.subscribed[FeedStream(feed: publisher.id, mid: mid)] == nil else { continue }
-                let isCamera = owner.sources[mid] == .camera || (owner.sources[mid] == nil && stream.type == "video")
                 let layer = member.layers[owner.key.user] ?? .small
                 streams.append(
                     VideoRoomStreamRequest(
-                        feed: publisher.id, mid: mid, substream: stream.type == "video" && isCamera ? Self.substream(layer) : nil))
+                        feed: publisher.id, mid: mid, substream: owner.tracks[mid].flatMap { Self.substream(layer, of: $0) }))
             }
         }
         guard !streams.isEmpty else { return }
@@ -513,6 +547,7 @@ actor SFURooms {
                 answer = try await servers[server].request("message", handle: handle, body: join, completion: .event)
             }
             subscriptionChanged(callId, user, session: member.session, answer)
+            await applyLayers(callId, user)
         } catch {
             logger.error(
                 "could not subscribe a member to the room's tracks",
@@ -532,11 +567,15 @@ actor SFURooms {
                 stream.mid.utf8.count <= SFULimits.maxMidLength
             else { continue }
             subscribed[FeedStream(feed: feed, mid: feedMid)] = stream.mid
-            let source = owner.sources[feedMid] ?? (stream.type == "audio" ? .microphone : .camera)
+            let source = owner.tracks[feedMid]?.source ?? (stream.type == "audio" ? .microphone : .camera)
             tracks.append(SFUTrack(mid: stream.mid, userId: owner.key.user, source: source))
         }
-        guard update(callId, user, session: session, { $0.subscribed = subscribed }),
-            let member = rooms[callId]?.members[user], let jsep = message.jsep, jsep.type == "offer"
+        let offer = message.jsep.flatMap { $0.type == "offer" ? $0 : nil }
+        guard update(callId, user, session: session, { member in
+            member.subscribed = subscribed
+            if offer != nil { member.offerOut = true }
+        }),
+            let member = rooms[callId]?.members[user], let jsep = offer
         else { return }
         send(
             SFUSignalEvent(

@@ -238,6 +238,4 @@ export const ERRORS = {
   developmentOnly: 5006,
   mediaPayloadTooLarge: 7001,
   peerNotInCall: 7002,
-  sfuSessionMismatch: 7003,
-  sfuNotInUse: 7004,
 };
