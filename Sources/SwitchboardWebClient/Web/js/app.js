@@ -934,8 +934,11 @@ function renderCall(call) {
     onTap: tap,
   });
   if (media?.route === "sfu" && connected) {
-    // The enlarged tile gets the big layer of a member's camera, thumbnails the small one.
-    media.setLayers(videoLayers(tiles(info, me, state.speaker, viewport, state.view), me));
+    // The enlarged tile gets the big layer of a member's camera, thumbnails the small one; only
+    // members in the call have a camera to choose from (the server refuses the others).
+    const inCall = new Set(info.participants.filter((p) => p.status === "accept").map((p) => p.userId));
+    const wanted = videoLayers(tiles(info, me, state.speaker, viewport, state.view), me);
+    media.setLayers(Object.fromEntries(Object.entries(wanted).filter(([userId]) => inCall.has(userId))));
   }
   renderRoster($("roster"), info, me, person(me));
   $("call-id").textContent = info.callId;
@@ -1096,6 +1099,8 @@ window.switchboard = {
   stats: async () => (media ? media.stats() : {}),
   /** Through the SFU: what this page sends (one connection; the camera's layers), else null. */
   publishStats: async () => (media?.route === "sfu" ? media.publishStats() : null),
+  /** Through the SFU: the current session's number (null before the first), else null. */
+  sfuSession: () => (media?.route === "sfu" ? media.session : null),
   /** The layers this page asked for, by member. */
   layers: () => (media?.route === "sfu" ? Object.fromEntries(media.layers) : null),
   mediaReady: async () => {
