@@ -1793,7 +1793,7 @@ class SFUTests(Harness):
             "window.switchboard.publishStats().then(done, e => done({error: String(e)}));")
 
     def test_a_group_call_through_janus(self):
-        count = int(os.environ.get("SWITCHBOARD_SFU_PAGES", "4"))
+        count = int(os.environ.get("SWITCHBOARD_SFU_PAGES", "3"))
         users = [f"sfu{index}" for index in range(count)]
         pages = {user: self.sfu_page(user) for user in users}
         caller = pages[users[0]]
