@@ -1792,6 +1792,36 @@ class SFUTests(Harness):
             "const done = arguments[arguments.length - 1];"
             "window.switchboard.publishStats().then(done, e => done({error: String(e)}));")
 
+    def test_a_one_to_one_call_moves_to_janus_when_someone_is_invited(self):
+        ann, ben, cy = (self.sfu_page(user) for user in ("ann", "ben", "cy"))
+        ann.call("ben", "video")
+        wait_until(lambda: ben.visible("incoming"), what="ben's incoming call screen")
+        ben.click("accept")
+        wait_until(lambda: ann.visible("call-view") and ben.visible("call-view"), what="ann and ben in the call")
+        # One-to-one: peer to peer, no SFU.
+        self.assertIsNone(ann.js("return window.switchboard.activeCall().info.media ?? null"))
+        wait_until(lambda: decoded(ann, "ben")["video"] > 0, timeout=60, what="ann decoding ben peer to peer")
+        self.assertIsNone(ann.js("return window.switchboard.sfuSession()"))
+
+        ann.click("add-people")
+        ann.element("invitees").send_keys("cy")
+        ann.click("invite-send")
+        wait_until(lambda: cy.visible("incoming"), what="cy's incoming call screen")
+        cy.click("accept")
+        members = {"ann": ann, "ben": ben, "cy": cy}
+        for page in members.values():
+            wait_until(lambda: page.js("return window.switchboard.activeCall().info.media") == "sfu",
+                       what=f"the call through the SFU on {page.user}'s page")
+            wait_until(lambda: page.js("return window.switchboard.sfuSession()"), timeout=60,
+                       what=f"an SFU session on {page.user}'s page")
+            peers = sorted(set(members) - {page.user})
+            wait_until(lambda: (lambda now: all(
+                now.get(p, {}).get("framesDecoded", {}).get("video", 0) > 0
+                and now.get(p, {}).get("totalSamplesReceived", 0) > 0 for p in peers))(page.stats()),
+                timeout=120, interval=1, what=f"{page.user} decoding {peers} through the SFU")
+        for page in (ben, cy):
+            page.click("hangup")
+
     def test_a_group_call_through_janus(self):
         count = int(os.environ.get("SWITCHBOARD_SFU_PAGES", "3"))
         users = [f"sfu{index}" for index in range(count)]
