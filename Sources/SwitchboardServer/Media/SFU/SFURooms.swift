@@ -151,7 +151,7 @@ actor SFURooms {
         queues = [:]
     }
 
-    /// The servers and how many members each carries (for `/health` and the tests).
+    /// The servers and how many members each carries (the tests read it; `/health` does not show it yet).
     func load() async -> [(url: String, up: Bool, members: Int)] {
         var result: [(String, Bool, Int)] = []
         for (index, server) in servers.enumerated() {
