@@ -100,6 +100,8 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The SFU's API (Janus over WebSocket).
+                .product(name: "WSClient", package: "swift-websocket"),
             ]
         ),
 

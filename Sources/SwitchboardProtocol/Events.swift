@@ -206,6 +206,8 @@ public enum ServerEvent: Equatable, Sendable {
     case callsSynced(CallsSyncedEvent)
     case sessionEnded(SessionEndedEvent)
     case mediaSignal(MediaSignalEvent)
+    case sfuSession(SFUSessionEvent)
+    case sfuSignal(SFUSignalEvent)
 
     /// The wire name in the frame's `event` field.
     public var name: String {
@@ -224,6 +226,8 @@ public enum ServerEvent: Equatable, Sendable {
         case .callsSynced: "callsSynced"
         case .sessionEnded: "sessionEnded"
         case .mediaSignal: "mediaSignal"
+        case .sfuSession: "sfuSession"
+        case .sfuSignal: "sfuSignal"
         }
     }
 
@@ -242,6 +246,8 @@ public enum ServerEvent: Equatable, Sendable {
         case .memberStats(let e): e.callId
         case .callElsewhere(let e): e.call.callId
         case .mediaSignal(let e): e.callId
+        case .sfuSession(let e): e.callId
+        case .sfuSignal(let e): e.callId
         case .callsSynced, .sessionEnded: nil
         }
     }
@@ -270,6 +276,8 @@ extension ServerEvent: Codable {
         case "callsSynced": self = .callsSynced(try container.decode(CallsSyncedEvent.self, forKey: .data))
         case "sessionEnded": self = .sessionEnded(try container.decode(SessionEndedEvent.self, forKey: .data))
         case "mediaSignal": self = .mediaSignal(try container.decode(MediaSignalEvent.self, forKey: .data))
+        case "sfuSession": self = .sfuSession(try container.decode(SFUSessionEvent.self, forKey: .data))
+        case "sfuSignal": self = .sfuSignal(try container.decode(SFUSignalEvent.self, forKey: .data))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .event, in: container, debugDescription: "unknown event \(name)")
@@ -294,6 +302,8 @@ extension ServerEvent: Codable {
         case .callsSynced(let e): try container.encode(e, forKey: .data)
         case .sessionEnded(let e): try container.encode(e, forKey: .data)
         case .mediaSignal(let e): try container.encode(e, forKey: .data)
+        case .sfuSession(let e): try container.encode(e, forKey: .data)
+        case .sfuSignal(let e): try container.encode(e, forKey: .data)
         }
     }
 }

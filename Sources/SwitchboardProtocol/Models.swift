@@ -110,11 +110,13 @@ public struct CallInfo: Codable, Equatable, Sendable {
     public var startTime: Int64?
     /// Every member, the caller first.
     public var participants: [CallParticipant]
+    /// How the call's media flows: `sfu` through the server's SFU; nil, peer to peer.
+    public var media: CallMediaRoute?
 
     public init(
         callId: CallID, roomId: RoomID, callType: CallType, mediaType: CallMediaType, callerId: UserID,
         chatGroupId: ChatGroupID? = nil, userData: String? = nil, isEphemeral: Bool = false, timeout: Int,
-        createdAt: Int64, startTime: Int64? = nil, participants: [CallParticipant]
+        createdAt: Int64, startTime: Int64? = nil, participants: [CallParticipant], media: CallMediaRoute? = nil
     ) {
         self.callId = callId
         self.roomId = roomId
@@ -128,6 +130,7 @@ public struct CallInfo: Codable, Equatable, Sendable {
         self.createdAt = createdAt
         self.startTime = startTime
         self.participants = participants
+        self.media = media
     }
 
     /// The member with this userId, if any.

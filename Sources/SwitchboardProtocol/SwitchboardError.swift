@@ -87,6 +87,10 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
 
             case mediaPayloadTooLarge = 7001
             case peerNotInCall = 7002
+            case sfuSessionMismatch = 7003
+            case sfuNotInUse = 7004
+            case invalidSessionDescription = 7005
+            case tooManyPublishedTracks = 7006
 
             case invalidWebhookURL = 8001
             case webhookURLNotAllowed = 8002
@@ -255,6 +259,18 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         public static let mediaPayloadTooLarge = Code(.mediaPayloadTooLarge)
         /// The target of a media message is not a connected member of the call.
         public static let peerNotInCall = Code(.peerNotInCall)
+        /// An SFU signal names another session than the member's current one (an older one, after
+        /// a restart): its connections are gone; the current session's `sfuSession` says what to do.
+        public static let sfuSessionMismatch = Code(.sfuSessionMismatch)
+        /// An SFU request in a call whose media is peer to peer.
+        public static let sfuNotInUse = Code(.sfuNotInUse)
+        /// An SFU offer or answer that is not a session description the SFU can take: it must
+        /// start with `v=0`, have a media section, and give every media section an `a=mid` of at
+        /// most 32 bytes.
+        public static let invalidSessionDescription = Code(.invalidSessionDescription)
+        /// A publish offer with more media sections than a member publishes (microphone, camera,
+        /// screen, and the screen's sound: 4).
+        public static let tooManyPublishedTracks = Code(.tooManyPublishedTracks)
 
         // MARK: 8xxx webhooks and records (admin API)
         /// A webhook endpoint must be an http(s) URL with a host, without user info or fragment.
@@ -346,6 +362,10 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .pushEndpointNotAllowed: "the server does not send pushes to this endpoint"
             case .mediaPayloadTooLarge: "media payload too large"
             case .peerNotInCall: "peer is not in this call"
+            case .sfuSessionMismatch: "not your current SFU session"
+            case .sfuNotInUse: "this call's media is peer to peer"
+            case .invalidSessionDescription: "not a session description the SFU can take"
+            case .tooManyPublishedTracks: "too many tracks published"
             case .invalidWebhookURL: "invalid webhook endpoint URL"
             case .webhookURLNotAllowed: "webhook endpoint not allowed"
             case .unknownWebhookEvent: "unknown webhook event type"

@@ -164,6 +164,8 @@ struct SignalingLifecycle: Service {
         }
         context.deadlines.stop()
         await context.push.shutdown()
+        // Janus drops this run's handles with the socket; the calls' next run makes new ones.
+        await context.sfu?.stop()
     }
 }
 
@@ -295,10 +297,22 @@ public func buildApplication(
     rules.relayBytes = configuration.rateLimits.disabled ? nil : configuration.rateLimits.relayBytesPerMember
     let decline = configuration.blockedCallerDecline
     rules.declineDelays = decline.lowerBound.milliseconds...decline.upperBound.milliseconds
+    var sfu: SFURooms?
+    if let settings = configuration.sfu {
+        if let problem = settings.problem { throw SwitchboardError(.invalidParams, problem) }
+        sfu = SFURooms(urls: settings.urls, secret: settings.secret, delivery: delivery, clock: clock, logger: logger)
+        rules.sfu = true
+    }
     let engine = CallEngine(
         configuration: rules,
         delivery: delivery, storage: storage, limiter: limiter, limits: configuration.rateLimits, writer: writer,
-        push: push, webhooks: webhooks, metrics: metrics, clock: clock, logger: logger)
+        push: push, webhooks: webhooks, metrics: metrics, sfu: sfu, clock: clock, logger: logger)
+    if let sfu {
+        sfu.onLost.function = { [weak engine] callId, user in
+            await engine?.handle(.sfuRestart(callId, user))
+        }
+        await sfu.start()
+    }
     var cluster: ClusterNode?
     if let postgres, let bus, let directory {
         cluster = ClusterNode(
@@ -315,7 +329,8 @@ public func buildApplication(
         configuration: configuration, storage: storage, apps: apps, profiles: profiles, registry: registry,
         engine: engine, cluster: cluster, limiter: limiter, writer: writer, metrics: metrics, push: push,
         pushCredentials: credentials, webPushEndpoints: endpointPolicy,
-        webhooks: webhooks, webhookDispatcher: dispatcher, webhookPolicy: webhookPolicy, clock: clock, logger: logger)
+        webhooks: webhooks, webhookDispatcher: dispatcher, webhookPolicy: webhookPolicy, sfu: sfu,
+        clock: clock, logger: logger)
     let clusterNode = cluster
     let webhookHousekeeper = WebhookHousekeeper(
         store: storage, apps: apps, directory: webhooks, configuration: configuration.webhooks, metrics: webhookMetrics,

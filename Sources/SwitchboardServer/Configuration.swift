@@ -103,6 +103,8 @@ public struct ServerConfiguration: Sendable {
     public var fcm = FCMConfiguration()
     /// STUN and TURN servers for clients' media.
     public var ice = IceConfiguration()
+    /// The SFU (Janus) that group calls' media goes through; nil: group calls are a mesh.
+    public var sfu: SFUConfiguration?
     /// Webhooks: where they may go, how they are retried, their bounds.
     public var webhooks = WebhookConfiguration()
 
@@ -124,5 +126,31 @@ public struct ServerConfiguration: Sendable {
         let host = ProcessInfo.processInfo.hostName.unicodeScalars.prefix { $0 != "." }.filter(isNodeNameCharacter)
         let name = String(String.UnicodeScalarView(host.prefix(40)))
         return name.isEmpty ? "node" : name
+    }
+}
+
+/// The Janus servers that carry group calls' media (VideoRoom plugin, WebSocket API).
+public struct SFUConfiguration: Sendable, Equatable {
+    /// `ws://HOST:PORT` (or `wss://`) of each Janus server's WebSocket API.
+    public var urls: [String]
+    /// Janus's `api_secret` (and the VideoRoom plugin's `admin_key`, which must be the same); nil
+    /// when Janus has none.
+    public var secret: String?
+
+    public init(urls: [String], secret: String?) {
+        self.urls = urls
+        self.secret = secret
+    }
+
+    /// The problem with these settings, if any.
+    public var problem: String? {
+        if urls.isEmpty { return "--sfu needs at least one ws:// or wss:// URL" }
+        for url in urls {
+            guard let components = URLComponents(string: url), ["ws", "wss"].contains(components.scheme ?? ""),
+                components.host?.isEmpty == false
+            else { return "--sfu: \(url) is not a ws:// or wss:// URL" }
+        }
+        if Set(urls).count != urls.count { return "--sfu names a server twice" }
+        return nil
     }
 }

@@ -30,6 +30,8 @@ final class NodeContext: Sendable {
     let outboxes = LoopOutboxes()
     let metrics: ServerMetrics
     let push: PushService
+    /// The SFU's rooms, when group calls go through one.
+    let sfu: SFURooms?
     /// Which push credentials each app uses (its own, else the server's).
     let pushCredentials: PushCredentials
     /// Which Web Push endpoints may be registered.
@@ -48,8 +50,9 @@ final class NodeContext: Sendable {
         limiter: RateLimiter, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService,
         pushCredentials: PushCredentials, webPushEndpoints: WebPushEndpointPolicy,
         webhooks: WebhookDirectory, webhookDispatcher: WebhookDispatcher, webhookPolicy: WebhookAddressPolicy,
-        clock: any SwitchboardClock, logger: Logger
+        sfu: SFURooms? = nil, clock: any SwitchboardClock, logger: Logger
     ) {
+        self.sfu = sfu
         self.pushCredentials = pushCredentials
         self.webPushEndpoints = webPushEndpoints
         self.configuration = configuration

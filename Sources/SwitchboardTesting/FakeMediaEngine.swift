@@ -8,7 +8,7 @@ import SwitchboardTools
 /// through a real server can be followed and checked. A connection counts as connected once both
 /// descriptions are applied and a candidate of the peer's current ICE credentials arrived. Its
 /// statistics are what the test sets (``statisticsToReport``); each read is recorded.
-public final class FakeMediaEngine: PeerMediaEngine {
+public final class FakeMediaEngine: SFUMediaEngine {
     public enum Call: Equatable, Sendable {
         case callConnected(CallID, CallMediaType)
         case callEnded(CallID)
@@ -32,6 +32,14 @@ public final class FakeMediaEngine: PeerMediaEngine {
         case remoteCandidate(UserID, IceCandidate)
         /// Media flows with `peer` using these ICE credentials (local, remote).
         case connected(UserID, local: String, remote: String)
+        /// A connection with the SFU opened, closed, got a description or a candidate.
+        case sfuOpened(SFUConnection)
+        case sfuClosed(SFUConnection)
+        case sfuLocal(SFUConnection, SessionDescription)
+        case sfuRemote(SFUConnection, SessionDescription)
+        case sfuCandidate(SFUConnection, IceCandidate)
+        /// What the subscribe connection's sections carry, before the offer that has them.
+        case sfuTracks([SFUTrack])
     }
 
     public struct FakePeerError: Error, CustomStringConvertible {
@@ -55,6 +63,9 @@ public final class FakeMediaEngine: PeerMediaEngine {
     }
 
     private let name: String
+    /// The publish offer's SDP (a browser-like one when the test talks to a real SFU).
+    private let publishSDP: String?
+    private let sfu = NIOLockedValueBox<[SFUConnection: (events: PeerConnectionEvents, state: PeerSignalingState)]>([:])
     private let continuation: AsyncStream<Call>.Continuation
     private let connections = NIOLockedValueBox<[UserID: Connection]>([:])
     private let statistics = NIOLockedValueBox(MediaStatistics())
@@ -64,8 +75,9 @@ public final class FakeMediaEngine: PeerMediaEngine {
     public let calls: Recorder<Call>
 
     /// `name` goes into the fake SDP (the user's id reads best).
-    public init(name: String = "me") {
+    public init(name: String = "me", publishSDP: String? = nil) {
         self.name = name
+        self.publishSDP = publishSDP
         let (stream, continuation) = AsyncStream<Call>.makeStream()
         self.continuation = continuation
         self.calls = Recorder(stream)
@@ -209,6 +221,73 @@ public final class FakeMediaEngine: PeerMediaEngine {
     public func signalingState(peer: UserID) async -> PeerSignalingState {
         await waitWhileHeld()
         return connections.withLockedValue { $0[peer]?.state ?? .closed }
+    }
+
+    // MARK: - SFUMediaEngine
+
+    public func openSFU(_ connection: SFUConnection, iceServers: [IceServer], events: PeerConnectionEvents) {
+        sfu.withLockedValue { $0[connection] = (events, .stable) }
+        continuation.yield(.sfuOpened(connection))
+    }
+
+    public func closeSFU(_ connection: SFUConnection) {
+        sfu.withLockedValue { $0[connection] = nil }
+        continuation.yield(.sfuClosed(connection))
+    }
+
+    public func setLocalDescription(sfu connection: SFUConnection) async throws -> SessionDescription {
+        await waitWhileHeld()
+        let description = try sfu.withLockedValue { connections -> SessionDescription in
+            guard let current = connections[connection] else { throw FakePeerError(description: "no \(connection) connection") }
+            switch (connection, current.state) {
+            case (.publish, .stable):
+                connections[connection]?.state = .haveLocalOffer
+                return SessionDescription(kind: .offer, sdp: publishSDP ?? "offer \(name) publish")
+            case (.subscribe, .haveRemoteOffer):
+                connections[connection]?.state = .stable
+                return SessionDescription(kind: .answer, sdp: "answer \(name) subscribe")
+            default:
+                throw FakePeerError(description: "no description to make on \(connection) in \(current.state)")
+            }
+        }
+        continuation.yield(.sfuLocal(connection, description))
+        return description
+    }
+
+    public func setRemoteDescription(_ description: SessionDescription, sfu connection: SFUConnection) async throws {
+        await waitWhileHeld()
+        try sfu.withLockedValue { connections in
+            guard let current = connections[connection] else { throw FakePeerError(description: "no \(connection) connection") }
+            switch (connection, description.kind, current.state) {
+            case (.publish, .answer, .haveLocalOffer): connections[connection]?.state = .stable
+            case (.subscribe, .offer, .stable): connections[connection]?.state = .haveRemoteOffer
+            default: throw FakePeerError(description: "\(description.kind) on \(connection) in \(current.state)")
+            }
+        }
+        continuation.yield(.sfuRemote(connection, description))
+    }
+
+    public func addRemoteCandidate(_ candidate: IceCandidate, sfu connection: SFUConnection) async throws {
+        continuation.yield(.sfuCandidate(connection, candidate))
+    }
+
+    public func signalingState(sfu connection: SFUConnection) async -> PeerSignalingState {
+        await waitWhileHeld()
+        return sfu.withLockedValue { $0[connection]?.state ?? .closed }
+    }
+
+    public func setSFUTracks(_ tracks: [SFUTrack]) {
+        continuation.yield(.sfuTracks(tracks))
+    }
+
+    /// The app changed its tracks (a screen shared): the publish connection needs negotiation.
+    public func needsSFUNegotiation() {
+        sfu.withLockedValue { $0[.publish]?.events }?.negotiationNeeded()
+    }
+
+    /// ICE on one of the SFU connections failed.
+    public func failSFUICE(_ connection: SFUConnection) {
+        sfu.withLockedValue { $0[connection]?.events }?.iceFailed()
     }
 
     // MARK: - a slow engine

@@ -114,6 +114,13 @@ struct Serve: AsyncParsableCommand {
     var turnCredentialHours: Int?
 
     @Option(
+        help: "Janus servers for group calls' media, ws://HOST:PORT of each one's WebSocket API, comma-separated or repeated [SWITCHBOARD_SFU, default: none: group calls are a mesh].")
+    var sfu: [String] = []
+
+    @Option(help: "The Janus servers' api_secret, also their VideoRoom admin_key [SWITCHBOARD_SFU_SECRET].")
+    var sfuSecret: String?
+
+    @Option(
         help: "Directory of the browser client served at / [SWITCHBOARD_WEB_ROOT, default: the files shipped with this binary].")
     var webRoot: String?
 
@@ -314,6 +321,16 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("TURN credentials must stay valid 1-720 hours")
             }
             configuration.ice.credentialLifetime = .seconds(hours * 3600)
+        }
+        let sfuURLs = list(sfu, "SWITCHBOARD_SFU").flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let sfuSecretValue = setting(sfuSecret, "SWITCHBOARD_SFU_SECRET")
+        if !sfuURLs.isEmpty {
+            let settings = SFUConfiguration(urls: sfuURLs, secret: sfuSecretValue)
+            if let problem = settings.problem { throw ValidationError(problem) }
+            configuration.sfu = settings
+        } else if sfuSecretValue != nil {
+            throw ValidationError("--sfu-secret needs --sfu")
         }
         // The browser client: the folder given, else the files shipped beside the binary.
         configuration.webRoot = setting(webRoot, "SWITCHBOARD_WEB_ROOT") ?? WebClient.bundledRoot

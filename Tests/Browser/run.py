@@ -134,6 +134,20 @@ class Servers:
     def url(self, query=""):
         return f"http://127.0.0.1:{self.port}/?loopback=1{query}"
 
+    def restart_janus(self):
+        """kill -9 of Janus, then a new one with the same configuration on the same port."""
+        janus = self.processes[0]
+        janus.kill()
+        janus.wait(timeout=15)
+        self.processes[0] = subprocess.Popen(
+            ["janus", "-F", self.directory, "-C", os.path.join(self.directory, "janus.jcfg")],
+            stdout=self.files[0], stderr=subprocess.STDOUT)
+
+    def rooms_placed(self):
+        """How often the server placed a call's room on Janus (its log says each)."""
+        with open(os.path.join(self.directory, "server.log")) as f:
+            return f.read().count("a call's room is on an SFU")
+
     def stop(self):
         for process in reversed(self.processes):
             process.send_signal(signal.SIGTERM)
@@ -1661,6 +1675,233 @@ class WebPushTests(Harness):
             alice.click("hangup")
         finally:
             listener.close()
+
+
+JANUS_SECRET = "browser-test-janus-secret"
+
+
+class JanusServer:
+    """Debian's janus with the configuration scripts/janus writes (VideoRoom and WebSockets only,
+    ICE on loopback), and a second Switchboard server that sends group calls through it
+    (`serve --sfu`)."""
+
+    def __init__(self):
+        self.directory = tempfile.mkdtemp(prefix="switchboard-janus-")
+        self.ws_port = free_port()
+        self.port = free_port()
+        self.processes = []
+        self.files = []
+
+    def start(self):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "janus")
+        subprocess.run(["bash", script, "config", self.directory, str(self.ws_port), JANUS_SECRET, "41000-41999"],
+                       check=True)
+        janus_log = open(os.path.join(self.directory, "janus.log"), "w")
+        self.files.append(janus_log)
+        self.processes.append(subprocess.Popen(
+            ["janus", "-F", self.directory, "-C", os.path.join(self.directory, "janus.jcfg")],
+            stdout=janus_log, stderr=subprocess.STDOUT))
+
+        def janus_up():
+            with socket.socket() as probe:
+                return probe.connect_ex(("127.0.0.1", self.ws_port)) == 0
+        wait_until(janus_up, timeout=30, what="janus to listen")
+        server_log = open(os.path.join(self.directory, "server.log"), "w")
+        self.files.append(server_log)
+        self.processes.append(subprocess.Popen(
+            [ARGS.binary, "serve", "--port", str(self.port), "--database", f"{self.directory}/switchboard.sqlite",
+             "--web-root", ARGS.web, "--log-level", "info",
+             "--sfu", f"ws://127.0.0.1:{self.ws_port}", "--sfu-secret", JANUS_SECRET],
+            stdout=server_log, stderr=subprocess.STDOUT))
+
+        def healthy():
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as response:
+                return response.status == 200
+        wait_until(healthy, timeout=30, what="the SFU server to answer /health")
+
+    def url(self, query=""):
+        return f"http://127.0.0.1:{self.port}/?loopback=1{query}"
+
+    def restart_janus(self):
+        """kill -9 of Janus, then a new one with the same configuration on the same port."""
+        janus = self.processes[0]
+        janus.kill()
+        janus.wait(timeout=15)
+        self.processes[0] = subprocess.Popen(
+            ["janus", "-F", self.directory, "-C", os.path.join(self.directory, "janus.jcfg")],
+            stdout=self.files[0], stderr=subprocess.STDOUT)
+
+    def rooms_placed(self):
+        """How often the server placed a call's room on Janus (its log says each)."""
+        with open(os.path.join(self.directory, "server.log")) as f:
+            return f.read().count("a call's room is on an SFU")
+
+    def stop(self):
+        for process in reversed(self.processes):
+            process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for file in self.files:
+            file.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def logs(self):
+        text = []
+        for name in ("server.log", "janus.log"):
+            path = os.path.join(self.directory, name)
+            if os.path.exists(path):
+                with open(path) as f:
+                    text.append(f"--- {name} (last lines)\n" + "".join(f.readlines()[-40:]))
+        return "\n".join(text)
+
+
+class SFUTests(Harness):
+    """Group calls through Janus: every page publishes once and receives the others from the SFU."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.janus = JanusServer()
+        cls.janus.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.janus.stop()
+
+    def tearDown(self):
+        failed = any(error for _, error in (self._outcome.result.errors + self._outcome.result.failures)
+                     if _ is self) if hasattr(self._outcome, "result") else False
+        if failed:
+            print(self.janus.logs(), file=sys.stderr)
+        super().tearDown()
+
+    def sfu_page(self, user):
+        # A 640x360 camera at 15 frames a second: two simulcast layers (640x360 and 320x180).
+        page = self.page(user, url=self.janus.url("&capture=640x360@15"))
+        # getStats on several pages at once can take long on a loaded machine.
+        page.driver.set_script_timeout(120)
+        wait_until(lambda: page.js("return !!window.switchboard"), what=f"{user}'s page to load")
+        page.log_in()
+        return page
+
+    @staticmethod
+    def publish_stats(page):
+        return page.driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "window.switchboard.publishStats().then(done, e => done({error: String(e)}));")
+
+    def test_a_one_to_one_call_moves_to_janus_when_someone_is_invited(self):
+        ann, ben, cy = (self.sfu_page(user) for user in ("ann", "ben", "cy"))
+        ann.call("ben", "video")
+        wait_until(lambda: ben.visible("incoming"), what="ben's incoming call screen")
+        ben.click("accept")
+        wait_until(lambda: ann.visible("call-view") and ben.visible("call-view"), what="ann and ben in the call")
+        # One-to-one: peer to peer, no SFU.
+        self.assertIsNone(ann.js("return window.switchboard.activeCall().info.media ?? null"))
+        wait_until(lambda: decoded(ann, "ben")["video"] > 0, timeout=60, what="ann decoding ben peer to peer")
+        self.assertIsNone(ann.js("return window.switchboard.sfuSession()"))
+
+        ann.click("add-people")
+        ann.element("invitees").send_keys("cy")
+        ann.click("invite-send")
+        wait_until(lambda: cy.visible("incoming"), what="cy's incoming call screen")
+        cy.click("accept")
+        members = {"ann": ann, "ben": ben, "cy": cy}
+        for page in members.values():
+            wait_until(lambda: page.js("return window.switchboard.activeCall().info.media") == "sfu",
+                       what=f"the call through the SFU on {page.user}'s page")
+            wait_until(lambda: page.js("return window.switchboard.sfuSession()"), timeout=60,
+                       what=f"an SFU session on {page.user}'s page")
+            peers = sorted(set(members) - {page.user})
+            wait_until(lambda: (lambda now: all(
+                now.get(p, {}).get("framesDecoded", {}).get("video", 0) > 0
+                and now.get(p, {}).get("totalSamplesReceived", 0) > 0 for p in peers))(page.stats()),
+                timeout=120, interval=1, what=f"{page.user} decoding {peers} through the SFU")
+        for page in (ben, cy):
+            page.click("hangup")
+
+    def test_a_group_call_through_janus(self):
+        count = int(os.environ.get("SWITCHBOARD_SFU_PAGES", "3"))
+        users = [f"sfu{index}" for index in range(count)]
+        pages = {user: self.sfu_page(user) for user in users}
+        caller = pages[users[0]]
+        caller.call(",".join(users[1:]), "video")
+        for user in users[1:]:
+            wait_until(lambda: pages[user].visible("incoming"), what=f"{user}'s incoming call screen")
+            pages[user].click("accept")
+        for page in pages.values():
+            wait_until(lambda: page.visible("call-view"), what=f"{page.user} in the call")
+            self.assertEqual(page.js("return window.switchboard.activeCall().info.media"), "sfu")
+
+        # Every page decodes every other page's audio and video, from the SFU (one getStats a poll:
+        # a loaded two-core machine runs these pages).
+        for page in pages.values():
+            peers = sorted(set(users) - {page.user})
+            base = wait_until(lambda: (lambda now: now if all(p in now for p in peers) else None)(page.stats()),
+                              timeout=90, interval=1, what=f"{page.user} receiving {peers}")
+
+            def flowing(now, peer):
+                return (now[peer]["framesDecoded"]["video"] > base[peer]["framesDecoded"]["video"]
+                        and now[peer]["totalSamplesReceived"] > base[peer]["totalSamplesReceived"]
+                        and now[peer]["totalAudioEnergy"] > 0)
+            wait_until(lambda: (lambda now: all(flowing(now, p) for p in peers))(page.stats()), timeout=90, interval=1,
+                       what=f"{page.user} decoding audio and video from {peers}")
+
+        # Each page sends its camera once, in two simulcast layers, on one connection, whatever
+        # the number of members; and its microphone once.
+        for page in pages.values():
+            sent = self.publish_stats(page)
+            self.assertEqual(sent["connections"], 1, f"{page.user} publishes on one connection")
+            camera = [s for s in sent["streams"] if s["source"] == "camera"]
+            self.assertEqual(len({s["track"] for s in camera}), 1, f"{page.user} sends one camera track: {camera}")
+            self.assertEqual(sorted(s["rid"] for s in camera), ["h", "l"], f"{page.user}'s camera layers: {camera}")
+            self.assertEqual(len([s for s in sent["streams"] if s["source"] == "microphone"]), 1)
+            print(f"{page.user} sends: " + ", ".join(
+                f"{s['source']}/{s['rid']} {s['frameWidth']}x{s['frameHeight']} {s['bytesSent']} B" for s in sent["streams"]),
+                file=sys.stderr)
+
+        # Thumbnails get the small layer; a tile enlarged gets the big one.
+        viewer, shown = pages[users[0]], users[1]
+        small = wait_until(lambda: (lambda w: w if 0 < w <= 320 else 0)(decoded(viewer, shown)["width"]), timeout=60,
+                           what=f"the small layer of {shown} at {viewer.user}")
+        self.assertEqual(viewer.js("return window.switchboard.layers()").get(shown, "small"), "small")
+        viewer.driver.find_element(By.CSS_SELECTOR, f"#stage .tile[data-key='{shown}']").click()
+        wait_until(lambda: viewer.js("return window.switchboard.layers()").get(shown) == "big",
+                   what=f"{viewer.user} to ask for {shown}'s big layer")
+        big = wait_until(lambda: (lambda w: w if w > small else 0)(decoded(viewer, shown)["width"]), timeout=60,
+                         what=f"a bigger picture of {shown} at {viewer.user} than {small}")
+        print(f"{viewer.user} receives {shown}: small layer {small} wide, big layer {big} wide", file=sys.stderr)
+        # The others still get the small layer of the same camera.
+        other = pages[users[2]] if count > 2 else None
+        if other:
+            self.assertLessEqual(decoded(other, shown)["width"], small)
+
+        # Janus dies and comes back on the same port: the server places the room again, every page
+        # starts a new session, and media flows again in the same call.
+        call_id = caller.js("return window.switchboard.activeCall().info.callId")
+        sessions = {page.user: page.js("return window.switchboard.sfuSession()") for page in pages.values()}
+        self.janus.restart_janus()
+        for page in pages.values():
+            peers = sorted(set(users) - {page.user})
+            wait_until(lambda: page.js("return window.switchboard.sfuSession()") > sessions[page.user], timeout=60,
+                       what=f"a new SFU session on {page.user}'s page")
+            # The new session's subscription counts from zero: what it decodes came after the restart.
+            wait_until(lambda: (lambda now: all(
+                now.get(p, {}).get("framesDecoded", {}).get("video", 0) > 0
+                and now.get(p, {}).get("totalSamplesReceived", 0) > 0 for p in peers))(page.stats()),
+                timeout=120, interval=1, what=f"{page.user} decoding {peers} again after Janus restarted")
+            self.assertEqual(page.js("return window.switchboard.activeCall().info.callId"), call_id)
+        self.assertGreaterEqual(self.janus.rooms_placed(), 2, "the room was placed again")
+
+        # A member leaves mid-call: the others stop receiving its tracks and keep the rest.
+        leaver = pages[users[-1]]
+        leaver.click("hangup")
+        for page in [p for p in pages.values() if p is not leaver]:
+            wait_until(lambda: leaver.user not in page.stats(), timeout=60, what=f"{leaver.user}'s tracks gone at {page.user}")
+        for page in [p for p in pages.values() if p is not leaver][:-1]:
+            page.click("hangup")
 
 
 def main():

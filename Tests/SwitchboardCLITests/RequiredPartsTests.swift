@@ -2,7 +2,7 @@ import Foundation
 import SwitchboardTestServers
 import Testing
 
-/// Suites that need an outside part (PostgreSQL, the GStreamer engine, Tencent's generator, the
+/// Suites that need an outside part (PostgreSQL, Janus, the GStreamer engine, Tencent's generator, the
 /// soak's minute) skip where it is missing, so that `swift test` works on any machine. In CI
 /// (`CI=true`, or `SWITCHBOARD_REQUIRE_ALL=1`) a skip would hide a whole area from the run: there
 /// each missing part fails here, by name.
@@ -20,6 +20,9 @@ struct RequiredPartsTests {
         #expect(
             Self.environment["SWITCHBOARD_TENCENT_PYTHON"] != nil,
             "SWITCHBOARD_TENCENT_PYTHON is not set: the test against Tencent's generator was skipped (scripts/python-deps)")
+        #expect(
+            JanusProcess.isAvailable,
+            "janus is not installed: the SFU suites (group calls through Janus) were skipped (scripts/janus install)")
         #expect(
             Self.environment["SWITCHBOARD_SOAK"] == "1",
             "SWITCHBOARD_SOAK is not 1: the soak suites were skipped (scripts/test sets it for the whole suite)")

@@ -512,6 +512,122 @@ struct GoldenTests {
                     error: SwitchboardError(.shuttingDown, "the server is restarting: reconnect, your calls go on"))))
     }
 
+    static let groupId: CallID = "9e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
+    static let publishOffer =
+        "v=0\r\no=- 7461129930187261000 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
+        + "a=group:BUNDLE 0 1\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\n"
+        + "a=sendonly\r\na=msid:local mic\r\na=rtpmap:111 opus/48000/2\r\n"
+        + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\na=mid:1\r\na=sendonly\r\n"
+        + "a=msid:local camera\r\na=rtpmap:96 VP8/90000\r\na=rid:h send\r\na=rid:l send\r\n"
+        + "a=simulcast:send h;l\r\n"
+    static let publishAnswer =
+        "v=0\r\no=- 3394611202961557000 2 IN IP4 127.0.0.1\r\ns=VideoRoom 4315809187254637\r\n"
+        + "t=0 0\r\na=group:BUNDLE 0 1\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 127.0.0.1\r\n"
+        + "a=mid:0\r\na=recvonly\r\na=rtpmap:111 opus/48000/2\r\n"
+        + "a=candidate:1 1 udp 2015363327 127.0.0.1 40123 typ host\r\na=end-of-candidates\r\n"
+        + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 127.0.0.1\r\na=mid:1\r\na=recvonly\r\n"
+        + "a=rtpmap:96 VP8/90000\r\na=rid:h recv\r\na=rid:l recv\r\na=simulcast:recv h;l\r\n"
+    static let subscribeOffer =
+        "v=0\r\no=- 1767225605000000 1 IN IP4 127.0.0.1\r\ns=VideoRoom 4315809187254637\r\n"
+        + "t=0 0\r\na=group:BUNDLE 0 1 2\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 127.0.0.1\r\n"
+        + "a=mid:0\r\na=sendonly\r\na=rtpmap:111 opus/48000/2\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n"
+        + "c=IN IP4 127.0.0.1\r\na=mid:1\r\na=sendonly\r\na=rtpmap:96 VP8/90000\r\n"
+        + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 127.0.0.1\r\na=mid:2\r\na=sendonly\r\n"
+        + "a=rtpmap:96 VP8/90000\r\n"
+    static let subscribeAnswer =
+        "v=0\r\no=- 5023719436514238000 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
+        + "a=group:BUNDLE 0 1 2\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\n"
+        + "a=recvonly\r\na=rtpmap:111 opus/48000/2\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n"
+        + "c=IN IP4 0.0.0.0\r\na=mid:1\r\na=recvonly\r\na=rtpmap:96 VP8/90000\r\n"
+        + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\na=mid:2\r\na=recvonly\r\n"
+        + "a=rtpmap:96 VP8/90000\r\n"
+
+    @Test func sfuNegotiation() throws {
+        try check(
+            "request.call.sfu.offer",
+            RequestEnvelope(
+                id: "40",
+                data: SendSFUSignalRequest(
+                    callId: Self.groupId, session: 1, connection: .publish, kind: .offer, sdp: Self.publishOffer)))
+        try check(
+            "request.call.sfu.answer",
+            RequestEnvelope(
+                id: "41",
+                data: SendSFUSignalRequest(
+                    callId: Self.groupId, session: 1, connection: .subscribe, kind: .answer, sdp: Self.subscribeAnswer)))
+        try check(
+            "request.call.sfu.candidate",
+            RequestEnvelope(
+                id: "42",
+                data: SendSFUSignalRequest(
+                    callId: Self.groupId, session: 1, connection: .publish, kind: .candidate,
+                    candidate: IceCandidate(
+                        candidate: "candidate:1467250027 1 udp 2122260223 127.0.0.1 46243 typ host generation 0",
+                        sdpMid: "0", sdpMLineIndex: 0, usernameFragment: "f9Zq"))))
+        try check(
+            "request.call.sfu.restart",
+            RequestEnvelope(
+                id: "43",
+                data: SendSFUSignalRequest(callId: Self.groupId, session: 1, connection: .subscribe, kind: .restart)))
+        try check(
+            "request.call.videoLayer",
+            RequestEnvelope(id: "44", data: SetVideoLayerRequest(callId: Self.groupId, userId: "bob", layer: .big)))
+        try check("event.sfuSession", ServerEvent.sfuSession(SFUSessionEvent(callId: Self.groupId, session: 1)))
+        try check(
+            "event.sfuSignal.answer",
+            ServerEvent.sfuSignal(
+                SFUSignalEvent(
+                    callId: Self.groupId, session: 1, connection: .publish, kind: .answer, sdp: Self.publishAnswer)))
+        try check(
+            "event.sfuSignal.offer",
+            ServerEvent.sfuSignal(
+                SFUSignalEvent(
+                    callId: Self.groupId, session: 1, connection: .subscribe, kind: .offer, sdp: Self.subscribeOffer,
+                    tracks: [
+                        SFUTrack(mid: "0", userId: "bob", source: .microphone),
+                        SFUTrack(mid: "1", userId: "bob", source: .camera),
+                        SFUTrack(mid: "2", userId: "carol", source: .screen),
+                    ])))
+        try check(
+            "response.error.sfuSession",
+            ResponseEnvelope<Empty>(
+                id: "43",
+                outcome: .failure(
+                    SwitchboardError(.sfuSessionMismatch, "session 1 is not your current SFU session (2)"))))
+        try check(
+            "event.callStarted.sfu",
+            ServerEvent.callStarted(
+                CallStartedEvent(
+                    call: CallInfo(
+                        callId: Self.groupId, roomId: RoomID(rawValue: Self.groupId.rawValue), callType: .group,
+                        mediaType: .video, callerId: "alice", timeout: 30, createdAt: Self.created,
+                        startTime: Self.created + 2000,
+                        participants: [
+                            CallParticipant(userId: "alice", status: .accept, cameraOn: true),
+                            CallParticipant(userId: "bob", status: .accept, inviterId: "alice", cameraOn: true),
+                            CallParticipant(
+                                userId: "carol", status: .accept, inviterId: "alice", cameraOn: false, screenSharing: true),
+                        ], media: .sfu))))
+    }
+
+    /// What each kind of connection takes: the publish connection's answers and the subscribe
+    /// connection's offers come from the SFU, never from a client.
+    @Test(arguments: [
+        (SFUConnection.publish, MediaSignalKind.answer, false), (.publish, .offer, true), (.publish, .candidate, true),
+        (.publish, .restart, true), (.subscribe, .offer, false), (.subscribe, .answer, true),
+        (.subscribe, .candidate, true), (.subscribe, .restart, true),
+    ])
+    func sfuSignalKinds(connection: SFUConnection, kind: MediaSignalKind, valid: Bool) {
+        let signal = SendSFUSignalRequest(
+            callId: Self.groupId, session: 1, connection: connection, kind: kind,
+            sdp: kind == .offer || kind == .answer ? "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=mid:0\r\n" : nil,
+            candidate: kind == .candidate ? IceCandidate(candidate: "") : nil)
+        #expect((signal.validationError() == nil) == valid)
+        var stale = signal
+        stale.session = 0
+        #expect(stale.validationError()?.code == .invalidParams)
+    }
+
     @Test func unknownEndReasonDecodesAsUnknown() throws {
         let data = Data(#"{"callId":"c","mediaType":"audio","reason":"somethingNew"}"#.utf8)
         #expect(try SwitchboardJSON.decode(CallEndedEvent.self, from: data).reason == .unknown)
@@ -541,6 +657,9 @@ struct GoldenTests {
             "request.push.register.alert", "request.push.unregister.alert", "push.missedCall", "push.missedCall.localized",
             "event.callRecord.noAnswer", "response.error.mediaRelay", "response.error.otherDevice",
             "request.push.register.web", "request.push.register.fcm", "request.push.register.alertRinging",
+            "request.call.sfu.offer", "request.call.sfu.answer", "request.call.sfu.candidate", "request.call.sfu.restart",
+            "request.call.videoLayer", "event.sfuSession", "event.sfuSignal.answer", "event.sfuSignal.offer",
+            "response.error.sfuSession", "event.callStarted.sfu",
             "push.web.incomingCall", "push.web.callEnded", "push.web.missedCall", "push.alert.incomingCall",
             "push.alert.callEnded",
             // Checked by SealedPushTests.

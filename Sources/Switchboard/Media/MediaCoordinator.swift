@@ -15,6 +15,23 @@ final class MediaCoordinator: Sendable {
         var me: UserID
         /// The other members in the call.
         var peers: Set<UserID>
+        /// `sfu`: the media goes through the server's SFU (no connection per member).
+        var media: CallMediaRoute?
+    }
+
+    /// What an SFU session's task works through, in order.
+    enum SFUInput: Sendable {
+        case start
+        case signal(SFUSignalEvent)
+        case localCandidate(SFUConnection, IceCandidate)
+        case negotiationNeeded
+        case iceFailed(SFUConnection)
+    }
+
+    private struct SFURun {
+        var link: SFULink
+        var inputs: AsyncStream<SFUInput>.Continuation
+        var task: Task<Void, Never>
     }
 
     /// What one peer connection's task works through, in order.
@@ -50,6 +67,15 @@ final class MediaCoordinator: Sendable {
         /// opens once the old one is closed (the engine knows connections by member, so a late
         /// close or a late step of the old negotiation would otherwise hit the new connection).
         var closing: [(user: UserID, task: Task<Void, Never>)] = []
+        /// The SFU session of the connected call (an SFU call).
+        var sfu: SFURun?
+        /// The last SFU session's task, closing its connections: the next session opens after it.
+        var sfuClosing: Task<Void, Never>?
+        /// An `sfuSession` that came before this device's state showed its call connected, with
+        /// the signals of that session that followed it (at most ``earlySignalLimit``).
+        var earlySFU: (session: SFUSessionEvent, signals: [SFUSignalEvent])?
+        /// The layers of the members' cameras the server was asked for in the connected call.
+        var sentLayers: [UserID: VideoLayer] = [:]
     }
 
     /// Most early signals kept (a peer's offer and its candidates, for every member of a big call).
@@ -63,10 +89,13 @@ final class MediaCoordinator: Sendable {
     private let engine: (any MediaEngine)?
     private let signaling: SignalingClient
     private let callStore: CallStore
+    private let deviceStore: DeviceStore
     private let clock: any SwitchboardClock
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
     private let watchers = NIOLockedValueBox<[Task<Void, Never>]>([])
+    /// Layer requests, posted one after another in the order they were made (the last choice wins).
+    private let layerRequests: AsyncStream<SetVideoLayerRequest>.Continuation
 
     init(
         engine: (any MediaEngine)?, signaling: SignalingClient, clock: any SwitchboardClock, callStore: CallStore,
@@ -75,35 +104,52 @@ final class MediaCoordinator: Sendable {
         self.engine = engine
         self.signaling = signaling
         self.callStore = callStore
+        self.deviceStore = deviceStore
         self.clock = clock
         self.logger = logger
+        let (requests, layerRequests) = AsyncStream<SetVideoLayerRequest>.makeStream(bufferingPolicy: .bufferingNewest(1000))
+        self.layerRequests = layerRequests
+        let poster = Task { [signaling, logger] in
+            for await request in requests {
+                await signaling.post(request) { result in
+                    if case .failure(let error) = result {
+                        logger.info("a layer request was refused", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+        }
+        watchers.withLockedValue { $0 = [poster] }
         guard let engine else { return }
         let connections = callStore.stateUpdates.removingDuplicates { state -> Connection? in
             guard state.selfInfo.status == .accept, let call = state.activeCall else { return nil }
             let me = state.selfInfo.userId
             let peers = state.allParticipants.filter { $0.userId != me && $0.status == .accept }.map(\.userId)
             return Connection(
-                callId: call.callId, roomId: call.roomId, mediaType: call.mediaType, me: me, peers: Set(peers))
+                callId: call.callId, roomId: call.roomId, mediaType: call.mediaType, me: me, peers: Set(peers),
+                media: call.media)
         }
         let calls = Task { [weak self] in
             for await connection in connections {
                 self?.connect(connection)
             }
         }
-        let devices = Task {
+        let devices = Task { [weak self] in
             var last: DeviceStore.State?
             for await device in deviceStore.stateUpdates {
                 Self.apply(device, changedFrom: last, to: engine)
+                if last?.remoteVideoLayers != device.remoteVideoLayers { self?.sendLayers(device.remoteVideoLayers) }
                 last = device
             }
         }
-        watchers.withLockedValue { $0 = [calls, devices] }
+        watchers.withLockedValue { $0 += [calls, devices] }
     }
 
     deinit {
+        layerRequests.finish()
         watchers.withLockedValue { $0.forEach { $0.cancel() } }
         state.withLockedValue { state in
             state.peers.values.forEach { $0.task.cancel() }
+            state.sfu?.task.cancel()
             state.reports?.cancel()
         }
     }
@@ -147,6 +193,24 @@ final class MediaCoordinator: Sendable {
     func handle(_ event: ServerEvent) {
         guard engine is any PeerMediaEngine else { return }
         switch event {
+        case .sfuSession(let session):
+            state.withLockedValue { state in
+                if let connected = state.connected, connected.callId == session.callId, connected.media == .sfu {
+                    startSFU(session, in: &state)
+                } else {
+                    state.earlySFU = (session, [])
+                }
+            }
+        case .sfuSignal(let signal):
+            state.withLockedValue { state in
+                if let run = state.sfu, run.link.session == signal.session, state.connected?.callId == signal.callId {
+                    run.inputs.yield(.signal(signal))
+                } else if let early = state.earlySFU, early.session.callId == signal.callId,
+                    early.session.session == signal.session, early.signals.count < Self.earlySignalLimit
+                {
+                    state.earlySFU?.signals.append(signal)
+                }
+            }
         case .mediaSignal(let signal):
             state.withLockedValue { state in
                 if state.connected?.callId == signal.callId {
@@ -179,9 +243,12 @@ final class MediaCoordinator: Sendable {
         let previous = state.withLockedValue { $0.connected }
         if let previous, previous.callId != connection?.callId {
             closePeers(nil)
+            closeSFU()
             update { state in
                 state.connected = nil
                 state.early.removeAll { $0.callId == previous.callId }
+                if state.earlySFU?.session.callId == previous.callId { state.earlySFU = nil }
+                state.sentLayers = [:]
                 state.reports?.cancel()
                 state.reports = nil
             }
@@ -205,6 +272,21 @@ final class MediaCoordinator: Sendable {
             }
         }
         guard engine is any PeerMediaEngine else { return }
+        if connection.media == .sfu {
+            // Through the SFU (from the start, or since the call became a group call): no
+            // connection per member; the server's `sfuSession` starts the media.
+            closePeers(nil)
+            state.withLockedValue { state in
+                state.early.removeAll { $0.callId == connection.callId }
+                if let early = state.earlySFU, early.session.callId == connection.callId {
+                    state.earlySFU = nil
+                    startSFU(early.session, in: &state)
+                    for signal in early.signals { state.sfu?.inputs.yield(.signal(signal)) }
+                }
+            }
+            sendLayers(deviceStore.state.remoteVideoLayers)
+            return
+        }
         // Only members who left are closed: a connection a member's early signal opened stays.
         if let previous, previous.callId == connection.callId {
             closePeers(previous.peers.subtracting(connection.peers))
@@ -226,7 +308,9 @@ final class MediaCoordinator: Sendable {
     /// state locked, so that signals reach their connection in the order they came.
     private func peer(_ user: UserID, callId: CallID, in state: inout State) -> AsyncStream<PeerInput>.Continuation? {
         guard let engine = engine as? any PeerMediaEngine else { return nil }
-        guard let connection = state.connected, connection.callId == callId, user != connection.me else { return nil }
+        guard let connection = state.connected, connection.callId == callId, user != connection.me,
+            connection.media != .sfu
+        else { return nil }
         if let existing = state.peers[user] { return existing.inputs }
         let (inputs, continuation) = AsyncStream<PeerInput>.makeStream()
         let previous = state.closing.firstIndex { $0.user == user }.map { state.closing.remove(at: $0).task }
@@ -283,6 +367,85 @@ final class MediaCoordinator: Sendable {
         }
         // Finishing the inputs lets each task close its connection after what it is doing.
         for peer in closing { peer.inputs.finish() }
+    }
+
+    // MARK: - the SFU
+
+    /// Starts `session` (called with the state locked): the session before it closes its two
+    /// connections first, then this one opens them and offers.
+    private func startSFU(_ session: SFUSessionEvent, in state: inout State) {
+        guard let engine = engine as? any SFUMediaEngine else {
+            logger.warning("the call goes through an SFU and the media engine cannot", metadata: ["callId": "\(session.callId)"])
+            return
+        }
+        if let current = state.sfu, current.link.session >= session.session { return }
+        if let current = state.sfu {
+            current.inputs.finish()
+            state.sfuClosing = current.task
+        }
+        let previous = state.sfuClosing
+        let (inputs, continuation) = AsyncStream<SFUInput>.makeStream()
+        let signaling = self.signaling
+        let logger = self.logger
+        let link = SFULink(
+            callId: session.callId, session: session.session, engine: engine, logger: logger,
+            send: { request in
+                await signaling.post(request) { result in
+                    if case .failure(let error) = result {
+                        logger.info("an SFU signal was refused", metadata: ["error": "\(error)"])
+                    }
+                }
+            })
+        func events(_ connection: SFUConnection) -> PeerConnectionEvents {
+            PeerConnectionEvents(
+                localCandidate: { continuation.yield(.localCandidate(connection, $0)) },
+                negotiationNeeded: { if connection == .publish { continuation.yield(.negotiationNeeded) } },
+                iceFailed: { continuation.yield(.iceFailed(connection)) })
+        }
+        let task = Task { [weak self] in
+            await previous?.value
+            let servers = await self?.iceServers() ?? []
+            engine.openSFU(.publish, iceServers: servers, events: events(.publish))
+            engine.openSFU(.subscribe, iceServers: servers, events: events(.subscribe))
+            for await input in inputs {
+                switch input {
+                case .start: await link.start()
+                case .signal(let signal): await link.receive(signal)
+                case .localCandidate(let connection, let candidate): await link.trickle(connection, candidate)
+                case .negotiationNeeded: await link.negotiate()
+                case .iceFailed(let connection): await link.iceFailed(connection)
+                }
+            }
+            await link.close()
+            engine.closeSFU(.subscribe)
+            engine.closeSFU(.publish)
+        }
+        continuation.yield(.start)
+        state.sfu = SFURun(link: link, inputs: continuation, task: task)
+    }
+
+    /// Closes the SFU session's connections (after what its task is doing).
+    private func closeSFU() {
+        state.withLockedValue { state in
+            guard let run = state.sfu else { return }
+            run.inputs.finish()
+            state.sfuClosing = run.task
+            state.sfu = nil
+        }
+    }
+
+    /// Tells the server the layers asked for the members of the connected SFU call that it was
+    /// not told yet (the server keeps a choice for the rest of the call).
+    private func sendLayers(_ wanted: [UserID: VideoLayer]) {
+        let changes = state.withLockedValue { state -> (CallID, [(UserID, VideoLayer)])? in
+            guard let connection = state.connected, connection.media == .sfu else { return nil }
+            let changed = wanted.filter { connection.peers.contains($0.key) && state.sentLayers[$0.key] != $0.value }
+                .sorted { $0.key.rawValue < $1.key.rawValue }
+            for (user, layer) in changed { state.sentLayers[user] = layer }
+            return (connection.callId, changed)
+        }
+        guard let (callId, layers) = changes else { return }
+        for (user, layer) in layers { layerRequests.yield(SetVideoLayerRequest(callId: callId, userId: user, layer: layer)) }
     }
 
     /// The ICE servers for this user, fetched once and reused while the TURN credentials have an

@@ -129,6 +129,44 @@ public protocol PeerMediaEngine: MediaEngine {
     func signalingState(peer: UserID) async -> PeerSignalingState
 }
 
+/// A peer-connection engine that can also carry a group call through the server's SFU (docs/IOS.md,
+/// "Group calls through the SFU"). In such a call the SDK opens no connection per member: it
+/// opens two connections with the SFU for each session the server starts, relays their
+/// negotiation, and tells the engine whose each received section is.
+///
+/// - `publish` sends the local tracks, each once whatever the number of members: the microphone,
+///   the camera (in simulcast layers where the engine can: ``SFUCameraLayers``, highest first) and
+///   a shared screen in a stream of its own (the microphone and the camera share one: receivers
+///   tell the screen by its `a=msid`). It receives nothing. The engine offers; the SFU answers.
+/// - `subscribe` sends nothing and receives the other members' tracks. The SFU offers (every time
+///   members or their tracks come and go), and ``setSFUTracks(_:)`` comes first with what each
+///   section (by `a=mid`) carries: the engine reports what it receives under that member's name.
+///
+/// A new session closes both connections of the old one first (``closeSFU(_:)``); ICE failing on
+/// either is reported through the connection's ``PeerConnectionEvents/iceFailed`` and the SDK
+/// asks the server for a new session.
+public protocol SFUMediaEngine: PeerMediaEngine {
+    /// Opens the connection with these ICE servers, with the local tracks for `publish`; reports
+    /// through `events` (`negotiationNeeded` on `publish` when a track is added or removed).
+    func openSFU(_ connection: SFUConnection, iceServers: [IceServer], events: PeerConnectionEvents)
+    func closeSFU(_ connection: SFUConnection)
+    /// `setLocalDescription()` with no argument: the publish offer, or the answer to the SFU's
+    /// offer on `subscribe`; applied and returned.
+    func setLocalDescription(sfu connection: SFUConnection) async throws -> SessionDescription
+    func setRemoteDescription(_ description: SessionDescription, sfu connection: SFUConnection) async throws
+    func addRemoteCandidate(_ candidate: IceCandidate, sfu connection: SFUConnection) async throws
+    func signalingState(sfu connection: SFUConnection) async -> PeerSignalingState
+    /// What each section of the subscribe connection carries, for the offer that follows.
+    func setSFUTracks(_ tracks: [SFUTrack])
+}
+
+/// The simulcast layers an engine sends the camera in through the SFU, highest first (the order
+/// Janus expects): the whole picture, and one at half its width and height.
+public enum SFUCameraLayers {
+    /// RTP stream ids and how much each layer is scaled down.
+    public static let layers: [(rid: String, scaleDown: Int)] = [("h", 1), ("l", 2)]
+}
+
 /// Who decides when call audio may start.
 public enum AudioSessionControl: Sendable, Equatable {
     /// The SDK starts audio as soon as the call connects (platforms without CallKit).

@@ -28,6 +28,8 @@ public struct ActiveCall: Equatable, Sendable {
     public var userData: String? { info.userData }
     /// When the call connected, Unix ms on the server's clock.
     public var startTime: Int64? { info.startTime }
+    /// `sfu` when the call's media goes through the server's SFU; nil: peer to peer.
+    public var media: CallMediaRoute? { info.media }
 }
 
 /// One member of the active call, as the call view shows them.

@@ -467,7 +467,7 @@ public final class CallStore: Sendable {
                 if e.active { state.callsOnOtherDevices.append(e.call) }
                 return [.onCallElsewhere(callId: e.call.callId, deviceId: e.deviceId, active: e.active)]
             }
-        case .sessionEnded, .mediaSignal:
+        case .sessionEnded, .mediaSignal, .sfuSession, .sfuSignal:
             // Media signals go to the media session (SwitchboardClient routes them).
             break
         }

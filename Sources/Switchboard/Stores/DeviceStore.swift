@@ -64,6 +64,9 @@ public final class DeviceStore: Sendable {
         public var remoteAudioMuted = false
         /// What this device shares as its screen; nil when it does not share.
         public var screenShare: ScreenShareSource?
+        /// Which layer of each other member's camera to receive in a group call through the SFU
+        /// (CallPlus's `isTiny`); a member without an entry gets the small one.
+        public var remoteVideoLayers: [UserID: VideoLayer] = [:]
 
         public init() {}
 
@@ -148,6 +151,29 @@ public final class DeviceStore: Sendable {
 
     public func stopScreenShare() {
         cell.update { $0.screenShare = nil }
+    }
+
+    /// The most members ``State/remoteVideoLayers`` holds (the largest call an app may allow);
+    /// a choice for a member beyond it is not kept.
+    public static let remoteVideoLayerLimit = 1000
+
+    /// Asks for the small or the big layer of `userId`'s camera (CallPlus's `isTiny`: small for a
+    /// thumbnail, big for an enlarged tile). In a group call through the SFU the choice goes to
+    /// the server and holds for the rest of the call; peer-to-peer calls send one size.
+    public func setRemoteVideoLayer(_ layer: VideoLayer, for userId: UserID) {
+        cell.update { state in
+            guard state.remoteVideoLayers[userId] != nil
+                || state.remoteVideoLayers.count < Self.remoteVideoLayerLimit
+            else { return }
+            state.remoteVideoLayers[userId] = layer
+        }
+    }
+
+    /// Sets the layers the call view needs, as ``CallViewLayout/videoLayers(for:)`` gives them.
+    public func setRemoteVideoLayers(_ layers: [UserID: VideoLayer]) {
+        for (userId, layer) in layers.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            setRemoteVideoLayer(layer, for: userId)
+        }
     }
 
     /// Back to the defaults (after a logout).

@@ -193,6 +193,19 @@ public struct CallViewLayout: Equatable, Sendable {
 
     // MARK: - tiles
 
+    /// Which layer of each other member's camera these tiles need (CallPlus's `isTiny`): big for a
+    /// tile that fills the view (`main`) or is enlarged, small for thumbnails (grid cells, the
+    /// floating tile, the strip under a shared screen). Hand it to
+    /// ``DeviceStore/setRemoteVideoLayers(_:)``; the browser client applies the same rule.
+    public static func videoLayers(for tiles: [CallTile]) -> [UserID: VideoLayer] {
+        var layers: [UserID: VideoLayer] = [:]
+        for tile in tiles where !tile.isSelf && tile.role != .screen {
+            let layer: VideoLayer = tile.role == .main || tile.role == .enlarged ? .big : .small
+            if layers[tile.userId] != .big { layers[tile.userId] = layer }
+        }
+        return layers
+    }
+
     /// The tiles to draw, back to front.
     public func tiles(for state: CallStore.State, in viewport: LayoutSize) -> [CallTile] {
         let members = Self.members(of: state)

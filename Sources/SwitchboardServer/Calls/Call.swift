@@ -45,6 +45,11 @@ extension CallStateMachine {
             /// The bytes of media signals this member may still relay (see
             /// ``CallStateMachine/Configuration/relayBytes``); nil until the first signal.
             var relayBudget: TokenBucket?
+            /// The member's current session with the SFU, in a call whose media goes through it;
+            /// nil until one starts (and when it is to be replaced: a new one starts at once).
+            var sfuSession: Int?
+            /// The layers of the other members' cameras this member asked for (small when absent).
+            var videoLayers: [UserID: VideoLayer]?
         }
 
         /// How a member's part ended.
@@ -144,6 +149,12 @@ extension CallStateMachine {
         var mediaChange: MediaChange?
         /// What the call's pushes carry (the caller's `pushConfig`).
         var pushConfig: PushConfig?
+        /// How its media flows: through the SFU once it is a group call on a server with one;
+        /// nil, peer to peer.
+        var media: CallMediaRoute?
+        /// The last SFU session number given out in this call (to any member): sessions are
+        /// unique in a call, so a signal of a member's earlier stay never matches a later one.
+        var sfuSessions: Int?
         /// The number of the call's last webhook event (``CallStateMachine/notify(_:of:now:out:)``).
         /// Journaled with the call, so a call restored after a restart numbers on without reusing
         /// one. Optional: journals from before webhooks lack it.
@@ -184,8 +195,17 @@ extension CallStateMachine {
                         networkQuality: presence.flatMap { $0.quality == .unknown ? nil : $0.quality },
                         volumeLevel: presence?.volume,
                         screenSharing: presence?.screenSharing == true ? true : nil)
-                })
+                }, media: media)
         }
+
+        /// Makes it a group call (for the rest of its life), through the SFU when the server has one.
+        mutating func becomeGroup(sfu: Bool) {
+            type = .group
+            if sfu { media = .sfu }
+        }
+
+        /// Whether its members' media goes through the SFU now: an SFU call, connected.
+        var isSFUActive: Bool { media == .sfu && startTime != nil }
 
         func status(of member: Member) -> CallParticipantStatus {
             switch member.phase {

@@ -29,13 +29,16 @@ actor CallEngine {
     private let metrics: ServerMetrics
     private let clock: any SwitchboardClock
     private let logger: Logger
+    /// The SFU's rooms, when group calls go through one.
+    private let sfu: SFURooms?
 
     init(
         configuration: CallStateMachine.Configuration, delivery: any CallDelivery, storage: any SwitchboardStorage,
         limiter: RateLimiter, limits: RateLimits, writer: PersistenceWriter,
         push: PushService, webhooks: WebhookDirectory = WebhookDirectory(), metrics: ServerMetrics,
-        clock: any SwitchboardClock, logger: Logger
+        sfu: SFURooms? = nil, clock: any SwitchboardClock, logger: Logger
     ) {
+        self.sfu = sfu
         self.machine = CallStateMachine(configuration: configuration)
         self.delivery = delivery
         self.storage = storage
@@ -216,6 +219,7 @@ actor CallEngine {
     /// longer leads its cluster (the calls are in the journal and the blocks in their table, for
     /// the node that leads next).
     func reset() {
+        if let sfu { Task { await sfu.reset() } }
         blockers.replace(with: [])
         machine = CallStateMachine(configuration: machine.configuration)
         timers = TimerQueue()
@@ -284,6 +288,8 @@ actor CallEngine {
             case .push(var message):
                 message.tokens = message.tokens ?? tokens[message.user.user]
                 push.send(message)
+            case .sfu(let action):
+                sfu?.perform(action)
             }
         }
         for call in machine.takeJournalChanges() {

@@ -49,6 +49,11 @@ extension CallStateMachine {
                         call.startTime != nil
                             ? .callStarted(CallStartedEvent(call: snapshot)) : .callUpdated(CallUpdatedEvent(call: snapshot)),
                         to: .device(user, device)))
+                // What the SFU sent the device while it was away is lost: its media starts over.
+                if call.members[index].presence?.sfuSession != nil {
+                    Self.restartSession(of: index, in: &call)
+                    store(call, now: now, out: &out)
+                }
             case .joined(let presence):
                 elsewhere.append(call.id)
                 out.append(

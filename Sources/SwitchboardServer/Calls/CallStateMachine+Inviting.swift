@@ -14,7 +14,7 @@ extension CallStateMachine {
         let invitees = Self.deduplicated(request.participantIds)
         var call = Call(
             id: command.callId, app: command.caller.app, roomId: params.roomId ?? command.generatedRoomId,
-            type: invitees.count > 1 || params.chatGroupId != nil ? .group : .oneToOne,
+            type: .oneToOne,
             mediaType: request.mediaType, callerId: command.caller.user, chatGroupId: params.chatGroupId,
             userData: params.userData, isEphemeral: params.isEphemeralCall ?? false,
             timeout: params.timeout ?? CallLimits.defaultTimeoutSeconds, createdAt: now,
@@ -25,6 +25,7 @@ extension CallStateMachine {
                     cameraOn: request.mediaType == .video, profile: command.profiles[command.caller.user])
             ])
         call.pushConfig = params.pushConfig
+        if invitees.count > 1 || params.chatGroupId != nil { call.becomeGroup(sfu: configuration.sfu) }
         roster.add(command.caller, to: call.id)
         notify(
             .callCreated(
@@ -65,8 +66,9 @@ extension CallStateMachine {
         }
         let inviter = command.command.user.user
         var call = found
-        // An invitation makes a one-to-one call a group call for the rest of its life (``validate(_:)``).
-        call.type = .group
+        // An invitation makes a one-to-one call a group call for the rest of its life (``validate(_:)``),
+        // and moves its media to the SFU where there is one.
+        call.becomeGroup(sfu: configuration.sfu)
         let added = addInvitees(
             fresh, inviter: inviter, to: &call, settings: command.settings, online: command.online,
             pushable: command.pushable, blockedBy: command.blockedBy, declineDelays: command.declineDelays ?? [:],

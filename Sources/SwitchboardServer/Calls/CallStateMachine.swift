@@ -29,6 +29,8 @@ struct CallStateMachine: Sendable {
         /// How long a screened member rings before declining (ms): the engine draws each from
         /// this range, like a person who looks at the phone and declines.
         var declineDelays: ClosedRange<Int64> = 3_000...12_000
+        /// Group calls' media goes through an SFU (the server has one); otherwise they are a mesh.
+        var sfu = false
 
         init(reconnectGrace: Int64 = 15_000) {
             self.reconnectGrace = reconnectGrace
@@ -88,6 +90,12 @@ struct CallStateMachine: Sendable {
             deviceOffline(user, device, now: now, out: &out)
         case .logout(let user, let device):
             logout(user, device, now: now, out: &out)
+        case .sfuSignal(let command, let signal):
+            sfuSignal(command, signal, now: now, out: &out)
+        case .videoLayer(let command, let request):
+            videoLayer(command, request, now: now, out: &out)
+        case .sfuRestart(let callId, let user):
+            sfuRestart(callId, user, now: now, out: &out)
         }
         return out
     }
@@ -146,6 +154,8 @@ struct CallStateMachine: Sendable {
         var out = CallOutput()
         endCall(&call, reason: .endByServer, by: nil, now: endTime, out: &out)
         store(call, now: endTime, out: &out)
+        // Its room may outlive the run that made it (a crash): the rooms drop whatever is left.
+        if call.media == .sfu { out.append(.sfu(.end(call.id))) }
         // Nobody is connected yet: only the timers to cancel and the records remain.
         out.actions.removeAll { if case .send = $0 { true } else { false } }
         return out
@@ -206,7 +216,9 @@ struct CallStateMachine: Sendable {
     }
 
     /// Saves a changed call; an ended one is forgotten (but remembered as ended) and its records written.
-    mutating func store(_ call: Call, now: Int64, out: inout CallOutput) {
+    mutating func store(_ changed: Call, now: Int64, out: inout CallOutput) {
+        var call = changed
+        reconcileSFU(&call, previous: calls[call.id], out: &out)
         guard call.isEnded else {
             calls[call.id] = call
             markForJournal(call.id)

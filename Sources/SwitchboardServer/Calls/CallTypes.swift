@@ -105,6 +105,8 @@ enum CallAction: Equatable, Sendable {
     case writeRecords(CallID, [RecordDraft])
     /// Send a VoIP push (never waited for).
     case push(PushMessage)
+    /// Work for the SFU's rooms (``SFURooms``), which reports back with ``CallEvent/sfuRestart(_:_:)``.
+    case sfu(SFUAction)
     /// Report an event to the app's webhooks: written to the outbox in the same commit as the
     /// call's journal save or end that follows in this output (``CallEngine``).
     case notify(WebhookNotice)
@@ -248,6 +250,13 @@ enum CallEvent: Equatable, Sendable, Codable {
     case deviceOffline(UserKey, DeviceID)
     /// A device logged out: its calls are left.
     case logout(UserKey, DeviceID)
+    /// A step of a member's negotiation with the SFU (checked for size and shape).
+    case sfuSignal(CallCommand, SendSFUSignalRequest)
+    /// A member asks for a layer of another member's camera.
+    case videoLayer(CallCommand, SetVideoLayerRequest)
+    /// The SFU lost the media of the call (its server died, it hung a connection up): the member
+    /// (nil: every member) starts a new session.
+    case sfuRestart(CallID, UserID?)
 }
 
 extension CallEvent {
@@ -255,7 +264,7 @@ extension CallEvent {
     /// coming and going) get none.
     var isRequest: Bool {
         switch self {
-        case .timerFired, .deviceOnline, .deviceOffline, .logout: false
+        case .timerFired, .deviceOnline, .deviceOffline, .logout, .sfuRestart: false
         default: true
         }
     }

@@ -108,6 +108,16 @@ extension SignalingSession {
                     await session.call(.mediaSignal(session.command(identity, request.callId), request), id: id)
                 }
             },
+            RequestRoute.session(SendSFUSignalRequest.self, idempotent: false) { session, request, identity, id in
+                if let error = request.validationError() {
+                    session.fail(id, error)
+                } else {
+                    await session.call(.sfuSignal(session.command(identity, request.callId), request), id: id)
+                }
+            },
+            RequestRoute.session(SetVideoLayerRequest.self, idempotent: true) { session, request, identity, id in
+                await session.call(.videoLayer(session.command(identity, request.callId), request), id: id)
+            },
             RequestRoute.session(IceServersRequest.self, idempotent: false) { session, _, identity, id in
                 session.succeed(id, session.node.iceServers(for: identity.user))
             },

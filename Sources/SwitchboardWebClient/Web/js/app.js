@@ -4,7 +4,8 @@
 
 import { Signaling, tabDeviceId } from "./signaling.js";
 import { MediaSession, networkQuality, volumeLevel } from "./media.js";
-import { clampFloating, durationText, tiles } from "./layout.js";
+import { SFUSession } from "./sfu.js";
+import { clampFloating, durationText, tiles, videoLayers } from "./layout.js";
 import { ServerRefused, resolveServers } from "./servers.js";
 import {
   connectionText, deviceErrorText, endText, endTone, errorText, listText, mediaChangeResultText, mediaText, nameOf,
@@ -22,8 +23,13 @@ const params = new URLSearchParams(location.search);
 // `?server=URL` (repeatable): the nodes of a cluster, tried in turn; by default the page's own
 // server. Servers its own server does not list are refused before anything connects.
 const servers = resolveServers(params, location);
+// `?capture=WxH@FPS`: the camera's size and rate (default 640x360 at 30), for slow links and tests.
+const capture = params.get("capture")?.match(/^(\d+)x(\d+)(?:@(\d+))?$/);
+const options = {
+  relayOnly: params.get("relay") === "1", loopbackOnly: params.get("loopback") === "1",
+  capture: capture ? { width: Number(capture[1]), height: Number(capture[2]), frameRate: Number(capture[3] ?? 30) } : null,
+};
 webConfig().then((config) => allowImageOrigins(config.imageOrigins));
-const options = { relayOnly: params.get("relay") === "1", loopbackOnly: params.get("loopback") === "1" };
 
 const $ = (id) => document.getElementById(id);
 
@@ -69,7 +75,6 @@ const state = {
   /** The call this page found itself in after a reload (its media starts over). */
   resumed: null,
   problems: [],
-  lastStats: {},
 };
 
 let signaling = null;
@@ -505,7 +510,13 @@ function onEvent({ event, data }) {
       updateSpeaker();
       break;
     case "mediaSignal":
-      if (media?.callId === data.callId) media.handleSignal(data);
+      if (media?.callId === data.callId && media.route === "mesh") media.handleSignal(data);
+      break;
+    case "sfuSession":
+      if (media?.callId === data.callId && media.route === "sfu") media.handleSession(data);
+      break;
+    case "sfuSignal":
+      if (media?.callId === data.callId && media.route === "sfu") media.handleSignal(data);
       break;
     case "mediaTypeChangeRequested":
       // Asked as a phone asks; no answer within the server's timeout counts as declined.
@@ -593,7 +604,9 @@ function sync() {
   if (!inCall) {
     stopMedia();
   } else {
-    if (media?.callId !== call.info.callId) startMedia(call.info);
+    // A one-to-one call that becomes a group call on a server with an SFU moves there.
+    const route = call.info.media === "sfu" ? "sfu" : "mesh";
+    if (media?.callId !== call.info.callId || media.route !== route) startMedia(call.info);
     const peers = call.info.participants.filter((p) => p.userId !== state.me && p.status === "accept").map((p) => p.userId);
     media.setPeers(peers);
     if (state.mediaChange && state.mediaChange.callId !== call.info.callId) state.mediaChange = null;
@@ -603,23 +616,29 @@ function sync() {
 }
 
 function startMedia(info) {
+  // The same call moving to the SFU keeps the microphone and camera as they are.
+  const moving = media?.callId === info.callId;
   stopMedia();
   // A page reloaded in a call keeps the microphone and camera as they were (a muted user stays
   // muted); otherwise a call starts with both on.
   const resuming = state.resumed === info.callId;
-  const mine = resuming ? info.participants.find((p) => p.userId === state.me) : null;
+  const mine = resuming || moving ? info.participants.find((p) => p.userId === state.me) : null;
   state.microphoneOn = mine?.microphoneOn ?? true;
   state.cameraOn = info.mediaType === "video" && (mine?.cameraOn ?? true);
   state.inviteOpen = false;
   // What was said about another call is stale in this one.
   clear("call");
-  media = new MediaSession({
+  const Session = info.media === "sfu" ? SFUSession : MediaSession;
+  media = new Session({
     me: state.me,
     callId: info.callId,
     mediaType: info.mediaType,
     iceServers: signaling.request("media.iceServers").then((r) => r.iceServers).catch(() => []),
     ...options,
-    send: (peer, signal) => signaling.post("call.media", { callId: info.callId, to: peer, ...signal }),
+    send: info.media === "sfu"
+      ? (signal) => signaling.post("call.sfu", signal)
+      : (peer, signal) => signaling.post("call.media", { callId: info.callId, to: peer, ...signal }),
+    sendLayer: (userId, layer) => signaling.post("call.videoLayer", { callId: info.callId, userId, layer }),
     onRemoteStream: (peer, stream, screen) => {
       remoteStreams.set(peer, stream);
       remoteScreens.set(peer, screen);
@@ -660,17 +679,16 @@ function stopMedia() {
 /** Once a second: statistics to the server, which tells the other members our quality and volume. */
 async function reportStatus() {
   if (!media) return;
-  const callId = media.callId;
-  const stats = await media.stats();
-  state.lastStats = stats;
-  const entries = Object.values(stats);
-  if (!entries.length || media?.callId !== callId) return;
-  const packetLoss = Math.min(100, Math.max(...entries.map((e) => e.packetLoss)));
-  const rtt = Math.max(...entries.map((e) => e.rtt));
-  const sent = entries.reduce((sum, e) => sum + e.bytesSent.audio + e.bytesSent.video + e.bytesSent.screen, 0);
+  const session = media;
+  const figures = await session.status();
+  if (!figures || media !== session) return;
+  const packetLoss = Math.min(100, figures.packetLoss);
+  const rtt = figures.rtt;
+  const sent = figures.bytesSent;
   const bitrate = lastBytesSent ? Math.max(0, Math.round(((sent - lastBytesSent) * 8) / 1000)) : 0;
   lastBytesSent = sent;
-  const audioLevel = state.microphoneOn ? Math.min(100, Math.max(...entries.map((e) => e.audioLevel))) : 0;
+  const audioLevel = state.microphoneOn ? Math.min(100, figures.audioLevel) : 0;
+  const callId = session.callId;
   state.own = { quality: networkQuality(packetLoss, rtt), volume: volumeLevel(audioLevel, state.microphoneOn) };
   signaling.post("call.statusReport", { callId, packetLoss: Math.round(packetLoss * 10) / 10, rtt, bitrate, audioLevel });
   render();
@@ -915,6 +933,13 @@ function renderCall(call) {
     remote: (userId, screen) => (screen ? remoteScreens : remoteStreams).get(userId),
     onTap: tap,
   });
+  if (media?.route === "sfu" && connected) {
+    // The enlarged tile gets the big layer of a member's camera, thumbnails the small one; only
+    // members in the call have a camera to choose from (the server refuses the others).
+    const inCall = new Set(info.participants.filter((p) => p.status === "accept").map((p) => p.userId));
+    const wanted = videoLayers(tiles(info, me, state.speaker, viewport, state.view), me);
+    media.setLayers(Object.fromEntries(Object.entries(wanted).filter(([userId]) => inCall.has(userId))));
+  }
   renderRoster($("roster"), info, me, person(me));
   $("call-id").textContent = info.callId;
   $("call-details").hidden = !group;
@@ -1072,6 +1097,12 @@ window.switchboard = {
   state,
   activeCall,
   stats: async () => (media ? media.stats() : {}),
+  /** Through the SFU: what this page sends (one connection; the camera's layers), else null. */
+  publishStats: async () => (media?.route === "sfu" ? media.publishStats() : null),
+  /** Through the SFU: the current session's number (null before the first), else null. */
+  sfuSession: () => (media?.route === "sfu" ? media.session : null),
+  /** The layers this page asked for, by member. */
+  layers: () => (media?.route === "sfu" ? Object.fromEntries(media.layers) : null),
   mediaReady: async () => {
     await media?.ready;
     return !!media;

@@ -113,6 +113,21 @@ export function tiles(call, me, speaker, viewport, view = {}) {
   ];
 }
 
+/**
+ * Which layer of each other member's camera the tiles need (CallPlus's `isTiny`): the big one
+ * for a tile that fills the view or is enlarged, the small one for thumbnails (grid cells, the
+ * floating tile, the strip under a shared screen). Members with no tile are left out.
+ */
+export function videoLayers(placed, me) {
+  const layers = {};
+  for (const tile of placed) {
+    if (tile.userId === me || tile.role === "screen") continue;
+    const layer = tile.role === "main" || tile.role === "enlarged" ? "big" : "small";
+    if (layers[tile.userId] !== "big") layers[tile.userId] = layer;
+  }
+  return layers;
+}
+
 /** `mm:ss`, `h:mm:ss` from an hour. */
 export function durationText(seconds) {
   const total = Math.max(0, Math.floor(seconds));

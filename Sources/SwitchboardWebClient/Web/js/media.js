@@ -199,7 +199,8 @@ function compact(object) {
  * stream)` shows a member's media.
  */
 export class MediaSession {
-  constructor({ me, callId, mediaType, iceServers, relayOnly, loopbackOnly, send, onRemoteStream, onCaptureFailed, resuming }) {
+  constructor({ me, callId, mediaType, iceServers, relayOnly, loopbackOnly, capture, send, onRemoteStream, onCaptureFailed, resuming }) {
+    this.route = "mesh";
     this.me = me;
     this.callId = callId;
     this.mediaType = mediaType;
@@ -221,7 +222,7 @@ export class MediaSession {
       iceServers,
       navigator.mediaDevices.getUserMedia({
         audio: true,
-        video: mediaType === "video" ? { width: 640, height: 360 } : false,
+        video: mediaType === "video" ? { width: capture?.width ?? 640, height: capture?.height ?? 360, frameRate: capture?.frameRate ?? 30 } : false,
       }),
     ]).then(([servers, stream]) => {
       this.iceServers = servers;
@@ -417,6 +418,19 @@ export class MediaSession {
       result[id] = entry;
     }
     return result;
+  }
+
+  /** This member's figures for its status report: the worst loss and round trip over the
+   * connections, the bytes sent on all of them, the microphone's level. */
+  async status() {
+    const entries = Object.values(await this.stats());
+    if (!entries.length) return null;
+    return {
+      packetLoss: Math.max(...entries.map((e) => e.packetLoss)),
+      rtt: Math.max(...entries.map((e) => e.rtt)),
+      bytesSent: entries.reduce((sum, e) => sum + e.bytesSent.audio + e.bytesSent.video + e.bytesSent.screen, 0),
+      audioLevel: Math.max(...entries.map((e) => e.audioLevel)),
+    };
   }
 
   close() {

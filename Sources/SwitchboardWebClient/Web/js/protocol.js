@@ -21,6 +21,10 @@ const ENUMS = {
   PushEnvironment: ["sandbox", "production"],
   PushTokenKind: ["voip", "alert", "web", "fcm"],
   SignalKind: ["offer", "answer", "candidate", "restart"],
+  MediaRoute: ["sfu"],
+  SFUConnection: ["publish", "subscribe"],
+  VideoLayer: ["small", "big"],
+  TrackSource: ["microphone", "camera", "screen"],
 };
 
 // Field specs: "string", "int", "number", "bool", an enum or struct name, "[spec]" for arrays;
@@ -42,7 +46,7 @@ const STRUCTS = {
   CallInfo: {
     callId: "string", roomId: "string", callType: "CallType", mediaType: "MediaType", callerId: "string",
     chatGroupId: "string?", userData: "string?", isEphemeral: "bool", timeout: "int", createdAt: "int",
-    startTime: "int?", participants: "[Participant]",
+    startTime: "int?", participants: "[Participant]", media: "MediaRoute?",
   },
   Record: {
     callId: "string", roomId: "string", callType: "CallType", mediaType: "MediaType", callerId: "string",
@@ -53,6 +57,7 @@ const STRUCTS = {
   IceCandidate: { candidate: "string", sdpMid: "string?", sdpMLineIndex: "int?", usernameFragment: "string?" },
   IceServer: { urls: "[string]", username: "string?", credential: "string?" },
   WebPushKeys: { p256dh: "string", auth: "string" },
+  SFUTrack: { mid: "string", userId: "string", source: "TrackSource" },
 };
 
 const CALL = { callId: "string" };
@@ -91,6 +96,13 @@ export const REQUESTS = {
   "call.media": [
     { callId: "string", to: "string", kind: "SignalKind", sdp: "string?", candidate: "IceCandidate?" }, {},
   ],
+  "call.sfu": [
+    {
+      callId: "string", session: "int", connection: "SFUConnection", kind: "SignalKind", sdp: "string?",
+      candidate: "IceCandidate?",
+    }, {},
+  ],
+  "call.videoLayer": [{ callId: "string", userId: "string", layer: "VideoLayer" }, {}],
   "media.iceServers": [{}, { iceServers: "[IceServer]", expiresAt: "int?" }],
   "records.query": [
     { syncTime: "int", count: "int", order: "Order" },
@@ -130,6 +142,11 @@ export const EVENTS = {
   callsSynced: { callIds: "[string]", elsewhereCallIds: "[string]" },
   sessionEnded: { error: "Error" },
   mediaSignal: { callId: "string", from: "string", kind: "SignalKind", sdp: "string?", candidate: "IceCandidate?" },
+  sfuSession: { callId: "string", session: "int" },
+  sfuSignal: {
+    callId: "string", session: "int", connection: "SFUConnection", kind: "SignalKind", sdp: "string?",
+    candidate: "IceCandidate?", tracks: "[SFUTrack]?",
+  },
 };
 
 /** The problems of `value` against a spec, as "path: problem" strings. */

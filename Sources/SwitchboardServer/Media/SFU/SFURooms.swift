@@ -1,0 +1,664 @@
+import Foundation
+import Logging
+import SwitchboardProtocol
+
+/// The rooms of group calls on the Janus servers (VideoRoom plugin), run for the call state
+/// machine: it decides who has which session in which call (``SFUAction``); the rooms make that
+/// true on Janus and relay each member's negotiation between the member's device and the
+/// member's two handles there (a publisher, which also receives the room's notices, and a
+/// multistream subscriber to every other member's tracks).
+///
+/// - A call's room goes on the Janus server with the fewest members on it among those connected
+///   (this node runs every call of its cluster, so the count is the cluster's), and is destroyed
+///   when the call ends. Its id in Janus is derived from the call id, so a room a crashed run
+///   left behind is found and replaced.
+/// - When a server goes down, everything on it is gone (Janus drops a session's handles and
+///   PeerConnections with its socket): every call whose room was there is reported lost
+///   (``CallEvent/sfuRestart(_:_:)``), the machine starts new sessions for its members, and the
+///   first of them places the room again, on another server or on the same one once it is back.
+///   A call that finds no server waits, and is reported lost again when one comes up.
+/// - Work for one call (the machine's actions and Janus's events about its handles) runs in
+///   order, one step at a time; calls run side by side. A call's queue holds at most
+///   ``queueLimit`` steps: beyond that a step is dropped and counted (``droppedSteps``); what a
+///   member's signals can add is bounded by the relay budget the machine keeps.
+actor SFURooms {
+    /// Janus's plugin package name.
+    static let plugin = "janus.plugin.videoroom"
+    /// Most publishers in a room (Janus's default is 3); the apps' limit on members is at most 1000.
+    static let publishersPerRoom = 1000
+    static let queueLimit = 4096
+
+    private enum Role: Sendable {
+        case publisher
+        case subscriber
+    }
+
+    /// Who a handle belongs to.
+    private struct Owner: Sendable {
+        var callId: CallID
+        var user: UserID
+        var session: Int
+        var role: Role
+    }
+
+    private struct HandleKey: Hashable, Sendable {
+        var server: Int
+        var handle: UInt64
+    }
+
+    /// A member's part of a room, for one session.
+    private struct Member {
+        var key: UserKey
+        var device: DeviceID
+        var session: Int
+        var layers: [UserID: VideoLayer]
+        var publisher: UInt64?
+        /// The member's publisher id in the room (a "feed" to the others).
+        var feed: UInt64?
+        /// The first offer was published; later offers renegotiate (`configure`).
+        var published = false
+        /// What each section of the member's publish connection sends.
+        var tracks: [String: PublishedTrack] = [:]
+        var subscriber: UInt64?
+        /// What the subscriber receives: each section's mid, by the feed and the feed's mid.
+        var subscribed: [FeedStream: String] = [:]
+        /// Janus's last subscribe offer went to the device and its answer has not come back: Janus
+        /// takes no other change of the subscription until then.
+        var offerOut = false
+        /// Publishers to subscribe to once the answer is in (at most one entry per member of the
+        /// call: a feed's latest news replaces its earlier).
+        var waiting: [UInt64: VideoRoomEvent.Publisher] = [:]
+    }
+
+    private struct FeedStream: Hashable, Sendable {
+        var feed: UInt64
+        var mid: String
+    }
+
+    private struct Room {
+        var number: UInt64
+        /// The server it is on; nil while no server could take it.
+        var server: Int?
+        var members: [UserID: Member] = [:]
+    }
+
+    private enum Step: Sendable {
+        case action(SFUAction)
+        case janus(server: Int, JanusMessage, Owner)
+        /// The room's server went down: everything on it is gone.
+        case serverDown(Int)
+        /// A server came up and the room waits for one.
+        case serverUp
+    }
+
+    private let servers: [JanusServer]
+    private let secret: String?
+    private let delivery: any CallDelivery
+    private let clock: any SwitchboardClock
+    private let logger: Logger
+    /// Tells the engine that a call's (or a member's) media with the SFU is lost.
+    let onLost = LockedCallback<@Sendable (CallID, UserID?) async -> Void>({ _, _ in })
+
+    private var rooms: [CallID: Room] = [:]
+    private var handles: [HandleKey: Owner] = [:]
+    /// A handle per server for the requests about rooms (create, destroy).
+    private var control: [Int: UInt64] = [:]
+    private var queues: [CallID: AsyncStream<Step>.Continuation] = [:]
+    private var watchers: [Task<Void, Never>] = []
+    private(set) var droppedSteps = 0
+    /// The machine's actions, in the order it gave them, until each goes to its call's queue.
+    private nonisolated let inbox: AsyncStream<SFUAction>.Continuation
+    private let actions: AsyncStream<SFUAction>
+
+    init(
+        urls: [String], secret: String?, timing: JanusServer.Timing = JanusServer.Timing(), delivery: any CallDelivery,
+        clock: any SwitchboardClock, logger: Logger
+    ) {
+        self.servers = urls.map { JanusServer(url: $0, secret: secret, timing: timing, clock: clock, logger: logger) }
+        self.secret = secret
+        self.delivery = delivery
+        self.clock = clock
+        self.logger = logger
+        (actions, inbox) = AsyncStream<SFUAction>.makeStream(bufferingPolicy: .bufferingOldest(100_000))
+    }
+
+    /// Connects to every server and follows their events, until ``stop()``.
+    func start() async {
+        guard watchers.isEmpty else { return }
+        let actions = self.actions
+        watchers.append(
+            Task { [weak self] in
+                for await action in actions {
+                    await self?.enqueue(action.callId, .action(action))
+                }
+            })
+        for (index, server) in servers.enumerated() {
+            await server.start()
+            watchers.append(
+                Task { [weak self] in
+                    for await event in server.events {
+                        await self?.serverEvent(index, event)
+                    }
+                })
+        }
+    }
+
+    func stop() async {
+        watchers.forEach { $0.cancel() }
+        watchers = []
+        for server in servers { await server.stop() }
+        for queue in queues.values { queue.finish() }
+        queues = [:]
+    }
+
+    /// The servers and how many members each carries (the tests read it; `/health` does not show it yet).
+    func load() async -> [(url: String, up: Bool, members: Int)] {
+        var result: [(String, Bool, Int)] = []
+        for (index, server) in servers.enumerated() {
+            result.append((server.url, await server.isUp, members(on: index)))
+        }
+        return result
+    }
+
+    /// The Janus room of a call in progress, and its server (tests).
+    func placement(of callId: CallID) async -> (url: String, room: UInt64)? {
+        guard let room = rooms[callId], let server = room.server else { return nil }
+        return (servers[server].url, room.number)
+    }
+
+    /// Carries out the machine's action (in order with the call's other work; never waits).
+    nonisolated func perform(_ action: SFUAction) {
+        if case .dropped = inbox.yield(action) {
+            logger.error("an SFU action was dropped: the rooms fall behind", metadata: ["call": "\(action.callId)"])
+        }
+    }
+
+    /// Forgets every room (this node no longer runs the calls): they are destroyed on Janus.
+    func reset() async {
+        let ids = Array(rooms.keys)
+        for id in ids { enqueue(id, .action(.end(id))) }
+    }
+
+    // MARK: - the queues
+
+    private func enqueue(_ callId: CallID, _ step: Step) {
+        let queue: AsyncStream<Step>.Continuation
+        if let existing = queues[callId] {
+            queue = existing
+        } else {
+            let (steps, continuation) = AsyncStream<Step>.makeStream(bufferingPolicy: .bufferingOldest(Self.queueLimit))
+            queues[callId] = continuation
+            queue = continuation
+            Task { [weak self] in
+                for await step in steps {
+                    await self?.run(callId, step)
+                }
+            }
+        }
+        if case .dropped = queue.yield(step) {
+            droppedSteps += 1
+            logger.warning("an SFU step was dropped: the call's queue is full", metadata: ["call": "\(callId)"])
+        }
+    }
+
+    private func run(_ callId: CallID, _ step: Step) async {
+        switch step {
+        case .action(.join(let session)): await join(session)
+        case .action(.leave(_, let user)): await leave(callId, user)
+        case .action(.end): await end(callId)
+        case .action(.signal(_, let user, let session, let signal)): await relay(callId, user, session, signal)
+        case .action(.layer(_, let viewer, let target, let layer)): await setLayer(callId, viewer, target, layer)
+        case .janus(let server, let message, let owner): await janus(server, message, owner)
+        case .serverDown(let server): await lost(callId, server: server)
+        case .serverUp: await retryPlacement(callId)
+        }
+    }
+
+    private func serverEvent(_ index: Int, _ event: JanusServer.Event) async {
+        switch event {
+        case .up:
+            for (id, room) in rooms where room.server == nil { enqueue(id, .serverUp) }
+        case .down:
+            control[index] = nil
+            for (id, room) in rooms where room.server == index { enqueue(id, .serverDown(index)) }
+        case .message(let message):
+            guard let sender = message.sender, let owner = handles[HandleKey(server: index, handle: sender)] else { return }
+            enqueue(owner.callId, .janus(server: index, message, owner))
+        }
+    }
+
+    // MARK: - rooms
+
+    /// Janus's id of a call's room: 53 bits (exact in every JSON reader) of a hash of the call id,
+    /// moved on while another call of this node has it.
+    private func roomNumber(for callId: CallID) -> UInt64 {
+        var salt = 0
+        while true {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in (salt == 0 ? callId.rawValue : "\(callId.rawValue)#\(salt)").utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            }
+            let number = max(1, hash & ((1 << 53) - 1))
+            if !rooms.contains(where: { $0.key != callId && $0.value.number == number }) { return number }
+            salt += 1
+        }
+    }
+
+    private func members(on server: Int) -> Int {
+        rooms.values.filter { $0.server == server }.reduce(0) { $0 + $1.members.count }
+    }
+
+    /// The server the call's room is on, placing it (creating it on the least loaded server that
+    /// is up) when it has none or its server is down. Nil: no server could take it.
+    private func place(_ callId: CallID) async -> Int? {
+        guard var room = rooms[callId] else { return nil }
+        if let server = room.server {
+            if await servers[server].isUp { return server }
+            // Its server went down and the news has not come through this call's queue yet.
+            await lost(callId, server: server)
+            room = rooms[callId] ?? room
+        }
+        var candidates: [(server: Int, load: Int)] = []
+        for index in servers.indices where await servers[index].isUp {
+            candidates.append((index, members(on: index)))
+        }
+        for candidate in candidates.sorted(by: { ($0.load, $0.server) < ($1.load, $1.server) }) {
+            do {
+                try await createRoom(room.number, on: candidate.server)
+                room = rooms[callId] ?? room
+                room.server = candidate.server
+                rooms[callId] = room
+                logger.info(
+                    "a call's room is on an SFU", metadata: ["call": "\(callId)", "sfu": "\(servers[candidate.server].url)"])
+                return candidate.server
+            } catch {
+                logger.error(
+                    "could not make a room on an SFU",
+                    metadata: ["call": "\(callId)", "sfu": "\(servers[candidate.server].url)", "error": "\(error)"])
+            }
+        }
+        if var waiting = rooms[callId] {
+            waiting.server = nil
+            rooms[callId] = waiting
+        }
+        logger.error("no SFU can take a call's room; it waits for one", metadata: ["call": "\(callId)"])
+        return nil
+    }
+
+    private func controlHandle(_ server: Int) async throws -> UInt64 {
+        if let handle = control[server] { return handle }
+        let handle = try await attach(server)
+        control[server] = handle
+        return handle
+    }
+
+    private func createRoom(_ number: UInt64, on server: Int) async throws {
+        let handle = try await controlHandle(server)
+        var create = VideoRoomRequest(request: "create")
+        create.room = number
+        create.admin_key = secret
+        create.permanent = false
+        create.is_private = true
+        create.publishers = Self.publishersPerRoom
+        create.audiocodec = "opus"
+        create.videocodec = "vp8"
+        create.fir_freq = 10
+        create.audiolevel_ext = true
+        do {
+            _ = try await servers[server].request("message", handle: handle, body: create, completion: .success)
+        } catch JanusServer.Failure.janus(let error) where error.code == JanusError.roomExists {
+            // Left behind by an earlier run (a crash, another node that led): replace it.
+            try await destroyRoom(number, on: server)
+            _ = try await servers[server].request("message", handle: handle, body: create, completion: .success)
+        }
+    }
+
+    private func destroyRoom(_ number: UInt64, on server: Int) async throws {
+        let handle = try await controlHandle(server)
+        var destroy = VideoRoomRequest(request: "destroy")
+        destroy.room = number
+        destroy.permanent = false
+        _ = try await servers[server].request("message", handle: handle, body: destroy, completion: .success)
+    }
+
+    private func attach(_ server: Int) async throws -> UInt64 {
+        let answer = try await servers[server].request("attach", plugin: Self.plugin, completion: .success)
+        guard let id = answer.data?.id else { throw JanusServer.Failure.unexpected("attach without an id") }
+        return id
+    }
+
+    private func detach(_ handle: UInt64?, on server: Int?) async {
+        guard let handle, let server else { return }
+        handles[HandleKey(server: server, handle: handle)] = nil
+        _ = try? await servers[server].request("detach", handle: handle, completion: .success)
+    }
+
+    /// Drops a member's handles (their PeerConnections end; Janus tells the others' subscriptions).
+    private func drop(_ member: Member, server: Int?) async {
+        await detach(member.subscriber, on: server)
+        await detach(member.publisher, on: server)
+    }
+
+    // MARK: - the machine's actions
+
+    private func join(_ session: SFUMemberSession) async {
+        let callId = session.callId
+        let user = session.member.user
+        var room = rooms[callId] ?? Room(number: roomNumber(for: callId))
+        let previous = room.members[user]
+        room.members[user] = Member(
+            key: session.member, device: session.device, session: session.session, layers: session.layers)
+        rooms[callId] = room
+        if let previous { await drop(previous, server: room.server) }
+        guard let server = await place(callId) else { return }
+        do {
+            let handle = try await attach(server)
+            handles[HandleKey(server: server, handle: handle)] = Owner(
+                callId: callId, user: user, session: session.session, role: .publisher)
+            guard update(callId, user, session: session.session, { $0.publisher = handle }) else {
+                await detach(handle, on: server)
+                return
+            }
+            var join = VideoRoomRequest(request: "join")
+            join.room = rooms[callId]?.number
+            join.ptype = "publisher"
+            join.display = user.rawValue
+            let joined = try await servers[server].request("message", handle: handle, body: join, completion: .event)
+            guard let feed = joined.plugindata?.data.id,
+                update(callId, user, session: session.session, { $0.feed = feed })
+            else { return }
+            await subscribe(callId, user, to: joined.plugindata?.data.publishers ?? [])
+        } catch {
+            logger.error(
+                "could not join a member to the call's room",
+                metadata: ["call": "\(callId)", "user": "\(user)", "error": "\(error)"])
+        }
+    }
+
+    /// Changes the member's state if the member is still in the room with this session.
+    private func update(_ callId: CallID, _ user: UserID, session: Int, _ change: (inout Member) -> Void) -> Bool {
+        guard var room = rooms[callId], var member = room.members[user], member.session == session else { return false }
+        change(&member)
+        room.members[user] = member
+        rooms[callId] = room
+        return true
+    }
+
+    private func leave(_ callId: CallID, _ user: UserID) async {
+        guard var room = rooms[callId], let member = room.members.removeValue(forKey: user) else { return }
+        rooms[callId] = room
+        await drop(member, server: room.server)
+    }
+
+    private func end(_ callId: CallID) async {
+        defer {
+            queues[callId]?.finish()
+            queues[callId] = nil
+        }
+        guard let room = rooms.removeValue(forKey: callId) else {
+            // A call this run never placed (one a crash cut short): a room of it may be left on
+            // any server.
+            let number = roomNumber(for: callId)
+            for index in servers.indices where await servers[index].isUp {
+                try? await destroyRoom(number, on: index)
+            }
+            return
+        }
+        guard let server = room.server else { return }
+        // Destroying the room ends every PeerConnection in it; the handles go with detach.
+        do {
+            try await destroyRoom(room.number, on: server)
+        } catch {
+            logger.info("could not destroy a call's room", metadata: ["call": "\(callId)", "error": "\(error)"])
+        }
+        for member in room.members.values { await drop(member, server: server) }
+    }
+
+    private func relay(_ callId: CallID, _ user: UserID, _ session: Int, _ signal: SendSFUSignalRequest) async {
+        guard let room = rooms[callId], let server = room.server, let member = room.members[user],
+            member.session == session
+        else { return }
+        do {
+            switch (signal.connection, signal.kind) {
+            case (.publish, .offer):
+                guard let handle = member.publisher, let sdp = signal.sdp else { return }
+                let tracks = PublishedTracks.tracks(inOffer: sdp)
+                guard update(callId, user, session: session, { $0.tracks = tracks }) else { return }
+                let answer = try await servers[server].request(
+                    "message", handle: handle, body: VideoRoomRequest(request: member.published ? "configure" : "publish"),
+                    jsep: JanusJSEP(type: "offer", sdp: sdp), completion: .event)
+                guard let jsep = answer.jsep, update(callId, user, session: session, { $0.published = true }) else { return }
+                send(
+                    SFUSignalEvent(callId: callId, session: session, connection: .publish, kind: .answer, sdp: jsep.sdp),
+                    to: member)
+            case (.subscribe, .answer):
+                guard let handle = member.subscriber, let sdp = signal.sdp else { return }
+                _ = try await servers[server].request(
+                    "message", handle: handle, body: VideoRoomRequest(request: "start"),
+                    jsep: JanusJSEP(type: "answer", sdp: sdp), completion: .event)
+                var waiting: [VideoRoomEvent.Publisher] = []
+                guard update(callId, user, session: session, { member in
+                    member.offerOut = false
+                    waiting = Array(member.waiting.values)
+                    member.waiting = [:]
+                }) else { return }
+                if !waiting.isEmpty { await subscribe(callId, user, to: waiting) }
+            case (.publish, .candidate), (.subscribe, .candidate):
+                guard let candidate = signal.candidate,
+                    let handle = signal.connection == .publish ? member.publisher : member.subscriber
+                else { return }
+                _ = try await servers[server].request(
+                    "trickle", handle: handle, candidate: JanusCandidate(candidate), completion: .ack)
+            default:
+                // `restart` is the machine's (a new session); the other kinds are refused before.
+                return
+            }
+        } catch {
+            logger.info(
+                "the SFU refused a member's signal",
+                metadata: ["call": "\(callId)", "user": "\(user)", "kind": "\(signal.kind)", "error": "\(error)"])
+        }
+    }
+
+    private func setLayer(_ callId: CallID, _ viewer: UserID, _ target: UserID, _ layer: VideoLayer) async {
+        guard update(callId, viewer, session: rooms[callId]?.members[viewer]?.session ?? -1, { $0.layers[target] = layer })
+        else { return }
+        await applyLayers(callId, viewer, only: target)
+    }
+
+    /// Tells Janus which substream of each camera the member's subscription forwards, as the
+    /// member chose (small when it did not): Janus's own default is the highest. Only `target`'s
+    /// cameras when given.
+    private func applyLayers(_ callId: CallID, _ viewer: UserID, only target: UserID? = nil) async {
+        guard let room = rooms[callId], let server = room.server, let member = room.members[viewer],
+            let handle = member.subscriber
+        else { return }
+        var streams: [VideoRoomStreamRequest] = []
+        for (stream, mid) in member.subscribed.sorted(by: { $0.value < $1.value }) {
+            guard let owner = room.members.values.first(where: { $0.feed == stream.feed }),
+                target == nil || owner.key.user == target, let track = owner.tracks[stream.mid],
+                let substream = Self.substream(member.layers[owner.key.user] ?? .small, of: track)
+            else { continue }
+            streams.append(VideoRoomStreamRequest(mid: mid, substream: substream))
+        }
+        guard !streams.isEmpty else { return }
+        var configure = VideoRoomRequest(request: "configure")
+        configure.streams = streams
+        do {
+            _ = try await servers[server].request("message", handle: handle, body: configure, completion: .event)
+        } catch {
+            logger.info("the SFU refused a layer", metadata: ["call": "\(callId)", "error": "\(error)"])
+        }
+    }
+
+    /// Janus's simulcast substream for a layer of a camera: 0 is the lowest, the highest is one
+    /// less than the layers the camera is sent in. Nil without simulcast (one layer is all there is).
+    private static func substream(_ layer: VideoLayer, of track: PublishedTrack) -> Int? {
+        guard track.source == .camera, track.layers > 1 else { return nil }
+        return layer == .big ? track.layers - 1 : 0
+    }
+
+    // MARK: - subscriptions
+
+    /// Subscribes the member to the streams of these feeds it does not receive yet (its own left out).
+    private func subscribe(_ callId: CallID, _ user: UserID, to publishers: [VideoRoomEvent.Publisher]) async {
+        guard let room = rooms[callId], let server = room.server, let member = room.members[user] else { return }
+        if member.offerOut {
+            let feeds = Set(room.members.values.compactMap(\.feed))
+            _ = update(callId, user, session: member.session) { member in
+                for publisher in publishers where publisher.id != member.feed { member.waiting[publisher.id] = publisher }
+                // Feeds of sessions gone from the room are dropped: the map stays one per member.
+                member.waiting = member.waiting.filter { feeds.contains($0.key) }
+            }
+            return
+        }
+        var streams: [VideoRoomStreamRequest] = []
+        for publisher in publishers where publisher.id != member.feed {
+            // A feed nobody in the room owns now is a session's that is being dropped.
+            guard let owner = room.members.values.first(where: { $0.feed == publisher.id }) else { continue }
+            for stream in publisher.streams ?? [] where stream.disabled != true && stream.type != "data" {
+                guard let mid = stream.mid, member.subscribed[FeedStream(feed: publisher.id, mid: mid)] == nil else { continue }
+                let layer = member.layers[owner.key.user] ?? .small
+                streams.append(
+                    VideoRoomStreamRequest(
+                        feed: publisher.id, mid: mid, substream: owner.tracks[mid].flatMap { Self.substream(layer, of: $0) }))
+            }
+        }
+        guard !streams.isEmpty else { return }
+        do {
+            let answer: JanusMessage
+            if let handle = member.subscriber {
+                var subscribe = VideoRoomRequest(request: "subscribe")
+                subscribe.streams = streams
+                answer = try await servers[server].request("message", handle: handle, body: subscribe, completion: .event)
+            } else {
+                let handle = try await attach(server)
+                handles[HandleKey(server: server, handle: handle)] = Owner(
+                    callId: callId, user: user, session: member.session, role: .subscriber)
+                guard update(callId, user, session: member.session, { $0.subscriber = handle }) else {
+                    await detach(handle, on: server)
+                    return
+                }
+                var join = VideoRoomRequest(request: "join")
+                join.room = room.number
+                join.ptype = "subscriber"
+                join.streams = streams
+                join.private_id = nil
+                answer = try await servers[server].request("message", handle: handle, body: join, completion: .event)
+            }
+            subscriptionChanged(callId, user, session: member.session, answer)
+            await applyLayers(callId, user)
+        } catch {
+            logger.error(
+                "could not subscribe a member to the room's tracks",
+                metadata: ["call": "\(callId)", "user": "\(user)", "error": "\(error)"])
+        }
+    }
+
+    /// What the subscription now receives (Janus's `attached` and `updated`), and the offer that
+    /// carries it, for the member's device with what each section is.
+    private func subscriptionChanged(_ callId: CallID, _ user: UserID, session: Int, _ message: JanusMessage) {
+        guard let streams = message.plugindata?.data.streams, let room = rooms[callId] else { return }
+        var subscribed: [FeedStream: String] = [:]
+        var tracks: [SFUTrack] = []
+        for stream in streams where stream.active != false {
+            guard let feed = stream.feed_id, let feedMid = stream.feed_mid,
+                let owner = room.members.values.first(where: { $0.feed == feed }),
+                stream.mid.utf8.count <= SFULimits.maxMidLength
+            else { continue }
+            subscribed[FeedStream(feed: feed, mid: feedMid)] = stream.mid
+            let source = owner.tracks[feedMid]?.source ?? (stream.type == "audio" ? .microphone : .camera)
+            tracks.append(SFUTrack(mid: stream.mid, userId: owner.key.user, source: source))
+        }
+        let offer = message.jsep.flatMap { $0.type == "offer" ? $0 : nil }
+        guard update(callId, user, session: session, { member in
+            member.subscribed = subscribed
+            if offer != nil { member.offerOut = true }
+        }),
+            let member = rooms[callId]?.members[user], let jsep = offer
+        else { return }
+        send(
+            SFUSignalEvent(
+                callId: callId, session: session, connection: .subscribe, kind: .offer, sdp: jsep.sdp, tracks: tracks),
+            to: member)
+    }
+
+    // MARK: - Janus's events
+
+    private func janus(_ server: Int, _ message: JanusMessage, _ owner: Owner) async {
+        guard let room = rooms[owner.callId], room.server == server, let member = room.members[owner.user],
+            member.session == owner.session
+        else { return }
+        switch message.janus {
+        case "event":
+            let data = message.plugindata?.data
+            switch owner.role {
+            case .publisher:
+                if let publishers = data?.publishers, !publishers.isEmpty {
+                    await subscribe(owner.callId, owner.user, to: publishers)
+                }
+            case .subscriber:
+                if data?.videoroom == "updated" || data?.videoroom == "attached" {
+                    subscriptionChanged(owner.callId, owner.user, session: owner.session, message)
+                }
+            }
+        case "trickle":
+            guard let candidate = message.candidate else { return }
+            send(
+                SFUSignalEvent(
+                    callId: owner.callId, session: owner.session,
+                    connection: owner.role == .publisher ? .publish : .subscribe, kind: .candidate,
+                    candidate: candidate.iceCandidate), to: member)
+        case "hangup":
+            // Janus closed one of the member's PeerConnections (ICE or DTLS failed): a new session.
+            logger.info(
+                "the SFU hung up a member's connection",
+                metadata: ["call": "\(owner.callId)", "user": "\(owner.user)", "reason": "\(message.reason ?? "")"])
+            await onLost.function(owner.callId, owner.user)
+        default:
+            break
+        }
+    }
+
+    /// The room's server went down: its handles are gone, and the call's members need new sessions.
+    private func lost(_ callId: CallID, server: Int) async {
+        guard var room = rooms[callId], room.server == server else { return }
+        for member in room.members.values {
+            for handle in [member.publisher, member.subscriber].compactMap({ $0 }) {
+                handles[HandleKey(server: server, handle: handle)] = nil
+            }
+        }
+        room.server = nil
+        room.members = room.members.mapValues { member in
+            var reset = member
+            reset.publisher = nil
+            reset.subscriber = nil
+            reset.feed = nil
+            reset.published = false
+            reset.subscribed = [:]
+            return reset
+        }
+        rooms[callId] = room
+        logger.error("a call's SFU went down; its members start again", metadata: ["call": "\(callId)"])
+        await onLost.function(callId, nil)
+    }
+
+    /// A server came up while the room had none: its members start again (and place it).
+    private func retryPlacement(_ callId: CallID) async {
+        guard let room = rooms[callId], room.server == nil else { return }
+        await onLost.function(callId, nil)
+    }
+
+    private func send(_ event: SFUSignalEvent, to member: Member) {
+        delivery.send({ CallEngine.frame(.sfuSignal(event)) }, to: .device(member.key, member.device))
+    }
+}
+
+extension SFUAction {
+    var callId: CallID {
+        switch self {
+        case .join(let session): session.callId
+        case .leave(let id, _), .end(let id), .signal(let id, _, _, _), .layer(let id, _, _, _): id
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import SwitchboardProtocol
+import SwitchboardServer
+import SwitchboardTesting
+import SwitchboardTestServers
+import SwitchboardTools
+import Testing
+
+@testable import Switchboard
+
+/// The SDK's side of a group call through the SFU, against a real server and a real Janus: the
+/// server's `sfuSession` opens the engine's two connections, the publish offer goes out and Janus's
+/// answer comes back, and a Janus that dies gives every member a new session (the old connections
+/// closed first). The engines are fakes with a browser-like publish offer (Janus checks its ICE
+/// credentials and fingerprint); media itself is for a real engine (no engine shipped with the SDK
+/// implements ``SFUMediaEngine`` yet).
+@Suite(.serialized, .enabled(if: JanusProcess.isAvailable, "needs janus (scripts/test installs it)"))
+struct SFUNegotiationTests {
+    struct Member {
+        var client: SwitchboardClient
+        var media: FakeMediaEngine
+        var events: Recorder<CallStoreEvent>
+    }
+
+    static let publishOffer: String = {
+        let fingerprint = "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")
+        func section(_ kind: String, _ mid: String, _ payload: Int, _ codec: String, _ msid: String, _ ssrc: Int) -> [String] {
+            [
+                "m=\(kind) 9 UDP/TLS/RTP/SAVPF \(payload)", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0",
+                "a=ice-ufrag:abcd", "a=ice-pwd:abcdefghijklmnopqrstuvwx", "a=ice-options:trickle",
+                "a=fingerprint:\(fingerprint)", "a=setup:actpass", "a=mid:\(mid)", "a=sendonly", "a=msid:\(msid)",
+                "a=rtcp-mux", "a=rtpmap:\(payload) \(codec)", "a=ssrc:\(ssrc) cname:test",
+            ]
+        }
+        var lines = ["v=0", "o=- 4611731400430051336 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE 0 1"]
+        lines += section("audio", "0", 111, "opus/48000/2", "local microphone", 1001)
+        lines += section("video", "1", 96, "VP8/90000", "local camera", 2001)
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }()
+
+    static func member(_ server: TestServer, _ user: String) async throws -> Member {
+        let media = FakeMediaEngine(name: user, publishSDP: publishOffer)
+        let client = try await server.client(user, mediaEngine: media)
+        return Member(client: client, media: media, events: Recorder(client.callStore.events))
+    }
+
+    static func isPublishAnswer(_ call: FakeMediaEngine.Call) -> Bool {
+        if case .sfuRemote(.publish, let description) = call {
+            description.kind == .answer && description.sdp.contains("a=recvonly")
+        } else {
+            false
+        }
+    }
+
+    @Test func everyMemberPublishesToJanusAndStartsOverWhenJanusComesBack() async throws {
+        let janus = try await JanusProcess.start()
+        defer { janus.stop() }
+        let server = try await TestServer.start { configuration in
+            configuration.sfu = SFUConfiguration(urls: [janus.url], secret: JanusProcess.secret)
+        }
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        let carol = try await Self.member(server, "carol")
+        _ = try await alice.client.callStore.calls(participantIds: ["bob", "carol"], mediaType: .video)
+        for member in [bob, carol] {
+            try await member.events.first { if case .onCallReceived = $0 { true } else { false } }
+            try await member.client.callStore.accept()
+        }
+        var marks: [Int] = []
+        for member in [alice, bob, carol] {
+            try await member.media.calls.first { $0 == .sfuOpened(.publish) }
+            try await member.media.calls.first { $0 == .sfuOpened(.subscribe) }
+            marks.append(try await member.media.calls.position(where: Self.isPublishAnswer))
+            // No connection per member in an SFU call.
+            #expect(!member.media.calls.values.contains { if case .opened = $0 { true } else { false } })
+        }
+
+        // Janus dies and comes back: each member's old connections close, new ones open, and the
+        // new publish offer is answered by the new Janus.
+        janus.kill()
+        try await janus.restart()
+        // The server connects again after a backoff on its clock, which the test moves.
+        let reconnecting = Task {
+            for _ in 0..<120 where !Task.isCancelled {
+                server.clock.advance(by: .seconds(1))
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        defer { reconnecting.cancel() }
+        for (index, member) in [alice, bob, carol].enumerated() {
+            let closed = try await member.media.calls.position(after: marks[index]) { $0 == .sfuClosed(.publish) }
+            let opened = try await member.media.calls.position(after: closed) { $0 == .sfuOpened(.publish) }
+            try await member.media.calls.first(from: opened, where: Self.isPublishAnswer)
+        }
+        await server.stop()
+    }
+}
