@@ -19,8 +19,8 @@ import FoundationNetworking
 @Suite(.serialized) struct WebhookProcessTests {
     static let secret = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
-    /// The receiver: prints `listening PORT`, then one JSON line per request (after its answer is
-    /// decided). A request is answered 500 when its id hashes into the failing fifth and it is that
+    /// The receiver: prints `listening PORT`, then one JSON line per request (once its answer is
+    /// decided, before it is sent). A request is answered 500 when its id hashes into the failing fifth and it is that
     /// id's first or second attempt, and slowly (0.3 s) for another tenth of first attempts.
     static let receiverScript = #"""
         import hashlib, http.server, json, sys, threading, time
@@ -35,16 +35,18 @@ import FoundationNetworking
                     seen[ident] = attempt + 1
                 h = int(hashlib.sha256(ident.encode()).hexdigest()[:8], 16)
                 status = 500 if h % 5 == 0 and attempt < 2 else 200
-                if h % 10 == 1 and attempt == 0:
-                    time.sleep(0.3)
-                self.send_response(status)
-                self.send_header("content-length", "0")
-                self.end_headers()
+                # Written before the answer: a receiver killed in between has its line, and the
+                # server, with no answer, sends it again (at least once).
                 line = json.dumps({"id": ident, "ts": self.headers.get("webhook-timestamp"),
                                    "sig": self.headers.get("webhook-signature"), "body": body.decode(), "status": status})
                 with lock:
                     sys.stdout.write(line + "\n")
                     sys.stdout.flush()
+                if h % 10 == 1 and attempt == 0:
+                    time.sleep(0.3)
+                self.send_response(status)
+                self.send_header("content-length", "0")
+                self.end_headers()
             def log_message(self, *args):
                 pass
         server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
