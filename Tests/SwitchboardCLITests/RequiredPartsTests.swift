@@ -21,6 +21,9 @@ struct RequiredPartsTests {
             Self.environment["SWITCHBOARD_TENCENT_PYTHON"] != nil,
             "SWITCHBOARD_TENCENT_PYTHON is not set: the test against Tencent's generator was skipped (scripts/python-deps)")
         #expect(
+            TestNetwork.unavailableReason == nil,
+            "network namespaces cannot be made (\(TestNetwork.unavailableReason ?? "")): NetworkFailureTests were skipped (run as root with iproute2)")
+        #expect(
             Self.environment["SWITCHBOARD_SOAK"] == "1",
             "SWITCHBOARD_SOAK is not 1: the soak suites were skipped (scripts/test sets it for the whole suite)")
     }
