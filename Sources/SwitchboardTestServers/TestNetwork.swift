@@ -198,6 +198,18 @@ public final class TestNetwork: Sendable {
         return new
     }
 
+    /// Blocks every packet between two hosts at the router (a policy rule each way), so only paths
+    /// through a third host (the server, a TURN relay) remain.
+    public func isolate(_ first: String, from second: String) throws {
+        let (a, b) = (host(first).index, host(second).index)
+        try Self.batch(
+            in: hub,
+            [
+                "rule add from 10.0.\(a).0/24 to 10.0.\(b).0/24 blackhole",
+                "rule add from 10.0.\(b).0/24 to 10.0.\(a).0/24 blackhole",
+            ])
+    }
+
     /// Limits the host's link to `kilobitsPerSecond` both ways (a token bucket, `tc tbf`, holding at
     /// most 200 ms of traffic; more is dropped); nil lifts the limit.
     public func limit(_ name: String, kilobitsPerSecond: Int?) throws {

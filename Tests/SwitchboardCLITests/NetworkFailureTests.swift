@@ -102,6 +102,25 @@ struct NetworkFailureTests {
         try await call.hangUp()
     }
 
+    /// No path between the members' addresses and no relay (the server hands out no TURN): the
+    /// call connects on signaling, and each side's engine reports its media connection failed
+    /// (`connection to …: failed`), with no audio decoded, instead of a call that is silent without
+    /// a word. Prints how long that took.
+    @Test func noMediaPathIsReportedOnBothSides() async throws {
+        let call = try await NetworkCall.start(isolated: true)
+        defer { call.stop() }
+        let failedAt = try await [(call.alice, "bob"), (call.bob, "alice")].asyncMap { process, peer in
+            let position = try await process.output.position { NetworkCall.mediaSummary($0) == "connection to \(peer): failed" }
+            return process.arrival(of: position - 1)
+        }
+        for (process, peer) in [(call.alice, "bob"), (call.bob, "alice")] {
+            #expect(!process.output.values.contains { (NetworkCall.frames($0, peer: peer) ?? 0) > 0 })
+        }
+        let connected = try #require(call.connectedAt)
+        print("[network] no media path: each side's engine reported the connection failed \(failedAt.map { $0 - connected }) after the call connected")
+        try await call.hangUp()
+    }
+
     /// A link squeezed to 300 kbit/s and then to 64 kbit/s, both ways, during a video call: audio
     /// keeps being decoded, the quality the other member sees goes down, and comes back once the
     /// limit is lifted.
@@ -155,12 +174,16 @@ final class NetworkCall: Sendable {
     let alice: Spawned
     let bob: Spawned
     let setUpTime: Duration
+    /// When alice's process saw the call start.
+    let connectedAt: ContinuousClock.Instant?
     let adminSecret = "network-admin-secret"
     let directory: URL
 
     private init(
-        network: TestNetwork, server: ServerProcess, alice: Spawned, bob: Spawned, setUpTime: Duration, directory: URL
+        network: TestNetwork, server: ServerProcess, alice: Spawned, bob: Spawned, setUpTime: Duration, directory: URL,
+        connectedAt: ContinuousClock.Instant?
     ) {
+        self.connectedAt = connectedAt
         self.network = network
         self.server = server
         self.alice = alice
@@ -170,12 +193,14 @@ final class NetworkCall: Sendable {
     }
 
     static func start(
-        grace: Int = NetworkFailureTests.grace, heartbeat: Int = NetworkFailureTests.heartbeat, video: Bool = false
+        grace: Int = NetworkFailureTests.grace, heartbeat: Int = NetworkFailureTests.heartbeat, video: Bool = false,
+        isolated: Bool = false
     ) async throws -> NetworkCall {
         let started = ContinuousClock.now
         // For measuring what the path monitor saves: the clients notice drops by heartbeat only.
         let heartbeatOnly = ProcessInfo.processInfo.environment["SWITCHBOARD_NET_HEARTBEAT_ONLY"] == "1"
         let network = try TestNetwork(hosts: ["server", "alice", "bob"])
+        if isolated { try network.isolate("alice", from: "bob") }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-net-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let server: ServerProcess
@@ -207,11 +232,15 @@ final class NetworkCall: Sendable {
             let alice = try Spawned(
                 arguments("alice") + ["--to", "bob"] + (video ? ["--video"] : []), launcher: network.launcher(in: "alice"))
             processes.append(alice)
-            _ = try await framesRise(alice, peer: "bob", from: 0)
-            _ = try await framesRise(bob, peer: "alice", from: 0)
+            // The caller's `onCallStarted`: the call is connected on signaling.
+            let connected = try await alice.output.position { callEvent($0)?.hasPrefix("onCallStarted") == true }
+            if !isolated {
+                _ = try await framesRise(alice, peer: "bob", from: 0)
+                _ = try await framesRise(bob, peer: "alice", from: 0)
+            }
             return NetworkCall(
                 network: network, server: server, alice: alice, bob: bob, setUpTime: ContinuousClock.now - started,
-                directory: directory)
+                directory: directory, connectedAt: alice.arrival(of: connected - 1))
         } catch {
             processes.forEach { $0.kill() }
             server.kill()
@@ -281,6 +310,12 @@ final class NetworkCall: Sendable {
         return member["quality"] as? String
     }
 
+    /// The summary of a `media` line (an engine event).
+    static func mediaSummary(_ line: String) -> String? {
+        guard let object = json(line), object["event"] as? String == "media" else { return nil }
+        return object["summary"] as? String
+    }
+
     /// The state in a `connection` line.
     static func connection(_ line: String) -> String? {
         guard let object = json(line), object["event"] as? String == "connection" else { return nil }
@@ -314,6 +349,15 @@ final class NetworkCall: Sendable {
         let page = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(String(decoding: data, as: UTF8.self))")
         let records = try #require(page["records"] as? [[String: Any]], "\(page)")
         return try #require(records.first { $0["callId"] as? String == callId }, "\(records)")
+    }
+}
+
+extension Array where Element: Sendable {
+    /// `map` with an async transform, one element after the other.
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
     }
 }
 #endif
