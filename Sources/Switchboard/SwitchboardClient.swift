@@ -25,6 +25,10 @@ public struct SwitchboardConfiguration: Sendable {
     public var transport: any SignalingTransport
     /// The media engine the SDK drives (WebRTC, or another RTC engine); nil for signaling only.
     public var mediaEngine: (any MediaEngine)?
+    /// Tells the client when the device's network path changes, so it reconnects (and the calls
+    /// restart ICE) at once instead of waiting for the heartbeat; nil: only the heartbeat notices.
+    /// The default follows the platform (`NWPathMonitor` on Apple platforms, netlink on Linux).
+    public var networkPathMonitor: (any NetworkPathMonitor)?
     public var logger: Logger
 
     public init(
@@ -34,8 +38,10 @@ public struct SwitchboardConfiguration: Sendable {
         reconnectPolicy: ReconnectPolicy = ReconnectPolicy(),
         clock: any SwitchboardClock = SystemClock(), transport: any SignalingTransport = WebSocketTransport(),
         mediaEngine: (any MediaEngine)? = nil,
+        networkPathMonitor: (any NetworkPathMonitor)? = SystemNetworkPathMonitor(),
         logger: Logger = Logger(label: "switchboard")
     ) {
+        self.networkPathMonitor = networkPathMonitor
         self.serverURL = serverURL
         self.fallbackServerURLs = fallbackServerURLs
         self.deviceId = deviceId

@@ -68,7 +68,11 @@ public struct ServerConfiguration: Sendable {
     /// `callRecord` event and a journal save may come up to this much later; a crash may take back
     /// the journal's last interval.
     public var commitInterval: Duration = .milliseconds(5)
-    /// Seconds between client pings, told to clients at login.
+    /// Seconds between client pings, told to clients at login. The server pings each WebSocket at
+    /// the same pace (on the real clock: it is about the network, not about calls) and closes one
+    /// that sent nothing since its last ping, not even the pong: a device whose link went silent
+    /// counts as dropped within two intervals, so its reconnect grace runs from about when it went
+    /// away, as the SDK's own heartbeat sees it.
     public var heartbeatInterval = 10
     /// Directory of the browser client, served at `/`; nil serves none.
     public var webRoot: String?

@@ -69,11 +69,13 @@ public final class TestServer: Sendable {
     ///   - url: connect here instead (a ``TCPProxy`` in front of the server).
     ///   - reconnectPolicy: by default without jitter: the first retry 1 s after a drop, at most 8 s apart.
     ///   - mediaEngine: the client's media engine (a ``FakeMediaEngine`` to see what the SDK asks).
+    ///   - networkPathMonitor: none by default, so that the machine's own network changes never
+    ///     reach a test (a ``ManualNetworkPathMonitor`` makes changes on cue).
     public func client(
         _ user: String, deviceId: String? = nil, login: Bool = true, url: URL? = nil, fallbackURLs: [URL] = [],
         userSigExpire: Int64 = 86_400,
         reconnectPolicy: ReconnectPolicy = ReconnectPolicy(initialDelay: .seconds(1), maxDelay: .seconds(8), jitter: 0),
-        mediaEngine: (any MediaEngine)? = nil
+        mediaEngine: (any MediaEngine)? = nil, networkPathMonitor: (any NetworkPathMonitor)? = nil
     ) async throws -> SwitchboardClient {
         var logger = Logger(label: "switchboard.test-client.\(user)")
         logger.logLevel = ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
@@ -81,7 +83,8 @@ public final class TestServer: Sendable {
             configuration: SwitchboardConfiguration(
                 serverURL: url ?? self.url, fallbackServerURLs: fallbackURLs, deviceId: deviceId.map(DeviceID.init(rawValue:)),
                 platform: "test",
-                reconnectPolicy: reconnectPolicy, clock: clock, mediaEngine: mediaEngine, logger: logger))
+                reconnectPolicy: reconnectPolicy, clock: clock, mediaEngine: mediaEngine,
+                networkPathMonitor: networkPathMonitor, logger: logger))
         if login {
             try await client.loginStore.login(
                 sdkAppID: app.sdkAppID, userID: user, userSig: userSig(user, expire: userSigExpire))

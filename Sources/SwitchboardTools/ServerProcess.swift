@@ -30,14 +30,16 @@ public final class ServerProcess: Sendable {
     }
 
     /// Starts `binary <command> --port PORT <arguments>` and returns once it prints that it listens
-    /// (`… is listening on http://host:port`). Port 0: any free port.
+    /// (`… is listening on http://host:port`). Port 0: any free port. With a `launcher` (an
+    /// executable and its arguments, such as `ip netns exec NAME`), the binary runs through it.
     public static func launch(
         binary: URL, command: String = "serve", port requestedPort: Int = 0, arguments: [String], directory: URL,
-        errorLog: URL? = nil
+        errorLog: URL? = nil, launcher: (executable: URL, arguments: [String])? = nil
     ) throws -> ServerProcess {
+        let serverArguments = [command, "--port", "\(requestedPort)", "--log-level", "error"] + arguments
         let process = try ChildProcess(
-            executable: binary,
-            arguments: [command, "--port", "\(requestedPort)", "--log-level", "error"] + arguments,
+            executable: launcher?.executable ?? binary,
+            arguments: launcher.map { $0.arguments + [binary.path] + serverArguments } ?? serverArguments,
             environment: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SWITCHBOARD_") },
             directory: directory, output: .pipe, error: errorLog.map { .file($0) } ?? .null)
         let stdout = process.output!

@@ -98,6 +98,10 @@ struct Serve: AsyncParsableCommand {
     var reconnectGrace: Int?
 
     @Option(
+        help: "Seconds between heartbeats: clients ping at this pace, and the server pings them and takes one silent for a whole interval as dropped [SWITCHBOARD_HEARTBEAT_INTERVAL, default 10].")
+    var heartbeatInterval: Int?
+
+    @Option(
         help: "Least milliseconds between two commits of records and the journal, 0-1000; under load one commit covers the interval's calls [SWITCHBOARD_COMMIT_INTERVAL, default 5].")
     var commitInterval: Int?
 
@@ -284,6 +288,12 @@ struct Serve: AsyncParsableCommand {
         if let value = setting(reconnectGrace.map(String.init), "SWITCHBOARD_RECONNECT_GRACE") {
             guard let seconds = Int(value), seconds >= 0 else { throw ValidationError("reconnect grace must be >= 0") }
             configuration.reconnectGrace = .seconds(seconds)
+        }
+        if let value = setting(heartbeatInterval.map(String.init), "SWITCHBOARD_HEARTBEAT_INTERVAL") {
+            guard let seconds = Int(value), (1...300).contains(seconds) else {
+                throw ValidationError("the heartbeat interval must be 1-300 seconds")
+            }
+            configuration.heartbeatInterval = seconds
         }
         if let value = setting(commitInterval.map(String.init), "SWITCHBOARD_COMMIT_INTERVAL") {
             guard let milliseconds = Int(value), (0...1000).contains(milliseconds) else {

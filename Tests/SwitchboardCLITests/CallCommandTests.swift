@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import SwitchboardProtocol
 import SwitchboardTesting
 import SwitchboardTestServers
@@ -84,14 +85,23 @@ extension Tag {
 /// on a thread of its own: reading blocks).
 final class Spawned: Sendable {
     let output: Recorder<String>
+    /// When each line of `output` arrived, by position.
+    private let arrivals = NIOLockedValueBox<[ContinuousClock.Instant]>([])
     private let input: FileHandle
+    private let process: ChildProcess
     private let finished: Task<(Int32, String), Never>
 
-    init(_ arguments: [String]) throws {
-        let process = try ChildProcess(executable: CLITests.binary, arguments: arguments, input: .pipe, output: .pipe)
+    /// With a `launcher` (such as `ip netns exec NAME`), the binary runs through it.
+    init(_ arguments: [String], launcher: (executable: URL, arguments: [String])? = nil) throws {
+        let process = try ChildProcess(
+            executable: launcher?.executable ?? CLITests.binary,
+            arguments: (launcher.map { $0.arguments + [CLITests.binary.path] } ?? []) + arguments, input: .pipe,
+            output: .pipe)
         input = process.input!
+        self.process = process
         let (lines, continuation) = AsyncStream<String>.makeStream()
         output = Recorder(lines)
+        let arrivals = self.arrivals
         finished = Task.detached {
             await withCheckedContinuation { (result: CheckedContinuation<(Int32, String), Never>) in
                 Thread.detachNewThread {
@@ -105,6 +115,7 @@ final class Spawned: Sendable {
                             let line = String(decoding: pending[..<newline], as: UTF8.self)
                             pending.removeSubrange(...newline)
                             text += line + "\n"
+                            arrivals.withLockedValue { $0.append(.now) }
                             continuation.yield(line)
                         }
                     }
@@ -120,9 +131,19 @@ final class Spawned: Sendable {
         }
     }
 
+    /// When the line at `position` of `output` arrived.
+    func arrival(of position: Int) -> ContinuousClock.Instant {
+        arrivals.withLockedValue { $0[position] }
+    }
+
     /// A command line on the process's stdin.
     func send(_ line: String) {
         input.write(Data((line + "\n").utf8))
+    }
+
+    /// SIGKILL, for a test that stops half-way (a process left in a call would run on).
+    func kill() {
+        process.send(SIGKILL)
     }
 
     func finish() async -> (Int32, String) {

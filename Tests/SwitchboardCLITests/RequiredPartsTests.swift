@@ -24,6 +24,9 @@ struct RequiredPartsTests {
             JanusProcess.isAvailable,
             "janus is not installed: the SFU suites (group calls through Janus) were skipped (scripts/janus install)")
         #expect(
+            TestNetwork.unavailableReason == nil,
+            "network namespaces cannot be made (\(TestNetwork.unavailableReason ?? "")): NetworkFailureTests were skipped (run as root with iproute2)")
+        #expect(
             Self.environment["SWITCHBOARD_SOAK"] == "1",
             "SWITCHBOARD_SOAK is not 1: the soak suites were skipped (scripts/test sets it for the whole suite)")
     }

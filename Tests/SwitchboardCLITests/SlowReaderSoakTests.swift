@@ -39,6 +39,9 @@ struct SlowReaderSoakTests {
                 // The offers come as fast as the socket takes them; none may be refused: every one
                 // is relayed (the request rate and the relay budget would refuse all but the first).
                 "--no-rate-limits",
+                // The sloth answers no ping either: the outgoing budget, not the heartbeat, must be
+                // what closes it, however long the offers take.
+                "--heartbeat-interval", "300",
             ], directory: directory)
         let sig = { (user: String) in
             UserSig.generate(

@@ -33,6 +33,9 @@ struct TransportLimitTests {
         let server = try await TestServer.start { configuration in
             configuration.rateLimits.disabled = true
             configuration.connections.outgoingBudgetBytes = 256 << 10
+            // The sloth does not answer pings either: the budget, not the heartbeat, must close it
+            // here, however long the sending takes on a loaded machine.
+            configuration.heartbeatInterval = 300
         }
         let alice = try await RawWebSocket.connect(port: server.port)
         let sloth = try await RawWebSocket.connect(port: server.port)
@@ -57,6 +60,21 @@ struct TransportLimitTests {
         let down = try await alice.waitForText(where: Self.isMemberDown("sloth"))
         #expect(down != nil)
         #expect(try await alice.request(PingRequest(), id: "still")["result"] != nil)
+        await server.stop()
+    }
+
+    /// The server pings at the heartbeat's pace and closes a connection silent for a whole
+    /// interval (not even the pong), so a device whose link died counts as dropped (and its
+    /// reconnect grace starts) within two heartbeats, not a minute later (found by
+    /// NetworkFailureTests: a 40 s blackout used to resume its call). Real time: 1 s intervals.
+    @Test func aSilentConnectionIsClosedWithinTwoHeartbeats() async throws {
+        let server = try await TestServer.start { $0.heartbeatInterval = 1 }
+        let silent = try await RawWebSocket.connect(port: server.port)
+        try await Self.login(silent, server, "alice")
+        // This client reads but never answers: a ping, then the close, without a close frame.
+        try await silent.tcp.waitUntilClosed()
+        #expect(silent.frames.contains { $0.opcode == 0x9 })
+        #expect(silent.closeCode == nil)
         await server.stop()
     }
 

@@ -292,6 +292,54 @@ struct ReconnectTests {
         await stop(s)
     }
 
+    /// A link that comes back (the platform says the path changed) ends the wait: the client tries
+    /// again at once instead of waiting out an attempt that no one answers and then its backoff. The
+    /// test clock does not move after the change.
+    @Test func aPathChangeWhileReconnectingTriesAgainAtOnce() async throws {
+        let server = try await TestServer.start()
+        let proxy = try await TCPProxy.start(targetPort: server.port)
+        let paths = ManualNetworkPathMonitor()
+        let alice = try await server.client("alice", url: server.url(via: proxy), networkPathMonitor: paths)
+        let login = Recorder(alice.loginStore.stateUpdates)
+        proxy.blackhole = true
+        proxy.cut()
+        let away = try await login.position { $0.loginStatus == .reconnecting }
+        await server.clock.waitForSleepers(atLeast: 1)
+        server.clock.advance(by: .seconds(1))
+        // The attempt's connection is accepted and then nothing answers its upgrade.
+        try await proxy.dropped.first { _ in true }
+        proxy.blackhole = false
+        paths.change()
+        try await login.first(from: away) { $0.loginStatus == .loggedIn }
+        proxy.stop()
+        await server.stop()
+    }
+
+    /// A new path while connected (a new address: the old connection may be dead without a word)
+    /// makes the client reconnect at once, and the call goes on on the new connection.
+    @Test func aPathChangeWhileConnectedReconnectsAtOnceAndTheCallGoesOn() async throws {
+        let server = try await TestServer.start()
+        let proxy = try await TCPProxy.start(targetPort: server.port)
+        let paths = ManualNetworkPathMonitor()
+        let alice = try await server.client(
+            "alice", deviceId: "alice-phone", url: server.url(via: proxy), networkPathMonitor: paths)
+        let bob = try await server.client("bob")
+        let s = Setup(
+            server: server, proxy: proxy, alice: alice, bob: bob, aliceEvents: Recorder(alice.callStore.events),
+            bobEvents: Recorder(bob.callStore.events), aliceLogin: Recorder(alice.loginStore.stateUpdates))
+        let call = try await connect(s)
+        #expect(paths.observerCount == 1)
+        paths.change()
+        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
+        try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
+        #expect(alice.callStore.state.activeCall?.callId == call)
+        try await bob.callStore.hangup()
+        #expect(
+            try await s.aliceEvents.first(where: isEnded)
+                == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
+        await stop(s)
+    }
+
     @Test func anExpiredUserSigEndsTheSessionInsteadOfRetryingForever() async throws {
         let server = try await TestServer.start()
         let proxy = try await TCPProxy.start(targetPort: server.port)

@@ -47,6 +47,8 @@ actor SignalingClient {
     enum ConnectionEvent: Sendable {
         /// The connection dropped; the client is reconnecting.
         case reconnecting(SwitchboardError)
+        /// The device's network path changed: the client reconnects at once.
+        case pathChanged
         /// A reconnect attempt failed; the next one is scheduled.
         case reconnectAttemptFailed(attempt: Int, SwitchboardError)
         /// A heartbeat went unanswered; one more and the connection counts as lost.
@@ -88,8 +90,10 @@ actor SignalingClient {
         var requestTimeout: Duration
         var policy: ReconnectPolicy
         var logger: Logger
+        var paths: (any NetworkPathMonitor)?
 
         init(_ configuration: SwitchboardConfiguration) {
+            paths = configuration.networkPathMonitor
             transport = configuration.transport
             clock = configuration.clock
             requestTimeout = configuration.requestTimeout
@@ -128,6 +132,11 @@ actor SignalingClient {
     private var heardSinceTick = true
     private var silentTicks = 0
     private var reconnectTask: Task<Void, Never>?
+    /// Bumped each time the reconnect loop starts over: an attempt of an earlier round that
+    /// connects late (its SYN crossed a link that came back) steps aside.
+    private var reconnectRound = 0
+    /// Follows the device's network path while a session lasts.
+    private var pathWatch: Task<Void, Never>?
     /// Server time minus local time, in ms.
     private(set) var clockOffset: Int64 = 0
 
@@ -154,6 +163,7 @@ actor SignalingClient {
                 self.urls = urls
                 self.urlIndex = index
                 self.loginRequest = request
+                watchPaths()
                 return response
             } catch {
                 stop(error: SwitchboardError(.notConnected))
@@ -289,6 +299,8 @@ actor SignalingClient {
     private func stop(error: SwitchboardError) {
         reconnectTask?.cancel()
         reconnectTask = nil
+        pathWatch?.cancel()
+        pathWatch = nil
         heartbeat?.cancel()
         heartbeat = nil
         connection?.close()
@@ -350,7 +362,7 @@ actor SignalingClient {
         connectionLost(SwitchboardError(.connectionLost))
     }
 
-    private func connectionLost(_ error: SwitchboardError) {
+    private func connectionLost(_ error: SwitchboardError, immediately: Bool = false) {
         heartbeat?.cancel()
         heartbeat = nil
         connection?.close()
@@ -370,36 +382,83 @@ actor SignalingClient {
             request?.fail(error)
         }
         order.removeAll { pending[$0] == nil }
-        reconnectTask?.cancel()
         // Each deadline is fixed before anyone hears about the attempt, so a test that moves its
         // clock right after seeing `reconnecting` (or a failed attempt) never races the timer.
-        var deadline = clock.now() + policy.delay(attempt: 0, random: Double.random(in: 0..<1)).milliseconds
+        let first = immediately ? Duration.zero : policy.delay(attempt: 0, random: Double.random(in: 0..<1))
+        startReconnecting(login: loginRequest, firstDelay: first)
         handlers.withLockedValue { $0 }.connection(.reconnecting(error))
         logger.info("connection lost, reconnecting", metadata: ["error": "\(error.code.name)"])
+    }
+
+    /// Starts the reconnect loop over: the first attempt after `firstDelay`, then with backoff. An
+    /// attempt still waiting for an answer from the previous round is left to fail on its own.
+    private func startReconnecting(login loginRequest: LoginRequest, firstDelay: Duration) {
+        reconnectTask?.cancel()
+        reconnectRound += 1
+        // A connection of the previous round still logging in belongs to the old path.
+        if connection != nil {
+            connection?.close()
+            connection = nil
+            connectionGeneration += 1
+        }
+        let round = reconnectRound
+        var deadline = clock.now() + firstDelay.milliseconds
         let clock = self.clock
         let policy = self.policy
         reconnectTask = Task { [weak self] in
             var attempt = 0
             while !Task.isCancelled {
                 guard (try? await clock.sleep(until: deadline)) != nil, let self else { return }
-                if await self.reconnect(attempt: attempt, login: loginRequest) { return }
+                if await self.reconnect(attempt: attempt, round: round, login: loginRequest) { return }
                 attempt += 1
                 deadline = clock.now() + policy.delay(attempt: attempt, random: Double.random(in: 0..<1)).milliseconds
-                await self.attemptFailed(attempt)
+                await self.attemptFailed(attempt, round: round)
             }
         }
     }
 
-    private func attemptFailed(_ attempt: Int) {
-        guard status == .reconnecting else { return }
+    // MARK: - network path
+
+    private func watchPaths() {
+        pathWatch?.cancel()
+        guard let paths = settings.paths else { return }
+        pathWatch = Task { [weak self] in
+            for await _ in paths.changes() {
+                await self?.pathChanged()
+            }
+        }
+    }
+
+    /// The device's network path changed (a link came back, an address changed): whatever the
+    /// connection was doing, the quickest way back is a new connection on the new path now, not
+    /// after two silent heartbeats or the next backoff. The server takes the new connection in
+    /// place of the old one, and the calls restart ICE once it is logged in (`reconnected`).
+    func pathChanged() {
+        guard let loginRequest else { return }
+        switch status {
+        case .idle:
+            return
+        case .connected:
+            logger.info("network path changed, reconnecting")
+            handlers.withLockedValue { $0 }.connection(.pathChanged)
+            connectionLost(SwitchboardError(.connectionLost, "the network path changed"), immediately: true)
+        case .reconnecting:
+            logger.info("network path changed, trying again now")
+            handlers.withLockedValue { $0 }.connection(.pathChanged)
+            startReconnecting(login: loginRequest, firstDelay: .zero)
+        }
+    }
+
+    private func attemptFailed(_ attempt: Int, round: Int) {
+        guard status == .reconnecting, round == reconnectRound else { return }
         handlers.withLockedValue { $0 }.connection(
             .reconnectAttemptFailed(attempt: attempt, SwitchboardError(.connectionFailed)))
     }
 
     /// One reconnect attempt; true when it is over (logged in again, or given up for good). The
     /// first attempt goes to the address in use, later ones go round the others.
-    private func reconnect(attempt: Int, login: LoginRequest) async -> Bool {
-        guard status == .reconnecting else { return true }
+    private func reconnect(attempt: Int, round: Int, login: LoginRequest) async -> Bool {
+        guard status == .reconnecting, round == reconnectRound else { return true }
         if attempt > 0 { urlIndex = (urlIndex + 1) % urls.count }
         let url = urls[urlIndex]
         let opened: any SignalingConnection
@@ -408,7 +467,7 @@ actor SignalingClient {
         } catch {
             return false
         }
-        guard status == .reconnecting else {
+        guard status == .reconnecting, round == reconnectRound else {
             opened.close()
             return true
         }

@@ -169,6 +169,9 @@ public final class LoginStore: Sendable {
             case .reconnectAttemptFailed(let attempt, let error):
                 state.reconnectAttempts = attempt
                 state.lastError = error
+            case .pathChanged:
+                // A new round of attempts starts on the new path.
+                if state.loginStatus == .reconnecting { state.reconnectAttempts = 0 }
             case .heartbeatMissed:
                 state.isConnectionStalled = true
             case .heartbeatAnswered:

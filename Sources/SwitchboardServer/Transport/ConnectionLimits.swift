@@ -32,9 +32,6 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var outgoingBudgetBytes = 1 << 20
     /// Frames a connection may be sent while its socket takes no more; beyond it, closed with 1008.
     public var outgoingBudgetFrames = 1024
-    /// Seconds between WebSocket pings; a connection that sent nothing since the last ping (not
-    /// even the pong) is closed. On the real clock: it is about the network, not about calls.
-    public var pingInterval: Duration = .seconds(30)
     /// Devices of one user connected at once; the next login is refused with `tooManyDevices`.
     public var maxDevicesPerUser = 16
 

@@ -87,7 +87,8 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
                 channel.eventLoop.makeCompletedFuture {
                     let outbox = node.outboxes.outbox(for: channel.eventLoop)
                     let handler = WebSocketConnectionHandler(
-                        limits: limits, maxMessageBytes: NodeContext.hardMessageLimit, metrics: node.metrics,
+                        limits: limits, pingInterval: .seconds(node.configuration.heartbeatInterval),
+                        maxMessageBytes: NodeContext.hardMessageLimit, metrics: node.metrics,
                         outbox: outbox, logger: logger)
                     let connection = Connection(
                         id: id, remoteAddress: address, channel: channel, handler: handler, outbox: outbox)

@@ -69,6 +69,8 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     typealias OutboundOut = WebSocketFrame
 
     private let limits: ConnectionLimits
+    /// The heartbeat interval: a connection silent for a whole one is closed.
+    private let pingInterval: Duration
     private let maxMessageBytes: Int
     private let metrics: ServerMetrics
     private let logger: Logger
@@ -92,8 +94,12 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     /// Written since the last flush, which the outbox makes at the end of the round.
     private var awaitingFlush = false
 
-    init(limits: ConnectionLimits, maxMessageBytes: Int, metrics: ServerMetrics, outbox: LoopOutbox, logger: Logger) {
+    init(
+        limits: ConnectionLimits, pingInterval: Duration, maxMessageBytes: Int, metrics: ServerMetrics, outbox: LoopOutbox,
+        logger: Logger
+    ) {
         self.limits = limits
+        self.pingInterval = pingInterval
         self.outbox = outbox
         self.maxMessageBytes = maxMessageBytes
         self.metrics = metrics
@@ -302,7 +308,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     // MARK: - liveness
 
     private func schedulePing(_ context: ChannelHandlerContext) {
-        let interval = TimeAmount.nanoseconds(Int64(limits.pingInterval.components.seconds) * 1_000_000_000)
+        let interval = TimeAmount.nanoseconds(Int64(pingInterval.components.seconds) * 1_000_000_000)
         pinger = context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [weak self] in
             self?.ping()
         }

@@ -68,6 +68,14 @@ struct CallCommand: AsyncParsableCommand {
     @Flag(help: "Keep ICE on 127.0.0.1 (tests).")
     var loopback = false
 
+    @Flag(
+        name: .customLong("ignore-path-changes"),
+        help: "Do not follow the network path (netlink): only the heartbeat notices a dead connection.")
+    var ignorePathChanges = false
+
+    @Option(name: .customLong("status-interval"), help: "Seconds between status lines (0.1…60).")
+    var statusInterval = 1.0
+
     @Flag(help: "Events as JSON lines, and the summary as one JSON object on the last line of stdout.")
     var json = false
 
@@ -81,6 +89,7 @@ struct CallCommand: AsyncParsableCommand {
         if let hangupAfter, !(hangupAfter >= 0 && hangupAfter <= 86_400) {
             throw ValidationError("--hangup-after is 0…86400 seconds")
         }
+        if !(statusInterval >= 0.1 && statusInterval <= 60) { throw ValidationError("--status-interval is 0.1…60 seconds") }
         if !(1...600).contains(timeout) { throw ValidationError("--timeout is 1…600 seconds") }
         if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel) {
             throw ValidationError("--log-level is trace, debug, info, warning or error")

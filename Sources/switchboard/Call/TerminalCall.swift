@@ -13,6 +13,8 @@ struct TerminalCall {
     enum Input: Sendable {
         case call(CallStoreEvent)
         case media(MediaEvent)
+        /// The signaling connection's state changed (reconnecting after a drop, logged in again).
+        case connection(LoginStore.LoginStatus)
         case command(String)
         case tick
         case hangupTime
@@ -44,7 +46,8 @@ struct TerminalCall {
             logger: logger)
         let client = SwitchboardClient(
             configuration: SwitchboardConfiguration(
-                serverURL: URL(string: options.server)!, platform: "cli", mediaEngine: engine, logger: logger))
+                serverURL: URL(string: options.server)!, platform: "cli", mediaEngine: engine,
+                networkPathMonitor: options.ignorePathChanges ? nil : SystemNetworkPathMonitor(), logger: logger))
         guard let quality = VideoQuality(rawValue: options.quality) else {
             output.error("unknown quality \(options.quality) (p360, p540, p720, p1080)")
             return 2
@@ -156,6 +159,8 @@ struct TerminalCall {
             guard run.callId == nil else { return false }
             output.error("no call came within \(options.timeout) s")
             return true
+        case .connection(let status):
+            output.line("connection: \(status.rawValue)", ["event": "connection", "state": status.rawValue])
         case .command(let line):
             await command(line, &run, client: client, engine: engine)
         }
@@ -258,9 +263,18 @@ struct TerminalCall {
         let media = Task {
             for await event in engine.events { feed.yield(.media(event)) }
         }
+        let connection = Task {
+            // The first value is the state when this starts (before the login): changes only.
+            var last: LoginStore.LoginStatus?
+            for await state in client.loginStore.stateUpdates {
+                if let last, state.loginStatus != last { feed.yield(.connection(state.loginStatus)) }
+                last = state.loginStatus
+            }
+        }
+        let interval = Duration.milliseconds(Int(options.statusInterval * 1000))
         let ticks = Task {
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
+                try? await Task.sleep(for: interval)
                 feed.yield(.tick)
             }
         }
@@ -269,7 +283,7 @@ struct TerminalCall {
             while let line = readLine() { feed.yield(.command(line.trimmingCharacters(in: .whitespaces))) }
         }
         stdin.start()
-        return [calls, media, ticks]
+        return [calls, media, connection, ticks]
     }
 
     private static func after(
