@@ -75,6 +75,19 @@ struct PushTests {
         }
         phone.close()
         #expect(await phone.frames.waitForEnd())
+        try await Self.waitUntilOffline(server, user)
+    }
+
+    /// Waits until the server no longer counts `user` online: the client seeing its socket end
+    /// does not mean the server has handled the close (a call placed before that rings the dead
+    /// socket instead of pushing).
+    static func waitUntilOffline(_ server: TestServer, _ user: UserID) async throws {
+        let key = UserKey(app: server.app.sdkAppID, user: user)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while server.node.context.registry.isOnline(key) {
+            try #require(ContinuousClock.now < deadline, "the server still has \(user) online after 30 s")
+            try await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     func tearDown(_ s: Setup) async {
@@ -105,6 +118,7 @@ struct PushTests {
         }
         phone.close()
         #expect(await phone.frames.waitForEnd())
+        try await Self.waitUntilOffline(s.server, "bob")
 
         let call = try await s.alice.callStore.calls(
             participantIds: ["bob"], mediaType: .video, params: CallParams(userData: "topic-7", pushConfig: Self.pushConfig))

@@ -32,6 +32,25 @@ extension CallStateMachine {
         }
     }
 
+    /// Takes `bytes` from the member's relay budget (``Configuration/relayBytes``), shared by
+    /// peer-to-peer and SFU signals; the refusal when the budget has too few. The call is stored
+    /// with its budget taken either way.
+    mutating func takeRelayBudget(_ bytes: Int, member index: Int, of call: inout Call, now: Int64) -> SwitchboardError? {
+        guard let limit = configuration.relayBytes, bytes > 0 else { return nil }
+        var wait: Int64?
+        call.members[index].updatePresence { presence in
+            var budget = presence.relayBudget ?? TokenBucket(limit, now: now)
+            wait = budget.take(bytes, limit, now: now)
+            presence.relayBudget = budget
+        }
+        calls[call.id] = call
+        guard let wait else { return nil }
+        return SwitchboardError(
+            .rateLimited,
+            "media signals are limited to \(Int64(limit.rate)) bytes a second (bursts of \(limit.burst)); retry in \(wait) ms",
+            retryAfter: wait)
+    }
+
     /// Relays a media signal between two members who are both in the call, from the sender's
     /// device in the call to the peer's, within the sender's relay budget
     /// (``Configuration/relayBytes``).
@@ -50,24 +69,9 @@ extension CallStateMachine {
                 out.answer(.failure(SwitchboardError(.peerNotInCall)))
                 return
             }
-            if let limit = configuration.relayBytes {
-                var wait: Int64?
-                call.members[index].updatePresence { presence in
-                    var budget = presence.relayBudget ?? TokenBucket(limit, now: now)
-                    wait = budget.take(signal.payloadBytes, limit, now: now)
-                    presence.relayBudget = budget
-                }
-                calls[call.id] = call
-                if let wait {
-                    out.answer(
-                        .failure(
-                            SwitchboardError(
-                                .rateLimited,
-                                "media signals are limited to \(Int64(limit.rate)) bytes a second (bursts of "
-                                    + "\(limit.burst)); retry in \(wait) ms",
-                                retryAfter: wait)))
-                    return
-                }
+            if let refusal = takeRelayBudget(signal.payloadBytes, member: index, of: &call, now: now) {
+                out.answer(.failure(refusal))
+                return
             }
             out.answer(.ok)
             let event = MediaSignalEvent(

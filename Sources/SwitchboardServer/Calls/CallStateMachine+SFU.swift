@@ -75,24 +75,9 @@ extension CallStateMachine {
             out.answer(.failure(error))
         case .success(let (found, index)):
             var call = found
-            if let limit = configuration.relayBytes, signal.payloadBytes > 0 {
-                var wait: Int64?
-                call.members[index].updatePresence { presence in
-                    var budget = presence.relayBudget ?? TokenBucket(limit, now: now)
-                    wait = budget.take(signal.payloadBytes, limit, now: now)
-                    presence.relayBudget = budget
-                }
-                calls[call.id] = call
-                if let wait {
-                    out.answer(
-                        .failure(
-                            SwitchboardError(
-                                .rateLimited,
-                                "media signals are limited to \(Int64(limit.rate)) bytes a second (bursts of "
-                                    + "\(limit.burst)); retry in \(wait) ms",
-                                retryAfter: wait)))
-                    return
-                }
+            if let refusal = takeRelayBudget(signal.payloadBytes, member: index, of: &call, now: now) {
+                out.answer(.failure(refusal))
+                return
             }
             out.answer(.ok)
             if signal.kind == .restart {
