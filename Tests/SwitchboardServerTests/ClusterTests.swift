@@ -218,7 +218,11 @@ import FoundationNetworking
         let cachedOnNode2 = { cluster.nodes[2].node.context.profiles.cachedCount }
         let cachedBefore = cachedOnNode2()
         try await alice.loginStore.setSelfInfo(nickname: "Alice on node 0")
-        for _ in 0..<500 where cachedOnNode2() == cachedBefore { await cluster.tick() }
+        let forgotten = ContinuousClock.now + .seconds(30)
+        while cachedOnNode2() == cachedBefore {
+            try #require(ContinuousClock.now < forgotten, "node 2 still holds alice's old profile after 30 s")
+            await cluster.tick()
+        }
         // ...and the next call placed on node 2 carries the new one: node 2 forgot its copy.
         let second = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
         try await aliceEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
