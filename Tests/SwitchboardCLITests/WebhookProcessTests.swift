@@ -383,11 +383,12 @@ import FoundationNetworking
         try await receiver.deliveries.first(timeout: .seconds(60)) { $0.status == 200 && $0.event?.type == .userUnblocked }
         let all = receiver.deliveries.values
         try Self.check(all, calls: calls)
-        // Taken twice only when a node died between the receiver's answer and noting it: at
-        // most the attempts the killed node had in flight (8).
+        // Taken twice only when a node died between the receiver's answer and recording it: at
+        // most the attempts the killed node had in flight (8), plus the outcomes it gathered for
+        // its next round (at most a round's worth, 8) and those it was committing (8).
         var takenCount: [String: Int] = [:]
         for delivery in all where delivery.status == 200 { takenCount[delivery.id, default: 0] += 1 }
-        #expect(takenCount.values.filter { $0 > 1 }.count <= 8)
+        #expect(takenCount.values.filter { $0 > 1 }.count <= 24)
 
         for client in clients { try? await client.loginStore.logout() }
         for (index, node) in nodes.enumerated() where index != leader { node.terminate() }
