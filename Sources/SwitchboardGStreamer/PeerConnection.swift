@@ -209,7 +209,11 @@ final class PeerConnection: @unchecked Sendable {
             GST_WEBRTC_ICE_CONNECTION_STATE_CLOSED.rawValue: "closed",
         ]
         emit(.connectionState(peer, names[value.rawValue] ?? "\(value.rawValue)"))
-        if value == GST_WEBRTC_ICE_CONNECTION_STATE_FAILED { events.iceFailed() }
+        switch value {
+        case GST_WEBRTC_ICE_CONNECTION_STATE_FAILED: events.iceFailed()
+        case GST_WEBRTC_ICE_CONNECTION_STATE_CONNECTED, GST_WEBRTC_ICE_CONNECTION_STATE_COMPLETED: events.iceConnected()
+        default: break
+        }
     }
 
     /// A track arrives: decode it, measure it, record it. Runs on webrtcbin's thread, and links

@@ -85,7 +85,7 @@ public final class HandDrivenPeer: Sendable {
                     }
                     if !hold { trickle(candidate, to: peer) }
                 },
-                negotiationNeeded: {}, iceFailed: {}))
+                negotiationNeeded: {}, iceFailed: {}, iceConnected: {}))
     }
 
     /// Sends a signal to `peer`; throws if the server refuses it.

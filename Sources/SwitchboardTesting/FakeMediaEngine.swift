@@ -68,6 +68,8 @@ public final class FakeMediaEngine: SFUMediaEngine {
     private let sfu = NIOLockedValueBox<[SFUConnection: (events: PeerConnectionEvents, state: PeerSignalingState)]>([:])
     private let continuation: AsyncStream<Call>.Continuation
     private let connections = NIOLockedValueBox<[UserID: Connection]>([:])
+    /// Members no connection reaches (``cutPath(to:)``).
+    private let cut = NIOLockedValueBox<Set<UserID>>([])
     private let statistics = NIOLockedValueBox(MediaStatistics())
     /// While held, the connection steps the SDK awaits wait here (a slow engine).
     private let held = NIOLockedValueBox<[CheckedContinuation<Void, Never>]?>(nil)
@@ -334,16 +336,25 @@ public final class FakeMediaEngine: SFUMediaEngine {
         events?.iceFailed()
     }
 
+    /// No path to `peer` (true) or a path again (false): a connection to them negotiates, but ICE
+    /// never connects; ``failICE(with:)`` then reports its failure, as a real engine's timers would.
+    public func cutPath(to peer: UserID, _ cut: Bool) {
+        self.cut.withLockedValue { if cut { $0.insert(peer) } else { $0.remove(peer) } }
+    }
+
     private func checkConnected(_ peer: UserID) {
-        let connected = connections.withLockedValue { connections -> (String, String)? in
+        guard !cut.withLockedValue({ $0.contains(peer) }) else { return }
+        let connected = connections.withLockedValue { connections -> (String, String, PeerConnectionEvents)? in
             guard var connection = connections[peer], connection.state == .stable,
                 let local = connection.localUfrag, let remote = connection.remoteUfrag,
                 connection.remoteCandidateUfrags.contains(remote), connection.connectedWith == nil
             else { return nil }
             connection.connectedWith = (local, remote)
             connections[peer] = connection
-            return (local, remote)
+            return (local, remote, connection.events)
         }
-        if let (local, remote) = connected { continuation.yield(.connected(peer, local: local, remote: remote)) }
+        guard let (local, remote, events) = connected else { return }
+        continuation.yield(.connected(peer, local: local, remote: remote))
+        events.iceConnected()
     }
 }

@@ -93,10 +93,17 @@ public struct PeerEngineContract: Sendable {
         case .iceRestart:
             pair.start(.audio)
             let first = try await pair.negotiate()
+            try await mediaFlows(pair)
+            let connected = (alice: pair.connectedReports(from: "alice"), bob: pair.connectedReports(from: "bob"))
             let restart = try await pair.negotiate(iceRestart: true)
             let (before, after) = (Self.iceUfrag(first.sdp), Self.iceUfrag(restart.sdp))
             try expect(before != nil && after != nil && before != after, "a restart offer has new ICE credentials (\(before ?? "none") → \(after ?? "none"))")
             try await mediaFlows(pair)
+            if carriesMedia {
+                try await pair.eventually("each end reports ICE connected again after the restart") {
+                    pair.connectedReports(from: "alice") > connected.alice && pair.connectedReports(from: "bob") > connected.bob
+                }
+            }
         case .closeWithOfferOpen:
             pair.start(.audio)
             try await pair.negotiate()
@@ -155,9 +162,13 @@ public struct PeerEngineContract: Sendable {
         }
     }
 
-    /// Audio reaches each end from the other, and keeps coming (engines that carry media).
+    /// Audio reaches each end from the other, and keeps coming, and each end reported ICE
+    /// connected (engines that carry media).
     func mediaFlows(_ pair: EnginePair) async throws {
         guard carriesMedia else { return }
+        try await pair.eventually("each end reports ICE connected (events.iceConnected)") {
+            pair.connectedReports(from: "alice") > 0 && pair.connectedReports(from: "bob") > 0
+        }
         for (engine, name, peer) in [(pair.alice, "alice", UserID("bob")), (pair.bob, "bob", UserID("alice"))] {
             let before = await engine.statistics().peers[peer]?.audio.packetsReceived ?? 0
             try await pair.eventually("\(name) receives more audio from \(peer) (after \(before) packets)") {
@@ -223,6 +234,8 @@ final class EnginePair: Sendable {
         var negotiationRequests: [UserID: Int] = [:]
         /// Times either end reported ICE failed (the SDK restarts ICE then).
         var restartRequests = 0
+        /// Times each end reported ICE connected (the SDK's count of restarts starts again then).
+        var connectedReports: [UserID: Int] = [:]
     }
 
     private let relay = NIOLockedValueBox(Relay())
@@ -256,7 +269,8 @@ final class EnginePair: Sendable {
                 events: PeerConnectionEvents(
                     localCandidate: { [self] candidate in send(candidate, to: peer) },
                     negotiationNeeded: { [self] in relay.withLockedValue { $0.negotiationRequests[user, default: 0] += 1 } },
-                    iceFailed: { [self] in relay.withLockedValue { $0.restartRequests += 1 } }))
+                    iceFailed: { [self] in relay.withLockedValue { $0.restartRequests += 1 } },
+                    iceConnected: { [self] in relay.withLockedValue { $0.connectedReports[user, default: 0] += 1 } }))
         }
     }
 
@@ -273,6 +287,10 @@ final class EnginePair: Sendable {
     func end() { endCall() }
 
     var restartRequests: Int { relay.withLockedValue { $0.restartRequests } }
+
+    func connectedReports(from user: UserID) -> Int {
+        relay.withLockedValue { $0.connectedReports[user] ?? 0 }
+    }
 
     func negotiationRequests(from user: UserID) -> Int {
         relay.withLockedValue { $0.negotiationRequests[user] ?? 0 }

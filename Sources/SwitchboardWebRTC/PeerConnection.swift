@@ -207,7 +207,11 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
     }
 
     func peerConnection(_ peerConnection: RTCPeerConnection, didChange newState: RTCIceConnectionState) {
-        if newState == .failed { reportFailure() }
+        switch newState {
+        case .failed: reportFailure()
+        case .connected, .completed: events.iceConnected()
+        default: break
+        }
     }
 
     func peerConnection(_ peerConnection: RTCPeerConnection, didChange newState: RTCPeerConnectionState) {

@@ -103,17 +103,19 @@ struct NetworkFailureTests {
     }
 
     /// No path between the members' addresses and no relay (the server hands out no TURN): the
-    /// call connects on signaling, and each side's engine reports its media connection failed
-    /// (`connection to …: failed`), with no audio decoded, instead of a call that is silent without
-    /// a word. Prints how long that took.
+    /// call connects on signaling, each side's engine reports its media connection failed
+    /// (`connection to …: failed`), and once the SDK has given up restarting ICE (three restarts in
+    /// a row) each side shows the other's network quality as `down`, with no audio decoded, instead
+    /// of a call that is silent without a word. Prints how long that took.
     @Test func noMediaPathIsReportedOnBothSides() async throws {
         let call = try await NetworkCall.start(isolated: true)
         defer { call.stop() }
-        let failedAt = try await [(call.alice, "bob"), (call.bob, "alice")].asyncMap { process, peer in
+        let sides = [(call.alice, "bob"), (call.bob, "alice")]
+        let failedAt = try await sides.asyncMap { process, peer in
             do {
-                // The engine's ICE timers decide this, not the machine's speed: 8-9 s mostly, and
-                // once 44 s on the caller's side (its checks restarted by the other side's ICE
-                // restart before they had failed): not bounded by the SDK yet.
+                // The engine's ICE timers decide this, not the machine's speed: 7-8 s mostly; up
+                // to four attempts (the first and three restarts, each resetting the other side's
+                // checks) on the offerer's side.
                 let position = try await process.output.position(timeout: .seconds(90)) {
                     NetworkCall.mediaSummary($0) == "connection to \(peer): failed"
                 }
@@ -124,11 +126,17 @@ struct NetworkFailureTests {
                 throw error
             }
         }
-        for (process, peer) in [(call.alice, "bob"), (call.bob, "alice")] {
+        let downAt = try await sides.asyncMap { process, peer in
+            let position = try await process.output.position(timeout: .seconds(90)) { NetworkCall.quality($0, peer: peer) == "down" }
+            return process.arrival(of: position - 1)
+        }
+        for (process, peer) in sides {
             #expect(!process.output.values.contains { (NetworkCall.frames($0, peer: peer) ?? 0) > 0 })
         }
         let connected = try #require(call.connectedAt)
-        print("[network] no media path: each side's engine reported the connection failed \(failedAt.map { $0 - connected }) after the call connected")
+        print(
+            "[network] no media path: each side's engine reported the connection failed \(failedAt.map { $0 - connected }) "
+                + "and its status showed the other down \(downAt.map { $0 - connected }) after the call connected")
         try await call.hangUp()
     }
 

@@ -214,6 +214,63 @@ struct MediaNegotiationTests {
         await server.stop()
     }
 
+    /// The path between the two devices is cut for good: after three ICE restarts in a row that do
+    /// not connect, each side stops restarting and shows the other's network quality as `down`
+    /// (an event and the participant's state). When the path is back and the network changes, the
+    /// next restart connects and the quality is the member's own report again.
+    @Test func aPeerWithNoMediaPathShowsDown() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        let call = try await Self.connect(alice, bob, "alice", "bob")
+        alice.media.cutPath(to: "bob", true)
+        bob.media.cutPath(to: "alice", true)
+
+        // Each failure on bob's side asks alice, who restarts (new credentials, a new offer).
+        for round in 1...PeerLink.iceRestartLimit {
+            bob.media.failICE(with: "alice")
+            try await alice.media.calls.first {
+                if case .local("bob", let offer) = $0 { offer.sdp.hasSuffix("ice=alice-\(round + 1)") } else { false }
+            }
+            try await bob.media.calls.first {
+                if case .local("alice", let answer) = $0 { answer.sdp.hasSuffix("ice=bob-\(round + 1)") } else { false }
+            }
+        }
+        let aliceDown = CallStoreEvent.onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
+        let bobDown = CallStoreEvent.onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .down, volumeLevel: .mute)
+        bob.media.failICE(with: "alice")
+        let bobGaveUp = try await bob.events.position { $0 == aliceDown }
+        #expect(bob.client.callStore.state.allParticipants.first { $0.userId == "alice" }?.networkQuality == .down)
+        alice.media.failICE(with: "bob")
+        let aliceGaveUp = try await alice.events.position { $0 == bobDown }
+        #expect(alice.client.callStore.state.allParticipants.first { $0.userId == "bob" }?.networkQuality == .down)
+
+        // alice's own report says her network is excellent; bob, with no path to her, shows down.
+        try await alice.client.callStore.reportStatus(packetLoss: 0, rtt: 20, bitrate: 0, audioLevel: 0)
+        let report = try await bob.events.position(after: bobGaveUp) {
+            if case .onMemberStatusChanged(call, "alice", _, _) = $0 { true } else { false }
+        }
+        #expect(bob.events.values[report - 1] == aliceDown)
+        #expect(bob.client.callStore.state.allParticipants.first { $0.userId == "alice" }?.networkQuality == .down)
+        // No restart beyond the bound on either side: alice made her first offer and three restarts.
+        #expect(Self.offers(alice.media, to: "bob").count == 1 + PeerLink.iceRestartLimit)
+        #expect(bob.media.calls.values.filter { if case .local(_, let d) = $0 { d.kind == .answer } else { false } }.count == 1 + PeerLink.iceRestartLimit)
+
+        // The path is back and bob's network changed: his request makes alice restart, ICE
+        // connects, and each shows the other's own quality again.
+        alice.media.cutPath(to: "bob", false)
+        bob.media.cutPath(to: "alice", false)
+        bob.client.media.reconnected()
+        let aliceBack = CallStoreEvent.onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .excellent, volumeLevel: .mute)
+        try await bob.events.first(from: report) { $0 == aliceBack }
+        try await alice.events.first(from: aliceGaveUp) {
+            if case .onMemberStatusChanged(call, "bob", let quality, _) = $0 { quality != .down } else { false }
+        }
+        #expect(bob.client.callStore.state.allParticipants.first { $0.userId == "alice" }?.networkQuality == .excellent)
+        #expect(alice.client.callStore.state.allParticipants.first { $0.userId == "bob" }?.networkQuality != .down)
+        await server.stop()
+    }
+
     /// A member's offer can reach a device before the device's own state shows the call connected
     /// (the event and the state reach the media coordinator separately): it waits, and is answered
     /// once the call connects, instead of being lost.

@@ -13,16 +13,19 @@ struct PeerLinkTests {
         let sent = NIOLockedValueBox<[SendMediaSignalRequest]>([])
         var kinds: [MediaSignalKind] { sent.withLockedValue { $0.map(\.kind) } }
         var last: SendMediaSignalRequest? { sent.withLockedValue { $0.last } }
+        /// What the link reported of the peer's reachability, in order.
+        let reachability = NIOLockedValueBox<[Bool]>([])
     }
 
     /// A link from `me` to `peer` over a fake engine, with the peer connection open.
     static func link(_ me: UserID, _ peer: UserID) -> (PeerLink, FakeMediaEngine, Outbox) {
         let engine = FakeMediaEngine(name: me.rawValue)
-        engine.openPeer(peer, iceServers: [], events: PeerConnectionEvents(localCandidate: { _ in }, negotiationNeeded: {}, iceFailed: {}))
+        engine.openPeer(peer, iceServers: [], events: PeerConnectionEvents(localCandidate: { _ in }, negotiationNeeded: {}, iceFailed: {}, iceConnected: {}))
         let outbox = Outbox()
         let link = PeerLink(
             callId: "c1", me: me, peer: peer, engine: engine, logger: Logger(label: "test"),
-            send: { request in outbox.sent.withLockedValue { $0.append(request) } })
+            send: { request in outbox.sent.withLockedValue { $0.append(request) } },
+            reachability: { reachable in outbox.reachability.withLockedValue { $0.append(reachable) } })
         return (link, engine, outbox)
     }
 
@@ -115,6 +118,55 @@ struct PeerLinkTests {
         await alice.iceFailed()
         #expect(aliceOut.kinds == [.offer, .offer, .offer])
         #expect(aliceOut.last?.sdp == "offer alice→bob #3 ice=alice-3")
+    }
+
+    /// No path between the two: after three restarts in a row that did not connect, neither side
+    /// restarts on its own failures and each reports the peer unreachable, once; the offerer still
+    /// honours a request (the asking side bounds those). ICE connecting after all makes the peer
+    /// reachable; a network change restarts afresh.
+    @Test func restartsStopAtTheBoundUntilICEConnectsOrTheNetworkChanges() async throws {
+        let (alice, _, aliceOut) = Self.link("alice", "bob")
+        let (bob, _, bobOut) = Self.link("bob", "alice")
+        await alice.start()
+        await bob.receive(Self.signal("alice", aliceOut.last!))
+        await alice.receive(Self.signal("bob", bobOut.last!))
+
+        for round in 1...PeerLink.iceRestartLimit {
+            await bob.iceFailed()
+            #expect(bobOut.kinds.filter { $0 == .restart }.count == round)
+            await alice.receive(Self.signal("bob", bobOut.last!))
+            #expect(aliceOut.kinds.filter { $0 == .offer }.count == 1 + round)
+            await bob.receive(Self.signal("alice", aliceOut.last!))
+            await alice.receive(Self.signal("bob", bobOut.last!))
+        }
+        // bob's bound: no fourth request, and alice is unreachable for him (once).
+        await bob.iceFailed()
+        await bob.iceFailed()
+        #expect(bobOut.kinds.filter { $0 == .restart }.count == PeerLink.iceRestartLimit)
+        #expect(bobOut.reachability.withLockedValue { $0 } == [false])
+        // alice's bound: her three restarts were bob's requests; her own failure now changes
+        // nothing but her report.
+        #expect(aliceOut.reachability.withLockedValue { $0 }.isEmpty)
+        await alice.iceFailed()
+        #expect(aliceOut.kinds.filter { $0 == .offer }.count == 1 + PeerLink.iceRestartLimit)
+        #expect(aliceOut.reachability.withLockedValue { $0 } == [false])
+
+        // ICE connects after all on bob's side: alice is reachable, and his count starts again.
+        await bob.iceConnected()
+        #expect(bobOut.reachability.withLockedValue { $0 } == [false, true])
+        await bob.iceFailed()
+        #expect(bobOut.kinds.filter { $0 == .restart }.count == PeerLink.iceRestartLimit + 1)
+
+        // bob's request still makes alice restart (his network may have changed).
+        await alice.receive(Self.signal("bob", bobOut.last!))
+        #expect(aliceOut.kinds.filter { $0 == .offer }.count == 2 + PeerLink.iceRestartLimit)
+        await bob.receive(Self.signal("alice", aliceOut.last!))
+        await alice.receive(Self.signal("bob", bobOut.last!))
+
+        // alice's network changes: she restarts at once, with a fresh count.
+        await alice.networkChanged()
+        #expect(aliceOut.kinds.filter { $0 == .offer }.count == 3 + PeerLink.iceRestartLimit)
+        #expect(aliceOut.reachability.withLockedValue { $0 } == [false])
     }
 
     @Test func aClosedLinkSendsNothing() async {

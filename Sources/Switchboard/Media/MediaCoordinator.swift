@@ -41,6 +41,9 @@ final class MediaCoordinator: Sendable {
         case localCandidate(IceCandidate)
         case negotiationNeeded
         case restartIce
+        case iceConnected
+        /// The network changed: restart ICE, with a fresh count of restarts.
+        case networkChanged
         /// The media type is changing on both sides: the offerer negotiates.
         case expectOffer
     }
@@ -233,7 +236,7 @@ final class MediaCoordinator: Sendable {
     /// The signaling connection came back: ICE may not have survived the network change.
     func reconnected() {
         let peers = state.withLockedValue { Array($0.peers.values) }
-        for peer in peers { peer.inputs.yield(.restartIce) }
+        for peer in peers { peer.inputs.yield(.networkChanged) }
     }
 
     // MARK: - the connected call
@@ -316,6 +319,7 @@ final class MediaCoordinator: Sendable {
         let previous = state.closing.firstIndex { $0.user == user }.map { state.closing.remove(at: $0).task }
         let signaling = self.signaling
         let logger = self.logger
+        let callStore = self.callStore
         let link = PeerLink(
             callId: callId, me: connection.me, peer: user, engine: engine, logger: logger,
             send: { request in
@@ -324,11 +328,13 @@ final class MediaCoordinator: Sendable {
                         logger.info("a media signal was refused", metadata: ["peer": "\(user)", "error": "\(error)"])
                     }
                 }
-            })
+            },
+            reachability: { reachable in callStore.mediaPathChanged(callId: callId, userId: user, reachable: reachable) })
         let events = PeerConnectionEvents(
             localCandidate: { continuation.yield(.localCandidate($0)) },
             negotiationNeeded: { continuation.yield(.negotiationNeeded) },
-            iceFailed: { continuation.yield(.restartIce) })
+            iceFailed: { continuation.yield(.restartIce) },
+            iceConnected: { continuation.yield(.iceConnected) })
         // One task per connection works through its inputs in order: negotiation steps never
         // interleave, and candidates follow the description they belong to.
         let task = Task { [weak self] in
@@ -342,6 +348,8 @@ final class MediaCoordinator: Sendable {
                 case .localCandidate(let candidate): await link.trickle(candidate)
                 case .negotiationNeeded: await link.negotiate(iceRestart: false)
                 case .restartIce: await link.iceFailed()
+                case .iceConnected: await link.iceConnected()
+                case .networkChanged: await link.networkChanged()
                 case .expectOffer: await link.expectOffer()
                 }
             }
@@ -400,7 +408,7 @@ final class MediaCoordinator: Sendable {
             PeerConnectionEvents(
                 localCandidate: { continuation.yield(.localCandidate(connection, $0)) },
                 negotiationNeeded: { if connection == .publish { continuation.yield(.negotiationNeeded) } },
-                iceFailed: { continuation.yield(.iceFailed(connection)) })
+                iceFailed: { continuation.yield(.iceFailed(connection)) }, iceConnected: {})
         }
         let task = Task { [weak self] in
             await previous?.value

@@ -88,22 +88,27 @@ public enum PeerSignalingState: Sendable, Equatable {
 }
 
 /// What a peer connection reports to the SDK (its `onicecandidate`, `onnegotiationneeded` and
-/// ICE failure).
+/// ICE state).
 public struct PeerConnectionEvents: Sendable {
     /// A local ICE candidate to trickle to the peer (an empty candidate ends them).
     public let localCandidate: @Sendable (IceCandidate) -> Void
     /// The connection needs (re)negotiation: tracks were added or changed.
     public let negotiationNeeded: @Sendable () -> Void
-    /// ICE failed (`iceConnectionState == "failed"`): the SDK restarts it.
+    /// ICE failed (`iceConnectionState == "failed"`): the SDK restarts it, a few times in a row
+    /// at most (``PeerLink/iceRestartLimit``).
     public let iceFailed: @Sendable () -> Void
+    /// ICE connected (`iceConnectionState` became `connected` or `completed`): there is a media
+    /// path to the peer, and the SDK's count of restarts in a row starts again.
+    public let iceConnected: @Sendable () -> Void
 
     public init(
         localCandidate: @escaping @Sendable (IceCandidate) -> Void, negotiationNeeded: @escaping @Sendable () -> Void,
-        iceFailed: @escaping @Sendable () -> Void
+        iceFailed: @escaping @Sendable () -> Void, iceConnected: @escaping @Sendable () -> Void
     ) {
         self.localCandidate = localCandidate
         self.negotiationNeeded = negotiationNeeded
         self.iceFailed = iceFailed
+        self.iceConnected = iceConnected
     }
 }
 

@@ -15,6 +15,13 @@ import SwitchboardProtocol
 ///   back and answers: W3C's "perfect negotiation", so neither side has to retry.
 /// - ICE restart: the side that sees ICE fail restarts it if it is the offerer, or asks the
 ///   offerer to (a `restart` signal), so one side drives every restart.
+/// - At most ``iceRestartLimit`` restarts in a row that do not connect, on each side: with no path
+///   between the two and no relay, each restart would start the other side's checks over and
+///   neither would ever settle. Each side counts the restarts it makes or asks for; at the bound
+///   it stops on its own failures and reports the peer unreachable for media. The offerer still
+///   honours a request (counting it): the asking side bounds its requests, and one that follows
+///   its network change is how the pair recovers. ICE connecting after all, or a change of
+///   network (``networkChanged()``), starts the count again.
 /// - An agreed media-type change adds (or removes) a camera on both sides at once: the polite
 ///   side waits for the offerer's offer again, which carries both changes, instead of making the
 ///   collision certain. (Not every engine can roll back: GStreamer's webrtcbin cannot.)
@@ -33,6 +40,17 @@ actor PeerLink {
     private var started: Bool
     /// The polite side needed negotiation before it started.
     private var negotiationWaiting = false
+    /// ICE restarts made (offerer) or asked for (polite) since ICE last connected.
+    private var restartsInARow = 0
+    /// The link gave up restarting: the peer is unreachable for media.
+    private var unreachable = false
+    /// Told when the peer becomes unreachable for media (false) and reachable again (true).
+    private let reachability: @Sendable (Bool) -> Void
+
+    /// Restarts in a row that do not bring ICE back before the link gives up. Each takes the
+    /// engine's ICE timeout (5–10 s with libnice and WebRTC), so a side gives up within about half
+    /// a minute.
+    static let iceRestartLimit = 3
 
     /// Whether `me` makes the first offer to `peer`.
     nonisolated static func isOfferer(_ me: UserID, to peer: UserID) -> Bool {
@@ -41,8 +59,10 @@ actor PeerLink {
 
     init(
         callId: CallID, me: UserID, peer: UserID, engine: any PeerMediaEngine, logger: Logger,
-        send: @escaping @Sendable (SendMediaSignalRequest) async -> Void
+        send: @escaping @Sendable (SendMediaSignalRequest) async -> Void,
+        reachability: @escaping @Sendable (Bool) -> Void
     ) {
+        self.reachability = reachability
         self.callId = callId
         self.peer = peer
         self.polite = !Self.isOfferer(me, to: peer)
@@ -57,8 +77,13 @@ actor PeerLink {
         if !polite { await negotiate(iceRestart: false) }
     }
 
+    /// The connection is closing: it no longer speaks for the peer's reachability.
     func close() {
         closed = true
+        if unreachable {
+            unreachable = false
+            reachability(true)
+        }
     }
 
     /// Both sides are about to change their tracks together: the polite side's own needs for
@@ -91,7 +116,7 @@ actor PeerLink {
 
     /// ICE failed on this side: restart it, or ask the offerer to.
     func iceFailed() async {
-        guard !closed else { return }
+        guard !closed, takeRestart() else { return }
         if polite {
             await send(SendMediaSignalRequest(callId: callId, to: peer, kind: .restart))
         } else {
@@ -146,8 +171,41 @@ actor PeerLink {
                 }
             }
         case .restart:
+            restartsInARow += 1
             await negotiate(iceRestart: true)
         }
+    }
+
+    /// ICE connected: the peer is reachable, and restarts count from zero again.
+    func iceConnected() {
+        restartsInARow = 0
+        guard unreachable, !closed else { return }
+        unreachable = false
+        logger.info("media path to the peer is back", metadata: ["callId": "\(callId)", "peer": "\(peer)"])
+        reachability(true)
+    }
+
+    /// The device's network changed (or the signaling connection came back): a path may exist now
+    /// even if none did, so the link restarts ICE with a fresh count.
+    func networkChanged() async {
+        restartsInARow = 0
+        await iceFailed()
+    }
+
+    /// Counts one more restart in a row; false (and the peer reported unreachable, once) at the bound.
+    private func takeRestart() -> Bool {
+        guard restartsInARow < Self.iceRestartLimit else {
+            if !unreachable {
+                unreachable = true
+                logger.warning(
+                    "no media path to the peer: ICE restarts stop",
+                    metadata: ["callId": "\(callId)", "peer": "\(peer)", "restarts": "\(restartsInARow)"])
+                reachability(false)
+            }
+            return false
+        }
+        restartsInARow += 1
+        return true
     }
 
     /// Sends a local candidate to the peer.

@@ -43,6 +43,14 @@ public final class CallStore: Sendable {
             var announcedStart = false
             /// The other members' last raw statistics (`memberStats`).
             var statistics: [UserID: MemberStatistics] = [:]
+            /// Members this device has no media path to (its connection to them gave up restarting
+            /// ICE): their network quality shows `down`, whatever their own reports say.
+            var unreachable: Set<UserID> = []
+
+            /// The quality to show for `userId`, given what they report.
+            func quality(of userId: UserID, reported: NetworkQuality?) -> NetworkQuality {
+                unreachable.contains(userId) ? .down : reported ?? .unknown
+            }
         }
 
         /// A state as the store would publish it, for previews of call views and for tests of view
@@ -253,6 +261,22 @@ public final class CallStore: Sendable {
         }
     }
 
+    /// The media connection to a member gave up (no path between the two devices, no relay) or
+    /// came back (``PeerLink``): the member's network quality shows `down` meanwhile.
+    func mediaPathChanged(callId: CallID, userId: UserID, reachable: Bool) {
+        apply { state in
+            guard var call = state.calls[callId], let participant = call.info.participant(userId) else { return [] }
+            let changed = reachable ? call.unreachable.remove(userId) != nil : call.unreachable.insert(userId).inserted
+            guard changed else { return [] }
+            state.calls[callId] = call
+            return [
+                .onMemberStatusChanged(
+                    callId: callId, userId: userId, networkQuality: call.quality(of: userId, reported: participant.networkQuality),
+                    volumeLevel: participant.volumeLevel ?? .mute)
+            ]
+        }
+    }
+
     // MARK: - push
 
     /// Tells the store about a VoIP push (the CallKit bridge hands each one over). An invitation
@@ -426,9 +450,9 @@ public final class CallStore: Sendable {
                     $0.networkQuality = e.networkQuality == .unknown ? nil : e.networkQuality
                     $0.volumeLevel = e.volumeLevel
                 }
+                let quality = state.calls[e.callId]?.quality(of: e.userId, reported: e.networkQuality) ?? e.networkQuality
                 return [
-                    .onMemberStatusChanged(
-                        callId: e.callId, userId: e.userId, networkQuality: e.networkQuality, volumeLevel: e.volumeLevel)
+                    .onMemberStatusChanged(callId: e.callId, userId: e.userId, networkQuality: quality, volumeLevel: e.volumeLevel)
                 ]
             }
         case .memberStats(let e):
@@ -629,10 +653,11 @@ extension CallStore.State {
                         callId: info.callId, userId: participant.userId, sharing: participant.screenSharing ?? false))
             }
             if before.networkQuality != participant.networkQuality || before.volumeLevel != participant.volumeLevel {
+                let quality = calls[info.callId]?.quality(of: participant.userId, reported: participant.networkQuality)
                 events.append(
                     .onMemberStatusChanged(
                         callId: info.callId, userId: participant.userId,
-                        networkQuality: participant.networkQuality ?? .unknown, volumeLevel: participant.volumeLevel ?? .mute))
+                        networkQuality: quality ?? .unknown, volumeLevel: participant.volumeLevel ?? .mute))
             }
         }
         return events
@@ -669,6 +694,7 @@ extension CallStore.State {
         allParticipants = current.info.participants.map { participant in
             var info = CallParticipantInfo(participant)
             info.statistics = current.statistics[participant.userId]
+            if current.unreachable.contains(participant.userId) { info.networkQuality = .down }
             return info
         }
         if let ownStatus, let index = allParticipants.firstIndex(where: { $0.userId == selfId }) {

@@ -81,6 +81,8 @@ let signaling = null;
 let media = null;
 const remoteStreams = new Map();
 const remoteScreens = new Map();
+// Members this page has no media path to (their connection gave up restarting ICE): shown down.
+const unreachable = new Set();
 let statsTimer = null;
 let lastBytesSent = 0;
 const ringer = new Ringer();
@@ -644,6 +646,11 @@ function startMedia(info) {
       remoteScreens.set(peer, screen);
       render();
     },
+    onReachability: (peer, reachable) => {
+      if (reachable) unreachable.delete(peer);
+      else unreachable.add(peer);
+      render();
+    },
     onCaptureFailed: (error, what) => say("call", deviceErrorText(error, what), { tone: "error" }),
     resuming,
   });
@@ -673,6 +680,7 @@ function stopMedia() {
   state.mediaChange = null;
   remoteStreams.clear();
   remoteScreens.clear();
+  unreachable.clear();
   state.speaker = null;
 }
 
@@ -931,6 +939,7 @@ function renderCall(call) {
       stream: media?.localStream,
     },
     remote: (userId, screen) => (screen ? remoteScreens : remoteStreams).get(userId),
+    unreachable: (userId) => unreachable.has(userId),
     onTap: tap,
   });
   if (media?.route === "sfu" && connected) {

@@ -12,9 +12,10 @@ const QUALITY_TEXT = { bad: "Weak network", veryBad: "Very weak network", down: 
 /**
  * Draws the tiles of `info` on `stage`. `local` is this user's own state ({microphoneOn,
  * cameraOn, quality, volume, stream}); `remote(userId, screen)` gives a member's stream;
- * `onTap(userId)` is a click or Enter on a tile.
+ * `unreachable(userId)` says this page has no media path to a member (shown as `down`, whatever
+ * their own reports say); `onTap(userId)` is a click or Enter on a tile.
  */
-export function renderStage(stage, { info, me, self, speaker, view, local, remote, onTap }) {
+export function renderStage(stage, { info, me, self, speaker, view, local, remote, unreachable, onTap }) {
   const viewport = { width: stage.clientWidth, height: stage.clientHeight };
   const placed = tiles(info, me, speaker, viewport, view);
   // A member's screen is a tile of its own, next to the member's tile.
@@ -53,7 +54,7 @@ export function renderStage(stage, { info, me, self, speaker, view, local, remot
     node.querySelector(".label").textContent = name;
 
     const microphoneOn = isSelf ? local.microphoneOn : member.microphoneOn !== false;
-    const quality = (isSelf ? local.quality : member.networkQuality) ?? "unknown";
+    const quality = (isSelf ? local.quality : unreachable?.(member.userId) ? "down" : member.networkQuality) ?? "unknown";
     const volume = microphoneOn ? (isSelf ? local.volume : member.volumeLevel) ?? "mute" : "mute";
     const indicators = node.querySelector(".indicators");
     indicators.dataset.microphone = microphoneOn ? "on" : "off";

@@ -8,6 +8,10 @@
 //   back and answers (W3C "perfect negotiation").
 // - ICE restart: the side that sees ICE fail restarts it when it is the offerer, or asks the
 //   offerer with a `restart` signal.
+// - At most ICE_RESTART_LIMIT restarts in a row that do not connect, on each side (each counts
+//   the restarts it makes or asks for): at the bound a side stops on its own failures and reports
+//   the member unreachable (`onReachability`), who then shows as `down`. The offerer still honours
+//   a request. ICE connecting, or the signaling connection coming back, starts the count again.
 // - An agreed media-type change adds (or removes) a camera on both sides at once: the polite
 //   side waits for the offerer's offer again, which carries both changes.
 // - A shared screen is a second video track in a stream of its own; the microphone and camera
@@ -56,6 +60,9 @@ export function volumeLevel(level, microphoneOn) {
   return level <= 25 ? "low" : level <= 50 ? "medium" : level <= 75 ? "high" : "peak";
 }
 
+/** Restarts in a row that do not bring ICE back before a connection gives up (the SDK's PeerLink). */
+export const ICE_RESTART_LIMIT = 3;
+
 class Peer {
   constructor(session, id, resuming = false) {
     this.session = session;
@@ -67,6 +74,9 @@ class Peer {
     this.makingOffer = false;
     this.ignoreOffer = false;
     this.settingRemoteAnswerPending = false;
+    // ICE restarts made or asked for since ICE last connected, and whether this side gave up.
+    this.restartsInARow = 0;
+    this.unreachable = false;
     this.chain = Promise.resolve();
     this.stream = new MediaStream();
     this.screen = new MediaStream();
@@ -94,7 +104,9 @@ class Peer {
       if (this.started) this.serially(() => this.negotiate());
     };
     pc.oniceconnectionstatechange = () => {
-      if (pc.iceConnectionState === "failed") this.serially(() => this.iceFailed());
+      const state = pc.iceConnectionState;
+      if (state === "failed") this.serially(() => this.iceFailed());
+      if (state === "connected" || state === "completed") this.serially(() => this.iceConnected());
     };
   }
 
@@ -118,11 +130,32 @@ class Peer {
   }
 
   async iceFailed() {
+    if (this.restartsInARow >= ICE_RESTART_LIMIT) {
+      if (!this.unreachable) {
+        this.unreachable = true;
+        this.session.onReachability?.(this.id, false);
+      }
+      return;
+    }
+    this.restartsInARow += 1;
     if (this.polite) {
       this.session.send(this.id, { kind: "restart" });
     } else {
       this.pc.restartIce();
     }
+  }
+
+  iceConnected() {
+    this.restartsInARow = 0;
+    if (!this.unreachable) return;
+    this.unreachable = false;
+    this.session.onReachability?.(this.id, true);
+  }
+
+  /** The network changed: restart ICE with a fresh count. */
+  async networkChanged() {
+    this.restartsInARow = 0;
+    await this.iceFailed();
   }
 
   async receive(signal) {
@@ -151,6 +184,8 @@ class Peer {
         if (!this.ignoreOffer) throw error;
       }
     } else if (signal.kind === "restart") {
+      // The asking side bounds its requests; one after its network changed is how the pair recovers.
+      this.restartsInARow += 1;
       pc.restartIce();
     }
   }
@@ -187,6 +222,7 @@ class Peer {
 
   close() {
     this.pc.close();
+    if (this.unreachable) this.session.onReachability?.(this.id, true);
   }
 }
 
@@ -199,7 +235,7 @@ function compact(object) {
  * stream)` shows a member's media.
  */
 export class MediaSession {
-  constructor({ me, callId, mediaType, iceServers, relayOnly, loopbackOnly, capture, send, onRemoteStream, onCaptureFailed, resuming }) {
+  constructor({ me, callId, mediaType, iceServers, relayOnly, loopbackOnly, capture, send, onRemoteStream, onReachability, onCaptureFailed, resuming }) {
     this.route = "mesh";
     this.me = me;
     this.callId = callId;
@@ -209,6 +245,8 @@ export class MediaSession {
     this.loopbackOnly = loopbackOnly;
     this.sendSignal = send;
     this.onRemoteStream = onRemoteStream;
+    // (userId, reachable): a connection gave up restarting ICE (false), or connected after all (true).
+    this.onReachability = onReachability;
     this.peers = new Map();
     // Members whose connection is from before a reload of this page: the first one offers.
     this.resuming = !!resuming;
@@ -296,7 +334,7 @@ export class MediaSession {
 
   /** The signaling connection came back: ICE may not have survived the network change. */
   reconnected() {
-    for (const peer of this.peers.values()) peer.serially(() => peer.iceFailed());
+    for (const peer of this.peers.values()) peer.serially(() => peer.networkChanged());
   }
 
   /**
