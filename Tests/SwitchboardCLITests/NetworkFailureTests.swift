@@ -102,13 +102,14 @@ struct NetworkFailureTests {
         try await call.hangUp()
     }
 
-    /// No path between the members' addresses and no relay (the server hands out no TURN): the
-    /// call connects on signaling, each side's engine reports its media connection failed
-    /// (`connection to …: failed`), and once the SDK has given up restarting ICE (three restarts in
-    /// a row) each side shows the other's network quality as `down`, with no audio decoded, instead
-    /// of a call that is silent without a word. Prints how long that took.
-    @Test func noMediaPathIsReportedOnBothSides() async throws {
-        let call = try await NetworkCall.start(isolated: true)
+    /// No path between the members' addresses and no relay: the server hands out no TURN, or a
+    /// TURN server neither client can reach (blackholed, as behind a firewall). The call connects
+    /// on signaling, each side's engine reports its media connection failed (`connection to …:
+    /// failed`), and once the SDK has given up restarting ICE (three restarts in a row) each side
+    /// shows the other's network quality as `down`, with no audio decoded, instead of a call that
+    /// is silent without a word. Prints how long that took.
+    @Test(arguments: [false, true]) func noMediaPathIsReportedOnBothSides(unreachableTURN: Bool) async throws {
+        let call = try await NetworkCall.start(isolated: true, unreachableTURN: unreachableTURN)
         defer { call.stop() }
         let sides = [(call.alice, "bob"), (call.bob, "alice")]
         let failedAt = try await sides.asyncMap { process, peer in
@@ -135,7 +136,7 @@ struct NetworkFailureTests {
         }
         let connected = try #require(call.connectedAt)
         print(
-            "[network] no media path: each side's engine reported the connection failed \(failedAt.map { $0 - connected }) "
+            "[network] no media path\(unreachableTURN ? " (TURN unreachable)" : ""): each side's engine reported the connection failed \(failedAt.map { $0 - connected }) "
                 + "and its status showed the other down \(downAt.map { $0 - connected }) after the call connected")
         try await call.hangUp()
     }
@@ -213,13 +214,19 @@ final class NetworkCall: Sendable {
 
     static func start(
         grace: Int = NetworkFailureTests.grace, heartbeat: Int = NetworkFailureTests.heartbeat, video: Bool = false,
-        isolated: Bool = false
+        isolated: Bool = false, unreachableTURN: Bool = false
     ) async throws -> NetworkCall {
         let started = ContinuousClock.now
         // For measuring what the path monitor saves: the clients notice drops by heartbeat only.
         let heartbeatOnly = ProcessInfo.processInfo.environment["SWITCHBOARD_NET_HEARTBEAT_ONLY"] == "1"
-        let network = try TestNetwork(hosts: ["server", "alice", "bob"])
+        let network = try TestNetwork(hosts: ["server", "alice", "bob"] + (unreachableTURN ? ["turn"] : []))
         if isolated { try network.isolate("alice", from: "bob") }
+        // A TURN server's address the clients are given but cannot reach (nothing answers there either).
+        var turn: [String] = []
+        if unreachableTURN {
+            for client in ["alice", "bob"] { try network.isolate(client, from: "turn") }
+            turn = ["--turn-url", "turn:\(network.address(of: "turn")):3478?transport=udp", "--turn-secret", "unreachable-turn"]
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-net-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let server: ServerProcess
@@ -230,7 +237,7 @@ final class NetworkCall: Sendable {
                     "--host", network.address(of: "server"), "--app", app, "--database", "db.sqlite",
                     "--reconnect-grace", "\(grace)", "--heartbeat-interval", "\(heartbeat)",
                     "--admin-secret", "network-admin-secret",
-                ],
+                ] + turn,
                 directory: directory, launcher: network.launcher(in: "server"))
         } catch {
             network.remove()
