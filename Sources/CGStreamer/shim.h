@@ -81,6 +81,24 @@ static inline void sb_webrtc_get_stats(GstElement *webrtc, GstPromise *promise) 
     g_signal_emit_by_name(webrtc, "get-stats", NULL, promise);
 }
 
+/// Sets the shortest interval between RTCP reports of webrtcbin's RTP sessions that exist (ids
+/// 0 to `sessions` - 1; with a bundle only 0); returns how many it set.
+static inline guint sb_webrtc_set_rtcp_interval(GstElement *webrtc, guint sessions, guint64 nanoseconds) {
+    GstElement *rtpbin = gst_bin_get_by_name(GST_BIN(webrtc), "rtpbin");
+    if (rtpbin == NULL) return 0;
+    guint set = 0;
+    for (guint id = 0; id < sessions; id++) {
+        GObject *session = NULL;
+        g_signal_emit_by_name(rtpbin, "get-internal-session", id, &session);
+        if (session == NULL) continue;
+        g_object_set(session, "rtcp-min-interval", nanoseconds, NULL);
+        g_object_unref(session);
+        set++;
+    }
+    gst_object_unref(rtpbin);
+    return set;
+}
+
 /// Sets up webrtcbin's libnice agent before it gathers: no UPnP port mappings (libnice asks the
 /// network's router for them by default, which browsers never do), and, with `address`, host
 /// candidates on that address only (tests keep ICE on 127.0.0.1; libnice gathers on the local

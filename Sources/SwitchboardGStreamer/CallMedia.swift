@@ -174,6 +174,13 @@ actor CallMedia {
         chain.remove(from: pipeline)
     }
 
+    /// The latest round trip to each peer that is sent video (``PeerConnection/videoRoundTrip()``).
+    func videoRoundTrips() async -> [UserID: Double] {
+        var trips: [UserID: Double] = [:]
+        for (peer, slot) in slots { trips[peer] = await slot.connection.videoRoundTrip() }
+        return trips
+    }
+
     // MARK: - peers
 
     func connection(_ peer: UserID) throws -> PeerConnection {

@@ -111,6 +111,28 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
         // Loading webrtcbin's and the codecs' plugins takes a few hundred milliseconds the first
         // time; done now, in the background, the first call does not wait for it.
         Task.detached(priority: .utility) { _ = GStreamer.preloaded }
+        adaptSendRatesEverySecond()
+    }
+
+    /// Once a second on the engine's clock, a job adapts the video send rates (nothing to do
+    /// outside a call or without video). A tick finds the previous one still queued on a busy
+    /// engine and skips, so ticks never pile up. Ends with the engine.
+    private func adaptSendRatesEverySecond() {
+        let pending = NIOLockedValueBox(false)
+        Task { [weak self, clock = configuration.clock] in
+            while (try? await clock.sleep(for: .seconds(1))) != nil {
+                guard let self else { return }
+                let queue = pending.withLockedValue { pending in
+                    defer { pending = true }
+                    return !pending
+                }
+                guard queue else { continue }
+                run { core in
+                    await core.adaptSendRates()
+                    pending.withLockedValue { $0 = false }
+                }
+            }
+        }
     }
 
     /// What the engine observes from now on (tracks starting and ending, sizes, levels, ICE).
@@ -247,6 +269,10 @@ extension GStreamerMediaEngine {
         private var callId: CallID?
         private var media: CallMedia?
         private let emit: @Sendable (MediaEvent) -> Void
+        /// The send rate towards each member sent video, following the round trip to it.
+        private var rates: [UserID: SendRateController] = [:]
+        /// The rate each video track's encoder was last given by ``adaptSendRates()``.
+        private var sentKbps: [TrackKind: Int] = [:]
 
         init(configuration: Configuration, logger: Logger, emit: @escaping @Sendable (MediaEvent) -> Void) {
             self.configuration = configuration
@@ -257,6 +283,8 @@ extension GStreamerMediaEngine {
         func start(callId: CallID) async {
             if let media { await media.close() }
             self.callId = callId
+            rates = [:]
+            sentKbps = [:]
             do {
                 let media = try CallMedia(configuration: configuration, logger: logger, emit: emit)
                 self.media = media
@@ -270,6 +298,8 @@ extension GStreamerMediaEngine {
         func stop(callId: CallID) async {
             guard self.callId == callId else { return }
             self.callId = nil
+            rates = [:]
+            sentKbps = [:]
             await media?.close()
             media = nil
         }
@@ -284,6 +314,10 @@ extension GStreamerMediaEngine {
             } catch {
                 logger.error("could not apply a media setting", metadata: ["error": "\(error)"])
             }
+            // A new quality or a new chain starts the encoder at the full bitrate: set it again.
+            for key in rates.keys { rates[key]?.setMaximum(new.quality.bitrateKbps) }
+            sentKbps = [:]
+            await applySendRate()
         }
 
         /// Brings the pipeline in line with the settings (all of them when `previous` is nil).
@@ -347,6 +381,41 @@ extension GStreamerMediaEngine {
             chain?.child("encoder")?.set("target-bitrate", Int32(quality.bitrateKbps * 1000))
         }
 
+        /// One second passed: the rate towards each member follows the round trip its latest
+        /// receiver report gave (``SendRateController``).
+        func adaptSendRates() async {
+            guard let media else { return }
+            let trips = await media.videoRoundTrips()
+            rates = rates.filter { trips[$0.key] != nil }
+            for (peer, seconds) in trips {
+                var controller = rates[peer] ?? SendRateController(maximumKbps: settings.quality.bitrateKbps)
+                controller.setMaximum(settings.quality.bitrateKbps)
+                controller.observe(roundTrip: seconds)
+                rates[peer] = controller
+            }
+            await applySendRate()
+        }
+
+        /// Gives each video encoder the lowest rate the connected members allow (its own ceiling
+        /// at most), and says so when it changes.
+        private func applySendRate() async {
+            guard let media else { return }
+            let kbps = rates.values.map(\.kbps).min()
+            for kind in [TrackKind.video, .screen] {
+                guard let chain = await media.chain(kind) else {
+                    sentKbps[kind] = nil
+                    continue
+                }
+                let maximum = kind == .video ? settings.quality.bitrateKbps : configuration.screenQuality.bitrateKbps
+                let rate = min(maximum, kbps ?? maximum)
+                guard sentKbps[kind] != rate, kbps != nil || sentKbps[kind] != nil else { continue }
+                logger.debug("video send rate", metadata: ["kind": "\(kind)", "kbps": "\(rate)"])
+                emit(.sendRate(kind, kbps: rate))
+                sentKbps[kind] = rate
+                chain.child("encoder")?.set("target-bitrate", Int32(rate * 1000))
+            }
+        }
+
         func statistics() async -> MediaStatistics {
             guard let media else { return MediaStatistics() }
             var statistics = await media.statistics()
@@ -378,6 +447,8 @@ extension GStreamerMediaEngine {
 
         func closePeer(_ peer: UserID) async {
             await media?.closePeer(peer)
+            // The member who left no longer holds the rate down.
+            if rates.removeValue(forKey: peer) != nil { await applySendRate() }
         }
 
         func setLocalDescription(peer: UserID, iceRestart: Bool) async throws -> SessionDescription {

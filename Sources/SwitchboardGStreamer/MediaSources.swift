@@ -128,4 +128,7 @@ public enum MediaEvent: Equatable, Sendable {
     /// (``GStreamerMediaEngine/Configuration/stallLimit``): the named part (`webrtcbin`, a
     /// sending branch) was left to stop on its own thread, and the engine went on.
     case teardownStalled(UserID?, String)
+    /// A local video track's encoder was set to a new bitrate, following the loss its receivers
+    /// report (the lowest any peer allows; ``SendRateController``).
+    case sendRate(TrackKind, kbps: Int)
 }

@@ -546,7 +546,14 @@ final class PeerConnection: @unchecked Sendable {
         try await awaitPromise(
             extract: { reply in if let error = replyError(reply) { throw error } },
             start: { sb_webrtc_set_description(webrtc.pointer, local ? 1 : 0, description, $0) })
+        // Receiver reports every second instead of RTP's five (AVPF allows it; browsers report
+        // as often): the send rate follows the round trip they carry (``SendRateController``).
+        // The sessions exist once a description made them.
+        _ = sb_webrtc_set_rtcp_interval(webrtc.pointer, 8, Self.rtcpInterval)
     }
+
+    /// The shortest interval between RTCP reports, ns.
+    static let rtcpInterval: guint64 = 1_000_000_000
 
     private func prepare(for offer: SessionDescriptionText) {
         let senders = state.withLockedValue { $0.senders }
@@ -661,6 +668,16 @@ final class PeerConnection: @unchecked Sendable {
         result.roundTripTimeMs = rtt.map { Int(($0 * 1000).rounded()) }
         result.localCandidateType = entries.selectedLocalCandidateType
         return result
+    }
+
+    /// The round trip to the peer the latest receiver report gave (the longest of its streams'),
+    /// in seconds; nil before any, or when nothing video is sent (the send rate has nothing to adapt).
+    func videoRoundTrip() async -> Double? {
+        guard state.withLockedValue({ $0.senders.contains { $0.key.isVideo && $0.value.branch != nil } }) else { return nil }
+        let entries =
+            (try? await awaitPromise(
+                extract: { WebRTCStatsEntry.parse($0) }, start: { sb_webrtc_get_stats(webrtc.pointer, $0) })) ?? []
+        return entries.filter { $0.type == GST_WEBRTC_STATS_REMOTE_INBOUND_RTP }.compactMap(\.roundTripTime).max()
     }
 
     /// When the first audio frame from the peer was decoded.

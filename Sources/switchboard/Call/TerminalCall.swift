@@ -381,6 +381,7 @@ struct Output: Sendable {
         case .connectionState(let peer, let state): text = "connection to \(peer): \(state)"
         case .teardownStalled(let peer, let part):
             text = "closing \(peer.map { "the connection to \($0)" } ?? "the call's media") stalled: \(part) left behind"
+        case .sendRate(let kind, let kbps): text = "sending \(kind.rawValue) at \(kbps) kbps"
         case .audioLevel: return
         }
         write(json ? encode(["event": "media", "summary": text]) : text)
