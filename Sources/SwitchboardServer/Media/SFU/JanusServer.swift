@@ -306,24 +306,78 @@ actor JanusServer {
     }
 }
 
-/// A WebSocket to Janus: text messages in and out.
+/// A WebSocket to Janus: text messages in and out, each way through a buffer of at most
+/// ``bufferLimit`` messages. A Janus that sends faster than the server reads, or does not take
+/// what the server sends, fills one; at the bound the socket closes, and the server treats Janus as
+/// down (its rooms move to another Janus or wait for it), as when the connection is lost.
 final class JanusSocket: Sendable {
+    /// Messages buffered each way before the socket closes.
+    static let bufferLimit = 4096
+
     let incoming: AsyncStream<String>
     private let outgoing: AsyncStream<Outgoing>.Continuation
     private let task: Task<Void, Never>
+    private let logger: Logger
 
     private enum Outgoing: Sendable {
         case text(String)
         case close
     }
 
-    private init(incoming: AsyncStream<String>, outgoing: AsyncStream<Outgoing>.Continuation, task: Task<Void, Never>) {
+    private init(
+        incoming: AsyncStream<String>, outgoing: AsyncStream<Outgoing>.Continuation, task: Task<Void, Never>, logger: Logger
+    ) {
         self.incoming = incoming
         self.outgoing = outgoing
         self.task = task
+        self.logger = logger
     }
 
-    func send(_ text: String) { outgoing.yield(.text(text)) }
+    /// Queues a message for Janus; a full buffer (Janus does not take what is sent) closes the socket.
+    func send(_ text: String) {
+        guard case .dropped = outgoing.yield(.text(text)) else { return }
+        logger.error("Janus does not take what is sent: closing the connection")
+        outgoing.finish()
+        task.cancel()
+    }
+
+    /// Returns once the connection has ended, or once the waiting task is cancelled (tests).
+    func waitUntilClosed() async {
+        let wake = Wake()
+        let watcher = Task { [task] in
+            await task.value
+            wake.fire()
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { wake.wait($0) }
+        } onCancel: {
+            wake.fire()
+        }
+        watcher.cancel()
+    }
+
+    /// Resumes its one waiter once, whichever of the waiter and the first ``fire()`` comes first.
+    private final class Wake: Sendable {
+        private let state = NIOLockedValueBox<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+        func wait(_ continuation: CheckedContinuation<Void, Never>) {
+            let fired = state.withLockedValue { state -> Bool in
+                if !state.fired { state.waiter = continuation }
+                return state.fired
+            }
+            if fired { continuation.resume() }
+        }
+
+        func fire() {
+            let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+                guard !state.fired else { return nil }
+                state.fired = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+    }
 
     func close() {
         outgoing.yield(.close)
@@ -332,9 +386,12 @@ final class JanusSocket: Sendable {
 
     /// Opens a WebSocket with Janus's subprotocol; fails after `timeout` (NIO's client upgrade can
     /// wait forever on a server that accepts the connection and never answers).
-    static func connect(url: String, timeout: Duration, clock: any SwitchboardClock, logger: Logger) async throws -> JanusSocket {
-        let (incoming, incomingContinuation) = AsyncStream<String>.makeStream()
-        let (outgoing, outgoingContinuation) = AsyncStream<Outgoing>.makeStream()
+    static func connect(
+        url: String, timeout: Duration, clock: any SwitchboardClock, logger: Logger,
+        incomingLimit: Int = JanusSocket.bufferLimit, outgoingLimit: Int = JanusSocket.bufferLimit
+    ) async throws -> JanusSocket {
+        let (incoming, incomingContinuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(incomingLimit))
+        let (outgoing, outgoingContinuation) = AsyncStream<Outgoing>.makeStream(bufferingPolicy: .bufferingOldest(outgoingLimit))
         let opened = Outcome()
         var headers = HTTPFields()
         headers[HTTPField.Name("Sec-WebSocket-Protocol")!] = "janus-protocol"
@@ -357,7 +414,12 @@ final class JanusSocket: Sendable {
                             }
                         }
                         for try await message in inbound.messages(maxSize: 1 << 20) {
-                            if case .text(let text) = message { incomingContinuation.yield(text) }
+                            guard case .text(let text) = message else { continue }
+                            if case .dropped = incomingContinuation.yield(text) {
+                                logger.error(
+                                    "Janus sends faster than it is read: closing the connection", metadata: ["limit": "\(incomingLimit)"])
+                                break
+                            }
                         }
                         group.cancelAll()
                     }
@@ -380,7 +442,7 @@ final class JanusSocket: Sendable {
             outgoingContinuation.finish()
             throw error
         }
-        return JanusSocket(incoming: incoming, outgoing: outgoingContinuation, task: task)
+        return JanusSocket(incoming: incoming, outgoing: outgoingContinuation, task: task, logger: logger)
     }
 
     /// The first result of a connection attempt, for its one waiter.
