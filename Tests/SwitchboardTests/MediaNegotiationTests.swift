@@ -271,6 +271,32 @@ struct MediaNegotiationTests {
         await server.stop()
     }
 
+    /// bob's engine is stuck while alice's side floods his connection with candidates: the signals
+    /// waiting stop at the bound (the rest are dropped, not held), and once the engine moves again
+    /// the connection still works: the restart bob's engine asks for at once (its own input, never
+    /// dropped) connects.
+    @Test func aFloodWhileTheEngineIsStuckStaysBounded() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        let call = try await Self.connect(alice, bob, "alice", "bob")
+        bob.media.holdOperations()
+        let flood = InputQueue<MediaCoordinator.PeerInput>.limit + 1_000
+        let candidate = IceCandidate(candidate: "candidate:alice-1 1 udp 1 127.0.0.1 9 typ host", sdpMid: "0", sdpMLineIndex: 0)
+        for _ in 0..<flood {
+            bob.client.media.handle(.mediaSignal(MediaSignalEvent(callId: call, from: "alice", kind: .candidate, candidate: candidate)))
+        }
+        // The task took the first and waits in the engine; at most the bound wait behind it.
+        let dropped = try #require(bob.client.media.droppedInputs(to: "alice"))
+        #expect(dropped >= flood - InputQueue<MediaCoordinator.PeerInput>.limit - 1)
+        bob.media.releaseOperations()
+
+        bob.media.failICE(with: "alice")
+        try await alice.media.calls.first { $0 == .connected("bob", local: "alice-2", remote: "bob-2") }
+        try await bob.media.calls.first { $0 == .connected("alice", local: "bob-2", remote: "alice-2") }
+        await server.stop()
+    }
+
     /// A member's offer can reach a device before the device's own state shows the call connected
     /// (the event and the state reach the media coordinator separately): it waits, and is answered
     /// once the call connects, instead of being lost.

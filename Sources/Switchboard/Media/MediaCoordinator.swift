@@ -30,7 +30,7 @@ final class MediaCoordinator: Sendable {
 
     private struct SFURun {
         var link: SFULink
-        var inputs: AsyncStream<SFUInput>.Continuation
+        var inputs: InputQueue<SFUInput>
         var task: Task<Void, Never>
     }
 
@@ -50,7 +50,7 @@ final class MediaCoordinator: Sendable {
 
     private struct Peer {
         var link: PeerLink
-        var inputs: AsyncStream<PeerInput>.Continuation
+        var inputs: InputQueue<PeerInput>
         var task: Task<Void, Never>
     }
 
@@ -207,7 +207,7 @@ final class MediaCoordinator: Sendable {
         case .sfuSignal(let signal):
             state.withLockedValue { state in
                 if let run = state.sfu, run.link.session == signal.session, state.connected?.callId == signal.callId {
-                    run.inputs.yield(.signal(signal))
+                    run.inputs.yieldSignal(.signal(signal))
                 } else if let early = state.earlySFU, early.session.callId == signal.callId,
                     early.session.session == signal.session, early.signals.count < Self.earlySignalLimit
                 {
@@ -217,7 +217,7 @@ final class MediaCoordinator: Sendable {
         case .mediaSignal(let signal):
             state.withLockedValue { state in
                 if state.connected?.callId == signal.callId {
-                    peer(signal.from, callId: signal.callId, in: &state)?.yield(.signal(signal))
+                    peer(signal.from, callId: signal.callId, in: &state)?.yieldSignal(.signal(signal))
                 } else {
                     state.early.append(signal)
                     if state.early.count > Self.earlySignalLimit { state.early.removeFirst() }
@@ -231,6 +231,11 @@ final class MediaCoordinator: Sendable {
         default:
             break
         }
+    }
+
+    /// Signals dropped so far by the connection to `user` (tests).
+    func droppedInputs(to user: UserID) -> Int? {
+        state.withLockedValue { $0.peers[user]?.inputs.droppedCount }
     }
 
     /// The signaling connection came back: ICE may not have survived the network change.
@@ -284,7 +289,7 @@ final class MediaCoordinator: Sendable {
                 if let early = state.earlySFU, early.session.callId == connection.callId {
                     state.earlySFU = nil
                     startSFU(early.session, in: &state)
-                    for signal in early.signals { state.sfu?.inputs.yield(.signal(signal)) }
+                    for signal in early.signals { state.sfu?.inputs.yieldSignal(.signal(signal)) }
                 }
             }
             sendLayers(deviceStore.state.remoteVideoLayers)
@@ -301,7 +306,7 @@ final class MediaCoordinator: Sendable {
             let early = state.early
             state.early = []
             for signal in early where signal.callId == connection.callId {
-                peer(signal.from, callId: signal.callId, in: &state)?.yield(.signal(signal))
+                peer(signal.from, callId: signal.callId, in: &state)?.yieldSignal(.signal(signal))
             }
         }
     }
@@ -309,13 +314,14 @@ final class MediaCoordinator: Sendable {
     /// The input of the connection to `user` in the connected call, opened on first use (a
     /// signal can come before this device's state shows the sender in the call). Called with the
     /// state locked, so that signals reach their connection in the order they came.
-    private func peer(_ user: UserID, callId: CallID, in state: inout State) -> AsyncStream<PeerInput>.Continuation? {
+    private func peer(_ user: UserID, callId: CallID, in state: inout State) -> InputQueue<PeerInput>? {
         guard let engine = engine as? any PeerMediaEngine else { return nil }
         guard let connection = state.connected, connection.callId == callId, user != connection.me,
             connection.media != .sfu
         else { return nil }
         if let existing = state.peers[user] { return existing.inputs }
-        let (inputs, continuation) = AsyncStream<PeerInput>.makeStream()
+        let continuation = InputQueue<PeerInput>("peer \(user)", logger: logger)
+        let inputs = continuation.stream
         let previous = state.closing.firstIndex { $0.user == user }.map { state.closing.remove(at: $0).task }
         let signaling = self.signaling
         let logger = self.logger
@@ -344,7 +350,9 @@ final class MediaCoordinator: Sendable {
             for await input in inputs {
                 switch input {
                 case .start: await link.start()
-                case .signal(let signal): await link.receive(signal)
+                case .signal(let signal):
+                    continuation.signalTaken()
+                    await link.receive(signal)
                 case .localCandidate(let candidate): await link.trickle(candidate)
                 case .negotiationNeeded: await link.negotiate(iceRestart: false)
                 case .restartIce: await link.iceFailed()
@@ -392,7 +400,8 @@ final class MediaCoordinator: Sendable {
             state.sfuClosing = current.task
         }
         let previous = state.sfuClosing
-        let (inputs, continuation) = AsyncStream<SFUInput>.makeStream()
+        let continuation = InputQueue<SFUInput>("SFU session \(session.session)", logger: logger)
+        let inputs = continuation.stream
         let signaling = self.signaling
         let logger = self.logger
         let link = SFULink(
@@ -418,7 +427,9 @@ final class MediaCoordinator: Sendable {
             for await input in inputs {
                 switch input {
                 case .start: await link.start()
-                case .signal(let signal): await link.receive(signal)
+                case .signal(let signal):
+                    continuation.signalTaken()
+                    await link.receive(signal)
                 case .localCandidate(let connection, let candidate): await link.trickle(connection, candidate)
                 case .negotiationNeeded: await link.negotiate()
                 case .iceFailed(let connection): await link.iceFailed(connection)
