@@ -5,8 +5,9 @@ import NIOConcurrencyHelpers
 /// the engine's own events (candidates, negotiation needs, ICE states) and the SDK's (a network
 /// change). At most ``limit`` of the peer's signals wait: a task stuck in its engine, or a peer
 /// sending faster than the engine takes it, would otherwise hold them all. Beyond the bound a
-/// signal is dropped and logged; the engine's and the SDK's inputs are never dropped (they come
-/// a few per negotiation), so a restart asked after a flood still happens, and a negotiation that
+/// signal is dropped and logged. The engine's and the SDK's inputs have ``limit`` more places of
+/// their own (they come a few per negotiation), so a restart asked after a flood still happens;
+/// only a task stuck through thousands of them drops those too, also logged. A negotiation that
 /// missed a dropped step ends in ICE failure, whose restart negotiates afresh.
 struct InputQueue<Input: Sendable>: Sendable {
     /// The peer's signals waiting at most: a whole negotiation (two descriptions and their
@@ -20,34 +21,39 @@ struct InputQueue<Input: Sendable>: Sendable {
     private let name: String
 
     init(_ name: String, logger: Logger) {
-        (stream, continuation) = AsyncStream<Input>.makeStream()
+        (stream, continuation) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(2 * Self.limit))
         self.logger = logger
         self.name = name
     }
 
-    /// An input of the engine or the SDK: always queued.
+    /// An input of the engine or the SDK: queued while the stream has room.
     func yield(_ input: Input) {
-        continuation.yield(input)
+        if case .dropped = continuation.yield(input) { countDropped() }
     }
 
     /// A signal from the peer: queued unless ``limit`` wait already. The task calls
     /// ``signalTaken()`` for each one it takes.
     func yieldSignal(_ input: Input) {
-        let dropped = counts.withLockedValue { counts -> Int? in
-            guard counts.waiting < Self.limit else {
-                counts.dropped += 1
-                return counts.dropped
-            }
+        let room = counts.withLockedValue { counts -> Bool in
+            guard counts.waiting < Self.limit else { return false }
             counts.waiting += 1
-            return nil
+            return true
         }
-        guard let dropped else {
-            continuation.yield(input)
-            return
+        guard room else { return countDropped() }
+        if case .dropped = continuation.yield(input) {
+            signalTaken()
+            countDropped()
+        }
+    }
+
+    private func countDropped() {
+        let dropped = counts.withLockedValue { counts -> Int in
+            counts.dropped += 1
+            return counts.dropped
         }
         // Once, then every thousandth: a flood must not become a flood of log lines.
         if dropped == 1 || dropped % 1000 == 0 {
-            logger.warning("a connection's signals are full: dropped", metadata: ["connection": "\(name)", "dropped": "\(dropped)"])
+            logger.warning("a connection's inputs are full: dropped", metadata: ["connection": "\(name)", "dropped": "\(dropped)"])
         }
     }
 
@@ -58,6 +64,6 @@ struct InputQueue<Input: Sendable>: Sendable {
 
     func finish() { continuation.finish() }
 
-    /// Signals dropped so far (tests).
+    /// Inputs dropped so far (tests).
     var droppedCount: Int { counts.withLockedValue { $0.dropped } }
 }
