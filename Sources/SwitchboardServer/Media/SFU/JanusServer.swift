@@ -343,40 +343,17 @@ final class JanusSocket: Sendable {
 
     /// Returns once the connection has ended, or once the waiting task is cancelled (tests).
     func waitUntilClosed() async {
-        let wake = Wake()
+        let closed = Outcome()
         let watcher = Task { [task] in
             await task.value
-            wake.fire()
+            closed.settle(.success(()))
         }
         await withTaskCancellationHandler {
-            await withCheckedContinuation { wake.wait($0) }
+            try? await closed.wait()
         } onCancel: {
-            wake.fire()
+            closed.settle(.failure(CancellationError()))
         }
         watcher.cancel()
-    }
-
-    /// Resumes its one waiter once, whichever of the waiter and the first ``fire()`` comes first.
-    private final class Wake: Sendable {
-        private let state = NIOLockedValueBox<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-
-        func wait(_ continuation: CheckedContinuation<Void, Never>) {
-            let fired = state.withLockedValue { state -> Bool in
-                if !state.fired { state.waiter = continuation }
-                return state.fired
-            }
-            if fired { continuation.resume() }
-        }
-
-        func fire() {
-            let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
-                guard !state.fired else { return nil }
-                state.fired = true
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume()
-        }
     }
 
     func close() {
