@@ -112,23 +112,27 @@ struct NetworkFailureTests {
         let call = try await NetworkCall.start(isolated: true, unreachableTURN: unreachableTURN)
         defer { call.stop() }
         let sides = [(call.alice, "bob"), (call.bob, "alice")]
-        let failedAt = try await sides.asyncMap { process, peer in
+        let failures = try await sides.asyncMap { process, peer in
             do {
                 // The engine's ICE timers decide this, not the machine's speed: 7-8 s mostly; up
                 // to four attempts (the first and three restarts, each resetting the other side's
                 // checks) on the offerer's side.
-                let position = try await process.output.position(timeout: .seconds(90)) {
+                return try await process.output.position(timeout: .seconds(90)) {
                     NetworkCall.mediaSummary($0) == "connection to \(peer): failed"
                 }
-                return process.arrival(of: position - 1)
             } catch {
                 let media = process.output.values.compactMap(NetworkCall.mediaSummary)
                 Issue.record("no failure reported to \(peer)'s side; its media events: \(media)")
                 throw error
             }
         }
-        let downAt = try await sides.asyncMap { process, peer in
-            let position = try await process.output.position(timeout: .seconds(90)) { NetworkCall.quality($0, peer: peer) == "down" }
+        let failedAt = zip(sides, failures).map { side, position in side.0.arrival(of: position - 1) }
+        // Down comes after the engine's first failure (the SDK gives up on later ones).
+        let downAt = try await Array(zip(sides, failures)).asyncMap { side, failed in
+            let (process, peer) = side
+            let position = try await process.output.position(after: failed, timeout: .seconds(90)) {
+                NetworkCall.quality($0, peer: peer) == "down"
+            }
             return process.arrival(of: position - 1)
         }
         for (process, peer) in sides {

@@ -228,11 +228,12 @@ struct MediaNegotiationTests {
 
         // Each failure on bob's side asks alice, who restarts (new credentials, a new offer).
         for round in 1...PeerLink.iceRestartLimit {
+            let (aliceMark, bobMark) = (alice.media.calls.values.count, bob.media.calls.values.count)
             bob.media.failICE(with: "alice")
-            try await alice.media.calls.first {
+            try await alice.media.calls.first(from: aliceMark) {
                 if case .local("bob", let offer) = $0 { offer.sdp.hasSuffix("ice=alice-\(round + 1)") } else { false }
             }
-            try await bob.media.calls.first {
+            try await bob.media.calls.first(from: bobMark) {
                 if case .local("alice", let answer) = $0 { answer.sdp.hasSuffix("ice=bob-\(round + 1)") } else { false }
             }
         }
@@ -291,9 +292,29 @@ struct MediaNegotiationTests {
         #expect(dropped >= flood - InputQueue<MediaCoordinator.PeerInput>.limit - 1)
         bob.media.releaseOperations()
 
+        let (aliceMark, bobMark) = (alice.media.calls.values.count, bob.media.calls.values.count)
         bob.media.failICE(with: "alice")
-        try await alice.media.calls.first { $0 == .connected("bob", local: "alice-2", remote: "bob-2") }
-        try await bob.media.calls.first { $0 == .connected("alice", local: "bob-2", remote: "alice-2") }
+        try await alice.media.calls.first(from: aliceMark) { $0 == .connected("bob", local: "alice-2", remote: "bob-2") }
+        try await bob.media.calls.first(from: bobMark) { $0 == .connected("alice", local: "bob-2", remote: "alice-2") }
+        await server.stop()
+    }
+
+    /// The engine's and the SDK's own inputs have a bound of their own: a task stuck while
+    /// thousands of network changes arrive keeps twice the signal bound at most and drops the rest.
+    @Test func theSDKsOwnInputsAreBoundedToo() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        let call = try await Self.connect(alice, bob, "alice", "bob")
+        bob.media.holdOperations()
+        // A candidate from alice: bob's task takes it and waits in the engine; the rest queue.
+        let candidate = IceCandidate(candidate: "candidate:alice-1 1 udp 1 127.0.0.1 9 typ host", sdpMid: "0", sdpMLineIndex: 0)
+        bob.client.media.handle(.mediaSignal(MediaSignalEvent(callId: call, from: "alice", kind: .candidate, candidate: candidate)))
+        let limit = InputQueue<MediaCoordinator.PeerInput>.limit
+        for _ in 0..<(2 * limit + 1_000) { bob.client.media.reconnected() }
+        let dropped = try #require(bob.client.media.droppedInputs(to: "alice"))
+        #expect(dropped >= 1_000 - 1)
+        bob.media.releaseOperations()
         await server.stop()
     }
 

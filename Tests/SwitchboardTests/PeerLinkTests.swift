@@ -169,6 +169,16 @@ struct PeerLinkTests {
         #expect(aliceOut.reachability.withLockedValue { $0 } == [false])
     }
 
+    /// A link that gave up and then closes (the member left, the call ended) no longer holds the
+    /// member down.
+    @Test func closingALinkThatGaveUpReportsThePeerReachable() async {
+        let (bob, _, bobOut) = Self.link("bob", "alice")
+        for _ in 0...PeerLink.iceRestartLimit { await bob.iceFailed() }
+        #expect(bobOut.reachability.withLockedValue { $0 } == [false])
+        await bob.close()
+        #expect(bobOut.reachability.withLockedValue { $0 } == [false, true])
+    }
+
     @Test func aClosedLinkSendsNothing() async {
         let (alice, _, aliceOut) = Self.link("alice", "bob")
         await alice.close()
