@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import SwitchboardProtocol
 import SwitchboardTestServers
@@ -84,6 +85,41 @@ struct WebhookStoreTests {
         let reopened = try await test.reopen()
         #expect(try await reopened.webhookBacklogs()["ep_all"]?.pending == 3)
         await reopened.shutdown()
+    }
+
+    /// The outbox's statements read per call, never the whole backlog (SQLite, as the server runs
+    /// it: no ANALYZE): a new delivery's due time through `webhook_deliveries_pending_key_due`, and
+    /// claims walk `…_pending_due_seq` in order with no sort. With the due-time index alone each
+    /// insert walked every pending delivery of its endpoint, so a backlog slowed every commit: at
+    /// 500 calls/s with one endpoint, calls failed and records were seconds late (BENCHMARKS.md).
+    @Test func theOutboxReadsPerCallNotTheWholeBacklog() async throws {
+        let test = try await StorageTests.makeStore(.sqlite)
+        defer { Task { await test.close() } }
+        let storage = try #require(test.store as? SQLiteStorage)
+        try await storage.saveWebhookEndpoint(Self.endpoint("ep_all"))
+        for call in 0..<200 {
+            _ = try await storage.commit(
+                PersistenceBatch(events: (1...10).map { Self.event("c\(call)", $0, .memberJoined, time: Int64(call)) }))
+        }
+        #expect(try await storage.webhookBacklogs()["ep_all"]?.pending == 2_000)
+        let (insert, claim) = try await storage.pool.read { db in
+            func plan(_ sql: String, _ arguments: StatementArguments) throws -> String {
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments)
+                    .map { $0["detail"] as String }.joined(separator: "; ")
+            }
+            return (
+                try plan(
+                    SQLiteStorage.deliveryInsert,
+                    [1, "c7", 300, "c7", Self.app.rawValue, WebhookEventType.memberJoined.rawValue]),
+                try plan(SQLiteStorage.claimableDeliveries, ["ep_all", 300, 300, 8])
+            )
+        }
+        #expect(insert.contains("USING COVERING INDEX webhook_deliveries_pending_key_due (endpoint_id=? AND ordering_key=?)")
+            || insert.contains("USING INDEX webhook_deliveries_pending_key_due (endpoint_id=? AND ordering_key=?)"), "\(insert)")
+        #expect(claim.contains("USING INDEX webhook_deliveries_pending_due_seq (endpoint_id=? AND due_at<?)"), "\(claim)")
+        #expect(!claim.contains("TEMP B-TREE"), "\(claim)")
+        // And they still do their jobs: each call's first delivery, oldest first.
+        #expect(try await Self.claim(storage, "ep_all", now: 300, limit: 3) == ["evt_c0_1", "evt_c1_1", "evt_c2_1"])
     }
 
     /// A batch refused by its fence (a leader that lost its place) stores none of its events: a

@@ -114,7 +114,8 @@ final class LinuxPathWatcher: Sendable {
             var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
             let length = socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
             if getnameinfo(address, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 {
-                result.insert("\(name) \(String(cString: host))")
+                let text = host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+                result.insert("\(name) \(String(decoding: text, as: UTF8.self))")
             }
         }
         return result

@@ -248,6 +248,12 @@ final class PostgresStorage: SwitchboardStorage {
             "webhooks-v1",
             statements(webhookTables) + [outboxFunction, PostgresStatements.Commit.function]
         ),
+        (
+            // Deliveries' due times read per ordering key, claims in (due, seq) order: see
+            // ``SQLiteStorage/webhookIndexMigration``.
+            "webhooks-v2-indexes",
+            statements(SQLiteStorage.webhookIndexMigration)
+        ),
     ]
 
     /// The statements of a script whose statements each end with `;` and contain no other.

@@ -176,6 +176,9 @@ final class SQLiteStorage: SwitchboardStorage {
             // for the admin API's record queries (docs/WEBHOOKS.md).
             try db.execute(sql: Self.webhookMigration)
         }
+        migrator.registerMigration("webhooks-v2-indexes") { db in
+            try db.execute(sql: Self.webhookIndexMigration)
+        }
         return migrator
     }
 

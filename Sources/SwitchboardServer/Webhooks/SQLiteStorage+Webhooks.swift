@@ -58,6 +58,19 @@ extension SQLiteStorage {
         CREATE INDEX call_records_by_app_end ON call_records (sdk_app_id, end_time);
         """
 
+    /// Indexes that keep each event's insert and each claim independent of the backlog: a new
+    /// delivery's due time reads the last pending one of its ordering key (it had been read
+    /// through the due-time index, a walk over every pending delivery of the endpoint, so a
+    /// backlog made each insert slower: 6,800 records were late at 500 calls/s), and claims walk
+    /// pending deliveries in (due, seq) order without a sort. The same on PostgreSQL.
+    static let webhookIndexMigration = """
+        CREATE INDEX webhook_deliveries_pending_key_due ON webhook_deliveries (endpoint_id, ordering_key, due_at)
+            WHERE state = 'pending';
+        DROP INDEX webhook_deliveries_pending_by_due;
+        CREATE INDEX webhook_deliveries_pending_due_seq ON webhook_deliveries (endpoint_id, due_at, event_seq)
+            WHERE state = 'pending';
+        """
+
     /// The event types as SQLite keeps them: `,call.created,call.ended,` (a type matches when
     /// `,type,` is in it), NULL for all.
     static func storedTypes(_ types: Set<WebhookEventType>?) -> String? {
@@ -73,6 +86,17 @@ extension SQLiteStorage {
     /// retried after its commit's answer was lost) is left as it is. A delivery is due at once,
     /// or when the last one still pending for its ordering key is: a call whose delivery is
     /// waiting out a backoff holds its later events back anyway.
+    /// Queues an event's deliveries (arguments: its seq, ordering key, time, ordering key, app,
+    /// type). The due time reads only the event's own ordering key (`…_pending_key_due`).
+    static let deliveryInsert = """
+        INSERT INTO webhook_deliveries (endpoint_id, event_seq, ordering_key, state, due_at)
+        SELECT ep.id, ?, ?, 'pending', max(?, coalesce((SELECT max(p.due_at) FROM webhook_deliveries p
+            WHERE p.endpoint_id = ep.id AND p.ordering_key = ? AND p.state = 'pending'), 0))
+        FROM webhook_endpoints ep
+        WHERE ep.sdk_app_id = ? AND ep.full_since IS NULL
+            AND (ep.event_types IS NULL OR instr(ep.event_types, ',' || ? || ',') > 0)
+        """
+
     static func insert(_ events: [OutboxEvent], _ db: Database) throws {
         for event in events {
             guard
@@ -86,16 +110,9 @@ extension SQLiteStorage {
                         event.id, event.app.rawValue, event.type.rawValue, event.orderingKey, event.time, event.payload,
                     ])
             else { continue }
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO webhook_deliveries (endpoint_id, event_seq, ordering_key, state, due_at)
-                    SELECT ep.id, ?, ?, 'pending', max(?, coalesce((SELECT max(p.due_at) FROM webhook_deliveries p
-                        WHERE p.endpoint_id = ep.id AND p.ordering_key = ? AND p.state = 'pending'), 0))
-                    FROM webhook_endpoints ep
-                    WHERE ep.sdk_app_id = ? AND ep.full_since IS NULL
-                        AND (ep.event_types IS NULL OR instr(ep.event_types, ',' || ? || ',') > 0)
-                    """
-            ).execute(arguments: [seq, event.orderingKey, event.time, event.orderingKey, event.app.rawValue, event.type.rawValue])
+            try db.cachedStatement(sql: deliveryInsert).execute(arguments: [
+                seq, event.orderingKey, event.time, event.orderingKey, event.app.rawValue, event.type.rawValue,
+            ])
         }
     }
 
@@ -200,22 +217,24 @@ extension SQLiteStorage {
 
     // MARK: deliveries
 
+    /// The first pending delivery of each ordering key that is due and not claimed (arguments:
+    /// endpoint, now, now, limit), walked in (due, seq) order on `…_pending_due_seq`.
+    static let claimableDeliveries = """
+        SELECT d.event_seq, d.ordering_key, d.attempts, d.first_attempt_at, e.id, e.type, e.created_at, e.payload
+        FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
+        WHERE d.endpoint_id = ? AND d.state = 'pending' AND d.due_at <= ?
+            AND (d.claimed_until IS NULL OR d.claimed_until < ?)
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id
+                AND p.ordering_key = d.ordering_key AND p.state = 'pending' AND p.event_seq < d.event_seq)
+        ORDER BY d.due_at, d.event_seq LIMIT ?
+        """
+
     func claimWebhookDeliveries(endpoint: String, node: String, now: Int64, leaseUntil: Int64, limit: Int) async throws
         -> [ClaimedDelivery]
     {
         try await pool.write { db in
             let rows = try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT d.event_seq, d.ordering_key, d.attempts, d.first_attempt_at, e.id, e.type, e.created_at, e.payload
-                        FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
-                        WHERE d.endpoint_id = ? AND d.state = 'pending' AND d.due_at <= ?
-                            AND (d.claimed_until IS NULL OR d.claimed_until < ?)
-                            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id
-                                AND p.ordering_key = d.ordering_key AND p.state = 'pending' AND p.event_seq < d.event_seq)
-                        ORDER BY d.due_at, d.event_seq LIMIT ?
-                        """),
-                arguments: [endpoint, now, now, limit])
+                db.cachedStatement(sql: Self.claimableDeliveries), arguments: [endpoint, now, now, limit])
             var claimed: [ClaimedDelivery] = []
             for row in rows {
                 let seq: Int64 = row["event_seq"]
