@@ -5,7 +5,7 @@ import PackageDescription
 // trait on (an Xcode project cannot set a dependency's traits; a package can).
 let package = Package(
     name: "SwitchboardSampleDependencies",
-    platforms: [.iOS(.v17)],
+    platforms: [.iOS(.v16)],
     products: [
         .library(name: "SwitchboardSampleDependencies", targets: ["SwitchboardSampleDependencies"])
     ],

@@ -128,7 +128,7 @@ final class StateCell<State: Equatable & Sendable>: Sendable {
 /// Most values a stream from ``AsyncStream/observing(_:)`` keeps for a subscriber that does not
 /// keep up; beyond that the oldest are dropped. Far more than an app falls behind (a state change
 /// or an event is a few per call and second), and a bound on what a stalled subscriber holds.
-package let observingBufferLimit = 10_000
+public let observingBufferLimit = 10_000
 
 extension AsyncStream where Element: Sendable {
     /// A stream of what `observe` delivers, which stops when the subscriber stops iterating. A

@@ -169,6 +169,6 @@ struct WebhookAddressPolicy: Sendable {
         var copy = address
         let family = address.count == 4 ? AF_INET : AF_INET6
         _ = copy.withUnsafeMutableBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
-        return String(cString: buffer)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -12,8 +12,8 @@ Everything stays on 127.0.0.0/8: Chromium resolves no host names, gathers only l
 candidates (the page's ?loopback=1), the Swift engine gathers on 127.0.0.1 only (--loopback), and
 the relay-only runs use the local coturn.
 
-Usage: run.py --binary .build/debug/switchboard --web Web --golden Tests/SwitchboardProtocolTests/Golden
-              --artifacts .build/browser-artifacts
+Usage: run.py --binary Server/.build/debug/switchboard --web Server/Sources/SwitchboardWebClient/Web
+              --golden Server/Tests/SwitchboardProtocolTests/Golden --artifacts Server/.build/browser-artifacts
 """
 
 import argparse

@@ -21,7 +21,7 @@ public final class JanusProcess: Sendable {
     /// The repository's `scripts/janus`, found from this file's place in the checkout.
     static var script: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("scripts/janus")
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/janus")
     }
 
     public let port: Int

@@ -98,7 +98,7 @@ struct SharedClientTests {
     /// The README's block is the test's, but for the one value a test must choose: the server's URL.
     static func expectSameCode(asTheReadme testFile: String) throws {
         let root = URL(fileURLWithPath: testFile).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let section = try #require(readme.components(separatedBy: "## Using the SDK").dropFirst().first)
         // The section's Swift block that is app code (the one before it is the package line).

@@ -118,7 +118,7 @@ struct CallCommand: AsyncParsableCommand {
                 libgstreamer-plugins-bad1.0-dev libnice-dev gstreamer1.0-plugins-good \\
                 gstreamer1.0-plugins-bad gstreamer1.0-nice
             swift build --traits GStreamer
-            .build/debug/switchboard call --help
+            Server/.build/debug/switchboard call --help
 
         """
 }

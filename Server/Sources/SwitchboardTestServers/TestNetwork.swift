@@ -117,7 +117,7 @@ public final class TestNetwork: Sendable {
     public func remove() {
         guard !removed.withLockedValue({ done in defer { done = true }; return done }) else { return }
         for namespace in [hub] + hosts.map(\.namespace) {
-            try? Self.command(Self.ip, ["netns", "del", namespace])
+            _ = try? Self.command(Self.ip, ["netns", "del", namespace])
         }
     }
 
@@ -134,7 +134,7 @@ public final class TestNetwork: Sendable {
         guard let pid = parts.first.flatMap({ pid_t($0) }), pid != getpid() else { return }
         // ESRCH: no such process. Any other answer (EPERM) means it runs.
         guard kill(pid, 0) == -1, errno == ESRCH else { return }
-        try? command(ip, ["netns", "del", name])
+        _ = try? command(ip, ["netns", "del", name])
     }
 
     // MARK: - hosts
@@ -216,7 +216,7 @@ public final class TestNetwork: Sendable {
         let host = host(name)
         for (namespace, link) in [(hub, host.routerLink), (host.namespace, "eth0")] {
             guard let rate = kilobitsPerSecond else {
-                try? Self.command(Self.tc, ["-n", namespace, "qdisc", "del", "dev", link, "root"])
+                _ = try? Self.command(Self.tc, ["-n", namespace, "qdisc", "del", "dev", link, "root"])
                 continue
             }
             // The bucket holds at least one full-size packet, or nothing large ever passes.
