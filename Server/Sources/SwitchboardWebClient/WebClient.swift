@@ -5,7 +5,7 @@ import Foundation
 /// in `Web/` beside this file.
 public enum WebClient {
     /// The name SwiftPM gives this target's resources, next to the binary.
-    static let bundleName = "Switchboard_SwitchboardWebClient"
+    static let bundleName = "SwitchboardServer_SwitchboardWebClient"
 
     /// The folder to copy beside the binary to ship the client with it.
     public static var resourcesName: String {
@@ -17,7 +17,7 @@ public enum WebClient {
     }
 
     /// The folder of the files shipped with this binary; nil when they are not beside it (a binary
-    /// copied without its `Switchboard_SwitchboardWebClient.resources`).
+    /// copied without its `SwitchboardServer_SwitchboardWebClient.resources`).
     public static var bundledRoot: String? {
         var places = [Bundle.main.bundleURL]
         if let executable = Bundle.main.executableURL?.resolvingSymlinksInPath() {

@@ -30,7 +30,7 @@ struct WebClientTests {
         let server = try ServerProcess.launch(binary: CLITests.binary, arguments: [], directory: directory)
         defer { server.kill() }
         let shipped = CLITests.binary.deletingLastPathComponent()
-            .appendingPathComponent("Switchboard_SwitchboardWebClient.resources/Web").path
+            .appendingPathComponent("SwitchboardServer_SwitchboardWebClient.resources/Web").path
         #expect(server.output.contains("web client http://127.0.0.1:\(server.port)/ (shipped with this binary, "))
         let (status, index) = try await Self.page(server.port, "/")
         #expect(status == 200 && index.contains("<script type=\"module\""))
