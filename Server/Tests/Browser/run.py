@@ -582,7 +582,7 @@ class BrowserTests(Harness):
         of the protocol in words, with none of the protocol's names; records.js dates read as a
         phone's recents do."""
         page = self.page("words")
-        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "PROTOCOL.md")) as f:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs", "PROTOCOL.md")) as f:
             codes = sorted({int(code) for code in re.findall(r"^\| (\d{4}) \| `", f.read(), re.M)})
         report = page.driver.execute_async_script("""
             const [codes, done] = arguments;
@@ -1693,7 +1693,7 @@ class JanusServer:
         self.files = []
 
     def start(self):
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "janus")
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "janus")
         subprocess.run(["bash", script, "config", self.directory, str(self.ws_port), JANUS_SECRET, "41000-41999"],
                        check=True)
         janus_log = open(os.path.join(self.directory, "janus.log"), "w")
