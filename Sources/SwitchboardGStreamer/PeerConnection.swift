@@ -57,6 +57,9 @@ final class PeerConnection: @unchecked Sendable {
         var standsInForRollback = false
         /// Frames decoded by tracks that ended (a screen that stopped, a camera removed).
         var endedFrames: [TrackKind: Int] = [:]
+        /// Tracks being ended (``replaceEnded(_:)``), so that the two signals of an end, webrtcbin's
+        /// end of stream and the peer's description, end a track once.
+        var ending: Set<ObjectIdentifier> = []
     }
 
     /// Default payload types of our offers (the peer's offer decides when it offers first).
@@ -267,12 +270,32 @@ final class PeerConnection: @unchecked Sendable {
         return input
     }
 
-    /// The sender stopped a track (webrtcbin ended its stream): it ends here (its recording is
-    /// complete), and a fresh chain takes the pad, so that the track may come back on the same
-    /// transceiver and no data ever meets an unlinked pad.
+    /// Received tracks that the peer's new description no longer sends (its section `recvonly`,
+    /// `inactive` or rejected: a shared screen it stopped) end now. webrtcbin also ends their
+    /// stream when their transceiver goes inactive, but not always: a browser's stopped screen
+    /// was seen to go on as a track that decoded nothing. A track that never decoded a frame is
+    /// left as it is (nothing of it was shown, and its chain is already a fresh one).
+    private func endTracksThePeerStopped(_ sdp: SessionDescriptionText) {
+        let stopped = state.withLockedValue { state in
+            state.tracks.compactMap { entry -> ReceivedTrack? in
+                guard let mid = entry.track.mid, let section = sdp.media(mid: mid),
+                    section.rejected || section.direction == "recvonly" || section.direction == "inactive",
+                    entry.track.snapshot.firstFrame != nil
+                else { return nil }
+                return entry.track
+            }
+        }
+        for track in stopped { Task { await self.replaceEnded(track) } }
+    }
+
+    /// The sender stopped a track (webrtcbin ended its stream, or its description says so): it
+    /// ends here (its recording is complete), and a fresh chain takes the pad, so that the track
+    /// may come back on the same transceiver and no data ever meets an unlinked pad.
     private func replaceEnded(_ ended: ReceivedTrack) async {
         let current = state.withLockedValue { state -> (Int, (volume: Int, muted: Bool))? in
-            guard !state.closed, state.tracks.contains(where: { $0.track === ended }) else { return nil }
+            guard !state.closed, state.tracks.contains(where: { $0.track === ended }),
+                state.ending.insert(ObjectIdentifier(ended)).inserted
+            else { return nil }
             return (state.tracks.count, state.output)
         }
         guard let (count, output) = current else { return }
@@ -292,6 +315,7 @@ final class PeerConnection: @unchecked Sendable {
         } catch {
             logger.error("could not renew a receiving chain", metadata: ["peer": "\(peer)", "error": "\(error)"])
         }
+        state.withLockedValue { _ = $0.ending.remove(ObjectIdentifier(ended)) }
         let frames = ended.snapshot.framesDecoded
         state.withLockedValue { $0.endedFrames[ended.kind, default: 0] += frames }
         await ended.finish()
@@ -530,6 +554,7 @@ final class PeerConnection: @unchecked Sendable {
         if type == GST_WEBRTC_SDP_TYPE_OFFER { prepare(for: sdp) }
         state.withLockedValue { $0.remoteSDP = sdp }
         try await apply(type, text, local: false)
+        endTracksThePeerStopped(sdp)
         if type == GST_WEBRTC_SDP_TYPE_ANSWER {
             // The answerer took one role; this side has the other.
             let role = sdp.media.first?.setup.map { $0 == "active" ? "passive" : "active" }
