@@ -110,6 +110,15 @@ public final class SwitchboardNode: Sendable {
         await context.cluster?.tick()
     }
 
+    /// Whether this cluster node takes itself for cut off from its database (false on a single node).
+    public var isClusterCutOff: Bool { context.cluster?.isCutOff ?? false }
+
+    /// Runs the cluster's database watchdog's look now (tests drive time; a node looks every
+    /// heartbeat interval by itself, apart from the heartbeat, which may be waiting for the database).
+    public func clusterWatchDatabase() {
+        context.cluster?.watchDatabase()
+    }
+
     /// Ends a call for everyone with `endByServer`, as `POST /v1/calls/{callId}/end` does.
     @discardableResult
     public func endCall(_ callId: CallID) async -> Result<Void, SwitchboardError> {
