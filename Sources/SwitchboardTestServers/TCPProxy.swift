@@ -20,6 +20,8 @@ public final class TCPProxy: Sendable {
         var downstreamBlackholed = false
         var downstreamHeld = false
         var stalled = false
+        /// Connections one side closed while blackholed, waiting to close the other side.
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
         /// Pumps waiting for ``holdDownstream`` or ``stall`` to be released.
         var heldPumps: [CheckedContinuation<Bool, Never>] = []
         var refusing = false
@@ -78,19 +80,32 @@ public final class TCPProxy: Sendable {
 
     /// Closes every connection through the proxy now; new ones are still accepted.
     public func cut() {
-        let (channels, held) = state.withLockedValue { state in
-            defer { state.channels = [:] }
-            return (Array(state.channels.values), state.takeHeldPumps())
+        let (channels, held, closing) = state.withLockedValue { state in
+            defer {
+                state.channels = [:]
+                state.closeWaiters = []
+            }
+            return (Array(state.channels.values), state.takeHeldPumps(), state.closeWaiters)
         }
         for channel in channels { channel.close(promise: nil) }
+        closing.forEach { $0.resume() }
         // The held bytes were in flight on connections that are gone: their pumps end.
         held.forEach { $0.resume(returning: false) }
     }
 
-    /// While true, bytes are dropped in both directions and nothing is closed.
+    /// While true, bytes are dropped in both directions and nothing is closed: a side that closes
+    /// meanwhile is not heard by the other until the blackhole ends (or ``cut()``), as a close
+    /// sent into a dead network is not.
     public var blackhole: Bool {
         get { state.withLockedValue { $0.blackholed } }
-        set { state.withLockedValue { $0.blackholed = newValue } }
+        set {
+            let closing = state.withLockedValue { state in
+                state.blackholed = newValue
+                defer { if !newValue { state.closeWaiters = [] } }
+                return newValue ? [] : state.closeWaiters
+            }
+            closing.forEach { $0.resume() }
+        }
     }
 
     /// While true, bytes from the server to clients are dropped; requests still get through.
@@ -197,6 +212,7 @@ public final class TCPProxy: Sendable {
                         group.addTask { await self.pump(clientIn, to: upstreamOut, downstream: false) }
                         group.addTask { await self.pump(upstreamIn, to: clientOut, downstream: true) }
                         await group.next()
+                        await self.waitWhileBlackholed()
                         group.cancelAll()
                     }
                 }
@@ -229,6 +245,16 @@ public final class TCPProxy: Sendable {
                 }
             }
         } catch {}
+    }
+
+    private func waitWhileBlackholed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let blackholed = state.withLockedValue { state in
+                if state.blackholed { state.closeWaiters.append(continuation) }
+                return state.blackholed
+            }
+            if !blackholed { continuation.resume() }
+        }
     }
 
     /// Waits while this direction is held; a pump released by one hold looks again (the other
