@@ -328,7 +328,8 @@ public func buildApplication(
             id: nodeId, configuration: configuration.cluster, store: ClusterStore(client: postgres.client, logger: logger),
             bus: bus, directory: directory, location: postgres.location, engine: engine, registry: registry,
             writer: writer, storage: storage, apps: apps, profiles: profiles,
-            grace: configuration.reconnectGrace.milliseconds, clock: clock, logger: logger)
+            grace: configuration.reconnectGrace.milliseconds,
+            clientHeartbeat: .seconds(configuration.heartbeatInterval), clock: clock, logger: logger)
         cluster?.onAppsChanged.function = {
             if let endpoints = try? await storage.webhookEndpoints(app: nil) { webhooks.replace(with: endpoints) }
             dispatcher.wake()

@@ -40,6 +40,17 @@ public struct ClusterTiming: Sendable, Equatable {
 final class ClusterNode: CallRouter, Service {
     typealias Configuration = ClusterTiming
 
+    /// The reconnect grace of the devices of a node taken for dead. A node that stopped answering
+    /// without closing anything (its machine froze or vanished, the network to it dropped every
+    /// packet) told its clients nothing: each notices by itself, after two silent heartbeats, up to
+    /// three client heartbeat intervals after the node went silent, while the leader noticed
+    /// `nodeTimeout` after it. Their grace counts from when they notice, not from when the leader
+    /// did (measured before: a call on a frozen node ended 21 s after the freeze, its clients came
+    /// back at 30 s; `NodeCutProcessTests`).
+    static func lostNodeGrace(grace: Int64, clientHeartbeat: Duration, nodeTimeout: Duration) -> Int64 {
+        grace + max(0, 3 * clientHeartbeat.milliseconds - nodeTimeout.milliseconds)
+    }
+
     /// The advisory-lock key of leadership.
     static let leaderLock: Int64 = 7_419_002
 
@@ -57,6 +68,8 @@ final class ClusterNode: CallRouter, Service {
     private let apps: AppDirectory
     private let profiles: ProfileDirectory
     private let grace: Int64
+    /// The reconnect grace of a device whose node the leader took for dead (``lostNodeGrace``).
+    private let lostNodeGrace: Int64
     private let clock: any SwitchboardClock
     private let logger: Logger
     private let startedAt: Int64
@@ -106,7 +119,8 @@ final class ClusterNode: CallRouter, Service {
         id: String, configuration: Configuration = Configuration(), store: ClusterStore, bus: ClusterBus,
         directory: ClusterDirectory, location: PostgresStorage.Location, engine: CallEngine,
         registry: ConnectionRegistry, writer: PersistenceWriter, storage: any SwitchboardStorage, apps: AppDirectory,
-        profiles: ProfileDirectory, grace: Int64, clock: any SwitchboardClock, logger: Logger
+        profiles: ProfileDirectory, grace: Int64, clientHeartbeat: Duration = .seconds(10), clock: any SwitchboardClock,
+        logger: Logger
     ) {
         self.id = id
         self.configuration = configuration
@@ -121,6 +135,7 @@ final class ClusterNode: CallRouter, Service {
         self.apps = apps
         self.profiles = profiles
         self.grace = grace
+        self.lostNodeGrace = Self.lostNodeGrace(grace: grace, clientHeartbeat: clientHeartbeat, nodeTimeout: configuration.nodeTimeout)
         self.clock = clock
         self.logger = logger
         let startedAt = clock.now()
@@ -214,7 +229,7 @@ final class ClusterNode: CallRouter, Service {
                 try await checkLock()
                 for (node, at) in nodes where node != id && at < cutoff {
                     logger.warning("a node stopped answering: its devices count as dropped", metadata: ["node": "\(node)"])
-                    await dropDevices(on: node)
+                    await dropDevices(on: node, grace: lostNodeGrace)
                     try await store.remove(node: node)
                 }
             } else {
@@ -611,11 +626,12 @@ final class ClusterNode: CallRouter, Service {
         await engine.handle(.deviceOnline(user, device))
     }
 
-    /// A node died or left: each of its devices counts as dropped.
-    private func dropDevices(on node: String) async {
+    /// A node died or left: each of its devices counts as dropped; with `grace`, the grace of a
+    /// device whose client may not know yet (the node stopped answering).
+    private func dropDevices(on node: String, grace: Int64? = nil) async {
         for (user, device) in directory.devices(on: node) where directory.disconnected(user, device, on: node) {
             logger.debug("device dropped with its node", metadata: ["user": "\(user)", "device": "\(device)", "node": "\(node)"])
-            await engine.handle(.deviceOffline(user, device))
+            await engine.handle(grace.map { .deviceLost(user, device, grace: $0) } ?? .deviceOffline(user, device))
         }
     }
 
