@@ -48,19 +48,44 @@ import FoundationNetworking
         _ login: Recorder<LoginStore.State>, from: Int, since start: ContinuousClock.Instant
     ) -> Task<(Duration, Duration)?, Never> {
         Task {
-            guard let away = try? await login.position(after: from, timeout: .seconds(120), where: { $0.loginStatus == .reconnecting })
+            guard let away = try? await login.position(after: from, timeout: .seconds(60), where: { $0.loginStatus == .reconnecting })
             else { return nil }
             let closed = ContinuousClock.now - start
-            guard (try? await login.first(from: away, timeout: .seconds(120)) { $0.loginStatus == .loggedIn }) != nil else { return nil }
+            guard (try? await login.first(from: away, timeout: .seconds(60)) { $0.loginStatus == .loggedIn }) != nil else { return nil }
             return (closed, ContinuousClock.now - start)
         }
     }
 
-    static func launch(_ index: Int, database: String, directory: URL) throws -> ServerProcess {
-        try ServerProcess.launch(
-            binary: CLITests.binary,
-            arguments: ["--app", "\(Self.sdkAppID):\(Self.secret)", "--database", database, "--node-id", "node\(index)"],
-            directory: directory, errorLog: ClusterProcessTests.errorLog("node\(index)"))
+    /// Starts node `index`. `ServerProcess.launch` blocks its thread until the node listens, so it
+    /// runs on a thread of its own: on a cooperative thread it could starve the proxy a node
+    /// reaches its database through (two cores, two such threads), and the node never listens.
+    static func launch(_ index: Int, database: String, directory: URL) async throws -> ServerProcess {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Result {
+                        try ServerProcess.launch(
+                            binary: CLITests.binary,
+                            arguments: [
+                                "--app", "\(Self.sdkAppID):\(Self.secret)", "--database", database, "--node-id", "node\(index)",
+                            ],
+                            directory: directory, errorLog: ClusterProcessTests.errorLog("node\(index)"))
+                    })
+            }
+        }
+    }
+
+    /// SIGTERM to each node; one still running 15 s later is killed (and said so).
+    static func stop(_ nodes: [ServerProcess]) async {
+        for node in nodes {
+            node.terminate()
+            let start = ContinuousClock.now
+            while node.isRunning, ContinuousClock.now - start < .seconds(15) { try? await Task.sleep(for: .milliseconds(100)) }
+            if node.isRunning {
+                print("node on port \(node.port) did not exit within 15 s of SIGTERM: killed")
+                node.kill()
+            }
+        }
     }
 
     /// Whether the node on `port` says it leads.
@@ -76,11 +101,11 @@ import FoundationNetworking
     /// node 0 as their other address. However the cut falls between node 1's heartbeats, the call
     /// goes on: same call, same start, nobody hears it end; the times of the clients' move, if
     /// they moved, are printed.
-    @Test(.timeLimit(.minutes(3)), arguments: [5, 30]) func aNodeCutFromTheDatabase(seconds: Int) async throws {
+    @Test(.serialized, .timeLimit(.minutes(3)), arguments: [5, 30]) func aNodeCutFromTheDatabase(seconds: Int) async throws {
         let database = try await PostgresTestDatabase.create()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-db-cut-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let leader = try Self.launch(0, database: database, directory: directory)
+        let leader = try await Self.launch(0, database: database, directory: directory)
         let started = ContinuousClock.now
         while !(await Self.leads(leader.port)) {
             try #require(ContinuousClock.now - started < .seconds(30), "node 0 does not lead")
@@ -89,7 +114,7 @@ import FoundationNetworking
         var components = try #require(URLComponents(string: database))
         let proxy = try await TCPProxy.start(targetPort: try #require(components.port))
         components.port = proxy.port
-        let cut = try Self.launch(1, database: try #require(components.string), directory: directory)
+        let cut = try await Self.launch(1, database: try #require(components.string), directory: directory)
         let alice = try await Self.client("alice", url: cut.url, fallbacks: [leader.url])
         let bob = try await Self.client("bob", url: cut.url, fallbacks: [leader.url])
         let aliceEvents = Recorder(alice.callStore.events)
@@ -144,13 +169,10 @@ import FoundationNetworking
         try await bob.callStore.hangup()
         #expect(try await aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
 
-        proxy.stop()
         try? await alice.loginStore.logout()
         try? await bob.loginStore.logout()
-        for node in [cut, leader] {
-            node.terminate()
-            _ = await node.waitForExit()
-        }
+        await Self.stop([cut, leader])
+        proxy.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -163,7 +185,10 @@ import FoundationNetworking
         let database = try await PostgresTestDatabase.create()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-node-cut-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let nodes = try (0..<2).map { try Self.launch($0, database: database, directory: directory) }
+        let nodes = [
+            try await Self.launch(0, database: database, directory: directory),
+            try await Self.launch(1, database: database, directory: directory),
+        ]
         let proxy = try await TCPProxy.start(targetPort: nodes[1].port)
         let alice = try await Self.client(
             "alice", url: URL(string: "ws://127.0.0.1:\(proxy.port)/v1/ws")!, fallbacks: [nodes[0].url])
@@ -210,10 +235,7 @@ import FoundationNetworking
         proxy.stop()
         try? await alice.loginStore.logout()
         try? await bob.loginStore.logout()
-        for node in nodes {
-            node.terminate()
-            _ = await node.waitForExit()
-        }
+        await Self.stop(nodes)
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -227,13 +249,13 @@ import FoundationNetworking
         let database = try await PostgresTestDatabase.create()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-stopped-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let leader = try Self.launch(0, database: database, directory: directory)
+        let leader = try await Self.launch(0, database: database, directory: directory)
         let started = ContinuousClock.now
         while !(await Self.leads(leader.port)) {
             try #require(ContinuousClock.now - started < .seconds(30), "node 0 does not lead")
             try await Task.sleep(for: .milliseconds(100))
         }
-        let stopped = try Self.launch(1, database: database, directory: directory)
+        let stopped = try await Self.launch(1, database: database, directory: directory)
         let alice = try await Self.client("alice", url: stopped.url, fallbacks: [leader.url])
         let bob = try await Self.client("bob", url: stopped.url, fallbacks: [leader.url])
         let aliceEvents = Recorder(alice.callStore.events)
@@ -265,10 +287,7 @@ import FoundationNetworking
         kill(stopped.processIdentifier, SIGCONT)
         try? await alice.loginStore.logout()
         try? await bob.loginStore.logout()
-        for node in [stopped, leader] {
-            node.terminate()
-            _ = await node.waitForExit()
-        }
+        await Self.stop([stopped, leader])
         try? FileManager.default.removeItem(at: directory)
     }
 }
