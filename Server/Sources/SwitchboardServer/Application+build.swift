@@ -110,6 +110,15 @@ public final class SwitchboardNode: Sendable {
         await context.cluster?.tick()
     }
 
+    /// Whether this cluster node takes itself for cut off from its database (false on a single node).
+    public var isClusterCutOff: Bool { context.cluster?.isCutOff ?? false }
+
+    /// Runs the cluster's database watchdog's look now (tests drive time; a node looks every
+    /// heartbeat interval by itself, apart from the heartbeat, which may be waiting for the database).
+    public func clusterWatchDatabase() {
+        context.cluster?.watchDatabase()
+    }
+
     /// Ends a call for everyone with `endByServer`, as `POST /v1/calls/{callId}/end` does.
     @discardableResult
     public func endCall(_ callId: CallID) async -> Result<Void, SwitchboardError> {
@@ -319,7 +328,8 @@ public func buildApplication(
             id: nodeId, configuration: configuration.cluster, store: ClusterStore(client: postgres.client, logger: logger),
             bus: bus, directory: directory, location: postgres.location, engine: engine, registry: registry,
             writer: writer, storage: storage, apps: apps, profiles: profiles,
-            grace: configuration.reconnectGrace.milliseconds, clock: clock, logger: logger)
+            grace: configuration.reconnectGrace.milliseconds,
+            clientHeartbeat: .seconds(configuration.heartbeatInterval), clock: clock, logger: logger)
         cluster?.onAppsChanged.function = {
             if let endpoints = try? await storage.webhookEndpoints(app: nil) { webhooks.replace(with: endpoints) }
             dispatcher.wake()

@@ -7,7 +7,9 @@ import SwitchboardTools
 /// fail: ``cut()`` closes every connection at once, ``blackhole`` stops forwarding bytes without
 /// closing anything (a dead network that still looks open), ``blackholeDownstream`` drops only
 /// what the server sends (a request gets through, its answer is lost), ``holdDownstream`` delays
-/// what the server sends until it is released (a slow link, nothing lost), ``refuseNew`` turns new
+/// what the server sends until it is released (a slow link, nothing lost), ``stall`` holds what
+/// either side sends until it is released (a network that drops every packet for a while, as TCP
+/// sees it: its retransmissions get through once the network is back), ``refuseNew`` turns new
 /// connections away (an outage). ``dropped`` records the size of each chunk the proxy dropped.
 public final class TCPProxy: Sendable {
     private struct State {
@@ -17,12 +19,15 @@ public final class TCPProxy: Sendable {
         var blackholed = false
         var downstreamBlackholed = false
         var downstreamHeld = false
-        /// Downstream pumps waiting for ``holdDownstream`` to be released.
-        var heldPumps: [CheckedContinuation<Void, Never>] = []
+        var stalled = false
+        /// Connections one side closed while blackholed, waiting to close the other side.
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Pumps waiting for ``holdDownstream`` or ``stall`` to be released.
+        var heldPumps: [CheckedContinuation<Bool, Never>] = []
         var refusing = false
         var stopped = false
 
-        mutating func takeHeldPumps() -> [CheckedContinuation<Void, Never>] {
+        mutating func takeHeldPumps() -> [CheckedContinuation<Bool, Never>] {
             defer { heldPumps = [] }
             return heldPumps
         }
@@ -75,19 +80,32 @@ public final class TCPProxy: Sendable {
 
     /// Closes every connection through the proxy now; new ones are still accepted.
     public func cut() {
-        let (channels, held) = state.withLockedValue { state in
-            defer { state.channels = [:] }
-            return (Array(state.channels.values), state.takeHeldPumps())
+        let (channels, held, closing) = state.withLockedValue { state in
+            defer {
+                state.channels = [:]
+                state.closeWaiters = []
+            }
+            return (Array(state.channels.values), state.takeHeldPumps(), state.closeWaiters)
         }
         for channel in channels { channel.close(promise: nil) }
+        closing.forEach { $0.resume() }
         // The held bytes were in flight on connections that are gone: their pumps end.
-        held.forEach { $0.resume() }
+        held.forEach { $0.resume(returning: false) }
     }
 
-    /// While true, bytes are dropped in both directions and nothing is closed.
+    /// While true, bytes are dropped in both directions and nothing is closed: a side that closes
+    /// meanwhile is not heard by the other until the blackhole ends (or ``cut()``), as a close
+    /// sent into a dead network is not.
     public var blackhole: Bool {
         get { state.withLockedValue { $0.blackholed } }
-        set { state.withLockedValue { $0.blackholed = newValue } }
+        set {
+            let closing = state.withLockedValue { state in
+                state.blackholed = newValue
+                defer { if !newValue { state.closeWaiters = [] } }
+                return newValue ? [] : state.closeWaiters
+            }
+            closing.forEach { $0.resume() }
+        }
     }
 
     /// While true, bytes from the server to clients are dropped; requests still get through.
@@ -105,7 +123,21 @@ public final class TCPProxy: Sendable {
                 state.downstreamHeld = newValue
                 return newValue ? [] : state.takeHeldPumps()
             }
-            held.forEach { $0.resume() }
+            held.forEach { $0.resume(returning: true) }
+        }
+    }
+
+    /// While true, bytes in both directions wait in the proxy; set to false, they are delivered in
+    /// order. Nothing is lost or closed: unlike ``blackhole``, whose lost bytes TCP would have sent
+    /// again, a connection that carried a request during the stall gets its answer after it.
+    public var stall: Bool {
+        get { state.withLockedValue { $0.stalled } }
+        set {
+            let held = state.withLockedValue { state in
+                state.stalled = newValue
+                return newValue ? [] : state.takeHeldPumps()
+            }
+            held.forEach { $0.resume(returning: true) }
         }
     }
 
@@ -180,6 +212,7 @@ public final class TCPProxy: Sendable {
                         group.addTask { await self.pump(clientIn, to: upstreamOut, downstream: false) }
                         group.addTask { await self.pump(upstreamIn, to: clientOut, downstream: true) }
                         await group.next()
+                        await self.waitWhileBlackholed()
                         group.cancelAll()
                     }
                 }
@@ -203,7 +236,7 @@ public final class TCPProxy: Sendable {
     ) async {
         do {
             for try await buffer in source {
-                if downstream { await waitWhileHeld() }
+                await waitWhileHeld(downstream: downstream)
                 let drop = state.withLockedValue { $0.blackholed || (downstream && $0.downstreamBlackholed) }
                 if drop {
                     droppedSink.yield(buffer.readableBytes)
@@ -214,13 +247,29 @@ public final class TCPProxy: Sendable {
         } catch {}
     }
 
-    private func waitWhileHeld() async {
+    private func waitWhileBlackholed() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let held = state.withLockedValue { state in
-                if state.downstreamHeld { state.heldPumps.append(continuation) }
-                return state.downstreamHeld
+            let blackholed = state.withLockedValue { state in
+                if state.blackholed { state.closeWaiters.append(continuation) }
+                return state.blackholed
             }
-            if !held { continuation.resume() }
+            if !blackholed { continuation.resume() }
+        }
+    }
+
+    /// Waits while this direction is held; a pump released by one hold looks again (the other
+    /// may still hold it), unless its connection was cut meanwhile.
+    private func waitWhileHeld(downstream: Bool) async {
+        var again = true
+        while again {
+            again = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let held = state.withLockedValue { state in
+                    let held = state.stalled || (downstream && state.downstreamHeld)
+                    if held { state.heldPumps.append(continuation) }
+                    return held
+                }
+                if !held { continuation.resume(returning: false) }
+            }
         }
     }
 }

@@ -10,29 +10,43 @@ public final class TestCluster: Sendable {
     public let nodes: [TestServer]
     public let clock: TestClock
     public let databaseURL: String
+    /// The proxy between a node and the database, for the nodes started with one.
+    public let databaseProxies: [Int: TCPProxy]
 
-    private init(nodes: [TestServer], clock: TestClock, databaseURL: String) {
+    private init(nodes: [TestServer], clock: TestClock, databaseURL: String, databaseProxies: [Int: TCPProxy]) {
         self.nodes = nodes
         self.clock = clock
         self.databaseURL = databaseURL
+        self.databaseProxies = databaseProxies
     }
 
-    /// Starts `count` nodes named `node0`, `node1`…; the first to look takes the lead.
+    /// Starts `count` nodes named `node0`, `node1`…; the first to look takes the lead. The nodes in
+    /// `databaseThroughProxy` reach the database through a ``TCPProxy`` of their own (a network
+    /// between them and the database that a test can cut).
     public static func start(
-        nodes count: Int = 3, clock: TestClock = TestClock(),
+        nodes count: Int = 3, clock: TestClock = TestClock(), databaseThroughProxy: Set<Int> = [],
         configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestCluster {
         let url = try await PostgresTestDatabase.create()
+        var proxies: [Int: TCPProxy] = [:]
         var nodes: [TestServer] = []
         for index in 0..<count {
+            var nodeURL = url
+            if databaseThroughProxy.contains(index), var components = URLComponents(string: url) {
+                let proxy = try await TCPProxy.start(targetPort: components.port ?? 5432)
+                proxies[index] = proxy
+                components.host = "127.0.0.1"
+                components.port = proxy.port
+                nodeURL = components.string ?? url
+            }
             nodes.append(
-                try await TestServer.start(clock: clock) { configuration in
-                    configuration.database = .postgres(url: url)
+                try await TestServer.start(clock: clock) { [nodeURL] configuration in
+                    configuration.database = .postgres(url: nodeURL)
                     configuration.nodeId = "node\(index)"
                     configure(&configuration)
                 })
         }
-        let cluster = TestCluster(nodes: nodes, clock: clock, databaseURL: url)
+        let cluster = TestCluster(nodes: nodes, clock: clock, databaseURL: url, databaseProxies: proxies)
         await cluster.tick()
         return cluster
     }
@@ -50,5 +64,6 @@ public final class TestCluster: Sendable {
 
     public func stop() async {
         for node in nodes.reversed() { await node.stop() }
+        for proxy in databaseProxies.values { proxy.stop() }
     }
 }

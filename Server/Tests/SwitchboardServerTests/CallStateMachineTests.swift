@@ -810,6 +810,14 @@ struct CallStateMachineTests {
                 "alice@a1 ← memberStatus(bob down mute)",
             ]),
         Row(
+            name: "a device lost with its node gets the grace its client needs to notice",
+            setup: [start(), accept("bob", "b1")],
+            step: .event(.deviceLost(Self.user("bob"), Self.device("b1"), grace: 40_000)),
+            expected: [
+                "timer reconnectGrace(c1,bob) +40000",
+                "alice@a1 ← memberStatus(bob down mute)",
+            ]),
+        Row(
             name: "a dropped ringing device changes nothing (other devices may answer)",
             setup: [start()],
             step: offline("bob", "b1"),

@@ -362,7 +362,8 @@ actor SignalingClient {
         connectionLost(SwitchboardError(.connectionLost))
     }
 
-    private func connectionLost(_ error: SwitchboardError, immediately: Bool = false) {
+    /// - Parameter nextAddress: start with the next address (the one in use stopped answering).
+    private func connectionLost(_ error: SwitchboardError, immediately: Bool = false, nextAddress: Bool = false) {
         heartbeat?.cancel()
         heartbeat = nil
         connection?.close()
@@ -372,8 +373,11 @@ actor SignalingClient {
             stop(error: error)
             return
         }
-        // A node that is going away is not tried first: the next address is.
-        if serverRestarting { urlIndex = (urlIndex + 1) % urls.count }
+        // A node that is going away, or that stopped answering, is not tried first: the next
+        // address is. (Tried first, a node cut off from this device costs a connect attempt's
+        // bound, 10 s, which the server's reconnect grace, counted from its own earlier
+        // detection, does not have to spare.)
+        if serverRestarting || nextAddress { urlIndex = (urlIndex + 1) % urls.count }
         status = .reconnecting
         // Pings and logins answer a connection that is gone; state-changing requests are sent again.
         for id in order where pending[id]?.resendable == false {
@@ -587,7 +591,7 @@ actor SignalingClient {
         heardSinceTick = false
         if silentTicks >= 2 {
             logger.info("no answer to two heartbeats")
-            connectionLost(SwitchboardError(.connectionLost, "the server stopped answering"))
+            connectionLost(SwitchboardError(.connectionLost, "the server stopped answering"), nextAddress: true)
             return
         }
         if silentTicks == 1 {

@@ -69,7 +69,7 @@ extension CallStateMachine {
             .send(.callsSynced(CallsSyncedEvent(callIds: current, elsewhereCallIds: elsewhere)), to: .device(user, device)))
     }
 
-    mutating func deviceOffline(_ user: UserKey, _ device: DeviceID, now: Int64, out: inout CallOutput) {
+    mutating func deviceOffline(_ user: UserKey, _ device: DeviceID, now: Int64, grace: Int64, out: inout CallOutput) {
         for callId in roster.calls(of: user).sorted() {
             guard var call = calls[callId], let index = call.index(of: user.user),
                 let presence = call.members[index].presence, presence.device == device, !presence.isDown
@@ -79,7 +79,7 @@ extension CallStateMachine {
                 $0.quality = .down
             }
             calls[call.id] = call
-            out.append(.setTimer(.reconnectGrace(call.id, user.user), at: now + configuration.reconnectGrace))
+            out.append(.setTimer(.reconnectGrace(call.id, user.user), at: now + grace))
             broadcastStatus(of: call.members[index], in: call, out: &out)
         }
     }

@@ -87,7 +87,9 @@ struct CallStateMachine: Sendable {
         case .deviceOnline(let user, let device):
             deviceOnline(user, device, now: now, out: &out)
         case .deviceOffline(let user, let device):
-            deviceOffline(user, device, now: now, out: &out)
+            deviceOffline(user, device, now: now, grace: configuration.reconnectGrace, out: &out)
+        case .deviceLost(let user, let device, let grace):
+            deviceOffline(user, device, now: now, grace: grace, out: &out)
         case .logout(let user, let device):
             logout(user, device, now: now, out: &out)
         case .sfuSignal(let command, let signal):

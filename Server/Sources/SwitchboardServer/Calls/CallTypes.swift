@@ -248,6 +248,9 @@ enum CallEvent: Equatable, Sendable, Codable {
     case deviceOnline(UserKey, DeviceID)
     /// A device's connection closed without a logout.
     case deviceOffline(UserKey, DeviceID)
+    /// A device went with its node, which stopped answering: its client may not know yet (no close
+    /// reached it), so its reconnect grace is `grace` ms, long enough for its heartbeat to notice.
+    case deviceLost(UserKey, DeviceID, grace: Int64)
     /// A device logged out: its calls are left.
     case logout(UserKey, DeviceID)
     /// A step of a member's negotiation with the SFU (checked for size and shape).
@@ -264,7 +267,7 @@ extension CallEvent {
     /// coming and going) get none.
     var isRequest: Bool {
         switch self {
-        case .timerFired, .deviceOnline, .deviceOffline, .logout, .sfuRestart: false
+        case .timerFired, .deviceOnline, .deviceOffline, .deviceLost, .logout, .sfuRestart: false
         default: true
         }
     }

@@ -31,11 +31,25 @@ public struct ClusterTiming: Sendable, Equatable {
 /// Liveness: each node notes a heartbeat in `switchboard_nodes` every ``Configuration/heartbeat``;
 /// the leader takes a node whose heartbeat is older than ``Configuration/nodeTimeout`` for dead: its
 /// devices count as dropped (the reconnect grace starts) and it is removed. A node that finds
-/// itself removed closes its connections (they come back, here or elsewhere). When the leader's
+/// itself removed closes its connections (they come back, here or elsewhere). A node whose heartbeat
+/// has not reached the database for ``Configuration/nodeTimeout`` (a cut that drops packets leaves
+/// the query waiting, not failing) closes its connections by itself and refuses what needs the
+/// database until a heartbeat gets through (``DatabaseWatch``). When the leader's
 /// lock connection dies, PostgreSQL releases the lock; another node takes it within a heartbeat,
 /// restores the journaled calls and resumes them for the devices still connected.
 final class ClusterNode: CallRouter, Service {
     typealias Configuration = ClusterTiming
+
+    /// The reconnect grace of the devices of a node taken for dead. A node that stopped answering
+    /// without closing anything (its machine froze or vanished, the network to it dropped every
+    /// packet) told its clients nothing: each notices by itself, after two silent heartbeats, up to
+    /// three client heartbeat intervals after the node went silent, while the leader noticed
+    /// `nodeTimeout` after it. Their grace counts from when they notice, not from when the leader
+    /// did (measured before: a call on a frozen node ended 21 s after the freeze, its clients came
+    /// back at 30 s; `NodeCutProcessTests`).
+    static func lostNodeGrace(grace: Int64, clientHeartbeat: Duration, nodeTimeout: Duration) -> Int64 {
+        grace + max(0, 3 * clientHeartbeat.milliseconds - nodeTimeout.milliseconds)
+    }
 
     /// The advisory-lock key of leadership.
     static let leaderLock: Int64 = 7_419_002
@@ -54,6 +68,8 @@ final class ClusterNode: CallRouter, Service {
     private let apps: AppDirectory
     private let profiles: ProfileDirectory
     private let grace: Int64
+    /// The reconnect grace of a device whose node the leader took for dead (``lostNodeGrace``).
+    private let lostNodeGrace: Int64
     private let clock: any SwitchboardClock
     private let logger: Logger
     private let startedAt: Int64
@@ -92,16 +108,19 @@ final class ClusterNode: CallRouter, Service {
         /// The live nodes, from the last heartbeat.
         var nodes: [String] = []
         var stopping = false
+        /// Whether the heartbeats reach the database.
+        var database: DatabaseWatch
     }
 
-    private let state = NIOLockedValueBox(State())
+    private let state: NIOLockedValueBox<State>
     private let ticks = AsyncGate()
 
     init(
         id: String, configuration: Configuration = Configuration(), store: ClusterStore, bus: ClusterBus,
         directory: ClusterDirectory, location: PostgresStorage.Location, engine: CallEngine,
         registry: ConnectionRegistry, writer: PersistenceWriter, storage: any SwitchboardStorage, apps: AppDirectory,
-        profiles: ProfileDirectory, grace: Int64, clock: any SwitchboardClock, logger: Logger
+        profiles: ProfileDirectory, grace: Int64, clientHeartbeat: Duration = .seconds(10), clock: any SwitchboardClock,
+        logger: Logger
     ) {
         self.id = id
         self.configuration = configuration
@@ -116,9 +135,13 @@ final class ClusterNode: CallRouter, Service {
         self.apps = apps
         self.profiles = profiles
         self.grace = grace
+        self.lostNodeGrace = Self.lostNodeGrace(grace: grace, clientHeartbeat: clientHeartbeat, nodeTimeout: configuration.nodeTimeout)
         self.clock = clock
         self.logger = logger
-        self.startedAt = clock.now()
+        let startedAt = clock.now()
+        self.startedAt = startedAt
+        self.state = NIOLockedValueBox(
+            State(database: DatabaseWatch(timeout: configuration.nodeTimeout.milliseconds, startedAt: startedAt)))
     }
 
     /// Called when another node changed the apps, their settings or their webhook endpoints
@@ -131,11 +154,25 @@ final class ClusterNode: CallRouter, Service {
     /// The leader as far as this node knows.
     var leader: String? { state.withLockedValue { $0.leader } }
 
+    /// Whether this node takes itself for cut off from the database (``DatabaseWatch``).
+    var isCutOff: Bool { state.withLockedValue { $0.database.isCutOff } }
+
+    /// What a node cut off from its database answers at once instead of waiting for it.
+    static let cutOffRefusal = SwitchboardError(.storageUnavailable, "this node lost its database; try another node")
+
     // MARK: - the service
 
     func run() async throws {
         writer.onFenced.function = { [weak self] in Task { await self?.stepDown(reason: "fenced") } }
         bus.start { [weak self] messages in await self?.received(messages) }
+        // Apart from the heartbeat, which waits as long as the database does not answer.
+        let watchdog = Task { [weak self, clock, configuration] in
+            while (try? await clock.sleep(for: configuration.heartbeat)) != nil {
+                guard let self else { return }
+                self.watchDatabase()
+            }
+        }
+        defer { watchdog.cancel() }
         while !Task.isCancelled {
             await tick()
             do {
@@ -147,6 +184,21 @@ final class ClusterNode: CallRouter, Service {
             }
         }
         await leave()
+    }
+
+    /// The watchdog's look: a node whose heartbeat has not reached the database for `nodeTimeout`
+    /// closes its connections, as the leader now takes it for dead, and refuses what waits for the
+    /// leader; its clients log in on another node within the reconnect grace, and their calls go on.
+    func watchDatabase() {
+        let now = clock.now()
+        let (action, last) = state.withLockedValue { ($0.database.check(now: now), $0.database.lastHeartbeat) }
+        guard action == .closeConnections else { return }
+        let sinks = registry.allSinks()
+        logger.error(
+            "this node lost its database; closing its connections",
+            metadata: ["since": "\(now - last) ms", "connections": "\(sinks.count)"])
+        for sink in sinks { sink.close(SwitchboardError(.shuttingDown, "this node lost its database: reconnect, your calls go on")) }
+        failPending(with: Self.cutOffRefusal) { _ in true }
     }
 
     /// One heartbeat: note that this node is alive, look for messages it was not woken for, and
@@ -163,7 +215,13 @@ final class ClusterNode: CallRouter, Service {
                 logger.warning("this node was taken for dead; closing its connections")
                 for sink in registry.allSinks() { sink.close(SwitchboardError(.shuttingDown, "reconnect")) }
             }
-            try await store.heartbeat(id, startedAt: startedAt, now: now)
+            // The time of the write, not of the start: a heartbeat that waited out a cut must not
+            // note the node alive as of before it (the leader would take it for dead again).
+            let written = clock.now()
+            try await store.heartbeat(id, startedAt: startedAt, now: written)
+            if state.withLockedValue({ $0.database.heartbeatSucceeded(at: written) }) == .serve {
+                logger.notice("this node reaches its database again")
+            }
             let nodes = try await store.nodes()
             let cutoff = now - configuration.nodeTimeout.milliseconds
             state.withLockedValue { $0.nodes = nodes.filter { $0.heartbeatAt >= cutoff }.map(\.node) }
@@ -171,7 +229,7 @@ final class ClusterNode: CallRouter, Service {
                 try await checkLock()
                 for (node, at) in nodes where node != id && at < cutoff {
                     logger.warning("a node stopped answering: its devices count as dropped", metadata: ["node": "\(node)"])
-                    await dropDevices(on: node)
+                    await dropDevices(on: node, grace: lostNodeGrace)
                     try await store.remove(node: node)
                 }
             } else {
@@ -368,6 +426,11 @@ final class ClusterNode: CallRouter, Service {
 
     @discardableResult
     func handle(_ event: CallEvent, reply: (@Sendable (CallReply) -> Void)?) async -> CallReply? {
+        if isCutOff {
+            let refusal = CallReply.failure(Self.cutOffRefusal)
+            reply?(refusal)
+            return refusal
+        }
         let leader = await findLeader()
         if leader == id { return await engine.handle(event, reply: reply) }
         guard let leader else {
@@ -402,6 +465,7 @@ final class ClusterNode: CallRouter, Service {
     }
 
     func deviceOnline(_ user: UserKey, _ device: DeviceID, platform: String?) async -> SwitchboardError? {
+        if isCutOff { return Self.cutOffRefusal }
         do {
             try await store.deviceConnected(ClusterStore.Device(user: user, device: device, node: id, platform: platform))
         } catch {
@@ -426,6 +490,7 @@ final class ClusterNode: CallRouter, Service {
     }
 
     func blocks(_ user: UserKey) async -> SwitchboardError? {
+        if isCutOff { return Self.cutOffRefusal }
         let leader = await findLeader()
         if leader == id {
             engine.blockers.insert(user)
@@ -561,11 +626,12 @@ final class ClusterNode: CallRouter, Service {
         await engine.handle(.deviceOnline(user, device))
     }
 
-    /// A node died or left: each of its devices counts as dropped.
-    private func dropDevices(on node: String) async {
+    /// A node died or left: each of its devices counts as dropped; with `grace`, the grace of a
+    /// device whose client may not know yet (the node stopped answering).
+    private func dropDevices(on node: String, grace: Int64? = nil) async {
         for (user, device) in directory.devices(on: node) where directory.disconnected(user, device, on: node) {
             logger.debug("device dropped with its node", metadata: ["user": "\(user)", "device": "\(device)", "node": "\(node)"])
-            await engine.handle(.deviceOffline(user, device))
+            await engine.handle(grace.map { .deviceLost(user, device, grace: $0) } ?? .deviceOffline(user, device))
         }
     }
 
@@ -575,15 +641,17 @@ final class ClusterNode: CallRouter, Service {
         pending.continuation.resume(returning: reply)
     }
 
-    private func failPending(where condition: (Pending) -> Bool) {
+    private func failPending(
+        with refusal: SwitchboardError = SwitchboardError(.storageUnavailable, "the cluster's leader changed; try again"),
+        where condition: (Pending) -> Bool
+    ) {
         let failed = state.withLockedValue { state -> [Pending] in
             let tokens = state.pending.filter { condition($0.value) }.map(\.key)
             return tokens.compactMap { state.pending.removeValue(forKey: $0) }
         }
-        let refusal = CallReply.failure(SwitchboardError(.storageUnavailable, "the cluster's leader changed; try again"))
         for pending in failed {
-            pending.reply?(refusal)
-            pending.continuation.resume(returning: refusal)
+            pending.reply?(.failure(refusal))
+            pending.continuation.resume(returning: .failure(refusal))
         }
     }
 

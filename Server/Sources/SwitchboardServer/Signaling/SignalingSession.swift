@@ -132,8 +132,13 @@ final class SignalingSession: @unchecked Sendable {
         }
     }
 
-    /// Runs a storage operation; a failure answers `storageUnavailable` and returns nil.
+    /// Runs a storage operation; a failure answers `storageUnavailable` and returns nil. On a
+    /// cluster node cut off from its database the answer comes at once, instead of after the cut.
     func storage<T>(_ id: RequestID, _ operation: () async throws -> T) async -> T? {
+        if node.cluster?.isCutOff == true {
+            fail(id, ClusterNode.cutOffRefusal)
+            return nil
+        }
         do {
             return try await operation()
         } catch let error as SwitchboardError {
