@@ -83,11 +83,18 @@ public final class SwitchboardNode: Sendable {
         do {
             try await group.run()
         } catch {
-            await context.storage.shutdown()
+            await closeStorage()
             throw error
         }
         // Last: everything above may still have written to the database.
-        await context.storage.shutdown()
+        await closeStorage()
+    }
+
+    /// Closes the database, waiting at most 5 s (the node's clock): a PostgreSQL that does not
+    /// answer keeps its connections' queries waiting, and the client's shutdown waits for them.
+    private func closeStorage() async {
+        let storage = context.storage
+        await waitBounded(.seconds(5), clock: context.clock) { await storage.shutdown() }
     }
 
     /// Starts a graceful shutdown of a running node.
@@ -161,8 +168,16 @@ struct SignalingLifecycle: Service {
         context.logger.info("graceful shutdown: journaling calls; clients are told to come back")
         await context.engine.suspend()
         await context.writer.drain()
-        // The moment the calls stopped: the next start counts the reconnect grace from here.
-        try? await context.storage.markAlive(at: context.clock.now())
+        if Task.isCancelled, context.writer.backlog > 0 {
+            // The shutdown's time ran out with the database unreachable: stop anyway.
+            context.logger.critical(
+                "graceful shutdown: writes not committed, the database did not answer in time",
+                metadata: ["writes": "\(context.writer.backlog)"])
+        }
+        // The moment the calls stopped: the next start counts the reconnect grace from here (at
+        // most 2 s for it: the clients are told to come back next).
+        let (storage, now) = (context.storage, context.clock.now())
+        await waitBounded(.seconds(2), clock: context.clock) { try? await storage.markAlive(at: now) }
         let sinks = context.registry.allSinks()
         for sink in sinks {
             sink.close(SwitchboardError(.shuttingDown, "the server is restarting: reconnect, your calls go on"))
@@ -185,7 +200,8 @@ struct AliveMarker: Service {
 
     func run() async throws {
         while !Task.isCancelled && !context.isShuttingDown {
-            try? await context.storage.markAlive(at: context.clock.now())
+            let (storage, now) = (context.storage, context.clock.now())
+            await waitBounded(clock: context.clock) { try? await storage.markAlive(at: now) }
             do {
                 try await cancelWhenGracefulShutdown {
                     try await context.clock.sleep(for: Self.interval)

@@ -176,6 +176,47 @@ import FoundationNetworking
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// A node told to stop (SIGTERM) while cut off from PostgreSQL, with a call on it, still stops
+    /// within its 10 s shutdown bound: its last journal writes cannot reach the database, and the
+    /// shutdown gives them up (logged) rather than wait for a database that does not answer. It used
+    /// to run on for good, its shutdown waiting for the writer to drain.
+    @Test(.timeLimit(.minutes(2))) func aNodeToldToStopWithoutItsDatabaseStops() async throws {
+        let database = try await PostgresTestDatabase.create()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-db-stop-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let leader = try await Self.launch(0, database: database, directory: directory)
+        let started = ContinuousClock.now
+        while !(await Self.leads(leader.port)) {
+            try #require(ContinuousClock.now - started < .seconds(30), "node 0 does not lead")
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        var components = try #require(URLComponents(string: database))
+        let proxy = try await TCPProxy.start(targetPort: try #require(components.port))
+        components.port = proxy.port
+        let cut = try await Self.launch(1, database: try #require(components.string), directory: directory)
+        let alice = try await Self.client("alice", url: cut.url, fallbacks: [leader.url])
+        let bob = try await Self.client("bob", url: cut.url, fallbacks: [leader.url])
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+        _ = try await ServerProcessTests.connect(alice, bob, "bob", aliceEvents, bobEvents)
+
+        proxy.stall = true
+        let stop = ContinuousClock.now
+        cut.terminate()
+        while cut.isRunning, ContinuousClock.now - stop < .seconds(30) { try await Task.sleep(for: .milliseconds(100)) }
+        let stopped = !cut.isRunning
+        print("node told to stop without its database: \(stopped ? "exited \(ContinuousClock.now - stop) after SIGTERM" : "still running after 30 s")")
+        if !stopped { cut.kill() }
+        #expect(stopped)
+
+        proxy.stall = false
+        try? await alice.loginStore.logout()
+        try? await bob.loginStore.logout()
+        await Self.stop([leader])
+        proxy.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
     /// alice is on node 1 through a proxy that is then blackholed (the node is cut from its
     /// clients; no close reaches either side), with node 0 as her other address; bob is on node 0.
     /// The server notices first (its WebSocket ping goes unanswered: 10–20 s) and starts alice's

@@ -42,6 +42,32 @@ struct PersistenceWriterOutageTests {
     }
 }
 
+/// A drain waiting on a database that does not come back ends when its task is cancelled (a
+/// graceful shutdown that ran out of its time), with the writes still queued for their retries: a
+/// cluster node told to stop while cut off from PostgreSQL used to run on, its shutdown waiting here.
+struct PersistenceWriterShutdownTests {
+    @Test(.timeLimit(.minutes(1))) func aCancelledDrainEndsWhileTheDatabaseIsAway() async throws {
+        let test = try await StorageTests.makeStore(.sqlite)
+        defer { Task { await test.close() } }
+        let store = RecordingStore(test.store)
+        store.refusal.function = { _ in SwitchboardError(.storageUnavailable) }
+        let clock = TestClock()
+        let writer = PersistenceWriter(store: store, clock: clock, maxBacklog: 5, logger: .init(label: "test")) { _ in }
+        writer.submit([StorageTests.draft(StorageTests.alice, call: "c1", end: 1)])
+        // The first attempt failed: the writer waits for its retry.
+        await clock.waitForSleepers(atLeast: 1)
+        let drain = Task { await writer.drain() }
+        drain.cancel()
+        await drain.value
+        #expect(writer.backlog == 1)
+        // An uncancelled drain still waits for the commit, and the retries go on.
+        store.refusal.function = { _ in nil }
+        clock.advance(by: .seconds(5))
+        await writer.drain()
+        #expect(writer.backlog == 0)
+    }
+}
+
 /// Commits start at least the commit interval apart, on the node's clock: what arrives sooner
 /// waits for the rest of the interval and shares the next transaction.
 struct CommitIntervalTests {

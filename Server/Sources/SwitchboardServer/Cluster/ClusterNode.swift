@@ -174,7 +174,7 @@ final class ClusterNode: CallRouter, Service {
         }
         defer { watchdog.cancel() }
         while !Task.isCancelled {
-            await tick()
+            await waitBounded(clock: clock) { await self.tick() }
             do {
                 try await cancelWhenGracefulShutdown {
                     try await self.clock.sleep(for: self.configuration.heartbeat)
@@ -183,7 +183,7 @@ final class ClusterNode: CallRouter, Service {
                 break
             }
         }
-        await leave()
+        await waitBounded(clock: clock) { await self.leave() }
     }
 
     /// The watchdog's look: a node whose heartbeat has not reached the database for `nodeTimeout`
@@ -502,8 +502,19 @@ final class ClusterNode: CallRouter, Service {
         return nil
     }
 
+    /// Removes a device's row, waiting at most ``Configuration/commandTimeout`` for the database
+    /// (none while cut off from it: the leader drops this node's devices then): a connection's end
+    /// must not wait for good on a database that does not answer.
+    private func forget(_ user: UserKey, _ device: DeviceID) async {
+        guard !isCutOff else { return }
+        let (store, id) = (self.store, self.id)
+        await waitBounded(configuration.commandTimeout, clock: clock) {
+            try? await store.deviceDisconnected(user, device, node: id)
+        }
+    }
+
     func deviceOffline(_ user: UserKey, _ device: DeviceID) async {
-        try? await store.deviceDisconnected(user, device, node: id)
+        await forget(user, device)
         if isLeader {
             if directory.disconnected(user, device, on: id) { await engine.handle(.deviceOffline(user, device)) }
         } else if let leader {
@@ -512,7 +523,7 @@ final class ClusterNode: CallRouter, Service {
     }
 
     func logout(_ user: UserKey, _ device: DeviceID) async {
-        try? await store.deviceDisconnected(user, device, node: id)
+        await forget(user, device)
         if isLeader {
             await engine.handle(.logout(user, device))
             _ = directory.disconnected(user, device, on: id)

@@ -56,7 +56,9 @@ final class PersistenceWriter: Sendable {
         var flushing = false
         /// When the last batch was taken (the node's clock, ms).
         var lastCommit: Int64?
-        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// ``drain()``s waiting for the queue to empty, by number (a cancelled one leaves).
+        var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
     }
 
     private let store: any CallRecordStore
@@ -142,15 +144,26 @@ final class PersistenceWriter: Sendable {
         if startFlush { store.onWriter { self.flushNext() } }
     }
 
-    /// Returns once everything submitted so far is committed (or given up on).
+    /// Returns once everything submitted so far is committed (or given up on), or when the task
+    /// is cancelled: a database that does not come back keeps its writes retrying, and a shutdown
+    /// that ran out of time must still end (what is not committed then stays uncommitted: the
+    /// journal has each call as it last reached the database).
     func drain() async {
-        await withCheckedContinuation { continuation in
-            let idle = state.withLockedValue { state -> Bool in
-                guard state.flushing || !state.queue.isEmpty else { return true }
-                state.idleWaiters.append(continuation)
-                return false
+        let id = state.withLockedValue { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let idle = state.withLockedValue { state -> Bool in
+                    guard !Task.isCancelled, state.flushing || !state.queue.isEmpty else { return true }
+                    state.idleWaiters[id] = continuation
+                    return false
+                }
+                if idle { continuation.resume() }
             }
-            if idle { continuation.resume() }
+        } onCancel: {
+            state.withLockedValue { $0.idleWaiters.removeValue(forKey: id) }?.resume()
         }
     }
 
@@ -167,8 +180,8 @@ final class PersistenceWriter: Sendable {
         let next = state.withLockedValue { state -> Next in
             guard !state.queue.isEmpty else {
                 state.flushing = false
-                defer { state.idleWaiters = [] }
-                return .idle(state.idleWaiters)
+                defer { state.idleWaiters = [:] }
+                return .idle(Array(state.idleWaiters.values))
             }
             let now = clock.now()
             // Only a commit that began within the interval before now holds this one back: when
