@@ -126,11 +126,14 @@ import FoundationNetworking
         var url: String { "http://127.0.0.1:\(port.withLockedValue { $0 })/hooks" }
     }
 
+    /// The reconnect grace is 30 s, as in `ServerProcessTests`: after the `kill -9` the call on
+    /// the server must outlast its restart and both clients' reconnects, which a loaded run made
+    /// take longer than 5 s (the grace counts from the last alive mark, up to 5 s before the kill).
     static func launch(_ directory: URL, receiver: Receiver, port: Int = 0) throws -> ServerProcess {
         try ServerProcess.launch(
             binary: CLITests.binary, port: port,
             arguments: [
-                "--app", ServerProcessTests.app, "--database", "db.sqlite", "--reconnect-grace", "5",
+                "--app", ServerProcessTests.app, "--database", "db.sqlite", "--reconnect-grace", "30",
                 "--admin-secret", "process-admin", "--webhook", receiver.url, "--webhook-secret", secret,
                 "--webhook-allow", "127.0.0.0/8", "--webhook-retry-initial-ms", "50", "--webhook-retry-max-ms", "400",
                 "--webhook-timeout-ms", "2000", "--no-rate-limits",
