@@ -88,6 +88,21 @@ import FoundationNetworking
         }
     }
 
+    /// Node 0, once it leads, and node 1, which reaches PostgreSQL through the returned proxy.
+    static func nodeBehindAProxy(database: String, directory: URL) async throws -> (ServerProcess, ServerProcess, TCPProxy) {
+        let leader = try await launch(0, database: database, directory: directory)
+        let started = ContinuousClock.now
+        while !(await leads(leader.port)) {
+            try #require(ContinuousClock.now - started < .seconds(30), "node 0 does not lead")
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        var components = try #require(URLComponents(string: database))
+        let proxy = try await TCPProxy.start(targetPort: try #require(components.port))
+        components.port = proxy.port
+        let cut = try await launch(1, database: try #require(components.string), directory: directory)
+        return (leader, cut, proxy)
+    }
+
     /// Whether the node on `port` says it leads.
     static func leads(_ port: Int) async -> Bool {
         guard let (data, _) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/health")!),
@@ -105,16 +120,7 @@ import FoundationNetworking
         let database = try await PostgresTestDatabase.create()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-db-cut-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let leader = try await Self.launch(0, database: database, directory: directory)
-        let started = ContinuousClock.now
-        while !(await Self.leads(leader.port)) {
-            try #require(ContinuousClock.now - started < .seconds(30), "node 0 does not lead")
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        var components = try #require(URLComponents(string: database))
-        let proxy = try await TCPProxy.start(targetPort: try #require(components.port))
-        components.port = proxy.port
-        let cut = try await Self.launch(1, database: try #require(components.string), directory: directory)
+        let (leader, cut, proxy) = try await Self.nodeBehindAProxy(database: database, directory: directory)
         let alice = try await Self.client("alice", url: cut.url, fallbacks: [leader.url])
         let bob = try await Self.client("bob", url: cut.url, fallbacks: [leader.url])
         let aliceEvents = Recorder(alice.callStore.events)
@@ -184,16 +190,7 @@ import FoundationNetworking
         let database = try await PostgresTestDatabase.create()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-db-stop-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let leader = try await Self.launch(0, database: database, directory: directory)
-        let started = ContinuousClock.now
-        while !(await Self.leads(leader.port)) {
-            try #require(ContinuousClock.now - started < .seconds(30), "node 0 does not lead")
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        var components = try #require(URLComponents(string: database))
-        let proxy = try await TCPProxy.start(targetPort: try #require(components.port))
-        components.port = proxy.port
-        let cut = try await Self.launch(1, database: try #require(components.string), directory: directory)
+        let (leader, cut, proxy) = try await Self.nodeBehindAProxy(database: database, directory: directory)
         let alice = try await Self.client("alice", url: cut.url, fallbacks: [leader.url])
         let bob = try await Self.client("bob", url: cut.url, fallbacks: [leader.url])
         let aliceEvents = Recorder(alice.callStore.events)
