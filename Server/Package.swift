@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "SwitchboardTesting", targets: ["SwitchboardTesting"]),
         .library(name: "SwitchboardTestServers", targets: ["SwitchboardTestServers"]),
         .executable(name: "switchboard", targets: ["switchboard"]),
+        .executable(name: "switchboard-testnet", targets: ["switchboard-testnet"]),
     ],
     traits: [
         // Off by default, so `swift run switchboard serve` never needs GStreamer: the trait builds
@@ -163,6 +164,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        // The test network of namespaces (`TestNetwork`) for the browser tests, over stdin/stdout.
+        .executableTarget(name: "switchboard-testnet", dependencies: ["SwitchboardTestServers"]),
 
         // MARK: tests
         .testTarget(

@@ -19,6 +19,14 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
     private var screen: RTCRtpTransceiver?
     /// Reported once per failure: a failed connection stays failed until the SDK restarts ICE.
     private let failed = NIOLockedValueBox(false)
+    /// ICE state changes so far: a `disconnected` that outlives ``disconnectedLimit`` with no
+    /// change after it counts as failed.
+    private let iceChanges = NIOLockedValueBox(0)
+    /// libwebrtc leaves a connection whose every path is dead in `disconnected` for good, never
+    /// `failed` (Chromium does, measured with pages in network namespaces: 18 s after the answer
+    /// with no path at all, 5 s after a working path died), so without this limit a dead path
+    /// would never be restarted. The browser client uses the same limit.
+    static let disconnectedLimit: TimeInterval = 5
     /// Each receiver's stream id (`a=msid`), as `didAdd rtpReceiver:streams:` tells it.
     private let receiverStreams = NIOLockedValueBox<[String: String]>([:])
 
@@ -207,9 +215,18 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
     }
 
     func peerConnection(_ peerConnection: RTCPeerConnection, didChange newState: RTCIceConnectionState) {
+        let change = iceChanges.withLockedValue { count in
+            count += 1
+            return count
+        }
         switch newState {
         case .failed: reportFailure()
         case .connected, .completed: events.iceConnected()
+        case .disconnected:
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.disconnectedLimit) { [weak self] in
+                guard let self, self.iceChanges.withLockedValue({ $0 }) == change else { return }
+                self.reportFailure()
+            }
         default: break
         }
     }

@@ -10,7 +10,9 @@ their JSON lines. Each side proves it decoded the other's media: Chromium's fram
 totalSamplesReceived and audio energy from getStats, the Swift engine's frames and levels.
 Everything stays on 127.0.0.0/8: Chromium resolves no host names, gathers only loopback host
 candidates (the page's ?loopback=1), the Swift engine gathers on 127.0.0.1 only (--loopback), and
-the relay-only runs use the local coturn.
+the relay-only runs use the local coturn. The network tests (NetworkTests) run the server and each
+Chromium in network namespaces of their own instead (netns.py), where links are cut and addresses
+moved; their traffic stays inside the namespaces the test made.
 
 Usage: run.py --binary Server/.build/debug/switchboard --web Server/Sources/SwitchboardWebClient/Web
               --golden Server/Tests/SwitchboardProtocolTests/Golden --artifacts Server/.build/browser-artifacts
@@ -32,6 +34,7 @@ import time
 import unittest
 import urllib.request
 
+import netns
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -170,9 +173,12 @@ class Servers:
         return "\n".join(text)
 
 
-def browser(autoplay=True):
+def browser(autoplay=True, place=None):
     """Chromium; `autoplay=False` keeps the browser's own rule that a page makes sound only after
-    the user touched it (the tests' default lets pages play at once)."""
+    the user touched it (the tests' default lets pages play at once). `place` (a `TestNet`, a host
+    and the server's origin) runs it inside that host's namespace, where the server's address is
+    not loopback: the origin is treated as secure, as a site with TLS would be, so the page may use
+    the camera."""
     options = Options()
     options.binary_location = ARGS.chromium
     for flag in [
@@ -183,23 +189,28 @@ def browser(autoplay=True):
         # No back-forward cache: a page left is gone, with its connection (the push tests).
         "--disable-features=WebRtcHideLocalIpsWithMdns,BackForwardCache",
         # Nothing leaves the machine: no name resolves except loopback, no background traffic.
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.*, EXCLUDE localhost",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.*, EXCLUDE localhost"
+        + (", EXCLUDE 10.0.*" if place else ""),
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--disable-default-apps", "--no-first-run", "--disable-domain-reliability",
         "--disable-client-side-phishing-detection", "--metrics-recording-only",
     ]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    if place:
+        net, host, origin = place
+        options.add_argument(f"--unsafely-treat-insecure-origin-as-secure={origin}")
+        return webdriver.Chrome(service=netns.NamespacedChromedriver(ARGS.chromedriver, net, host), options=options)
     return webdriver.Chrome(service=Service(ARGS.chromedriver), options=options)
 
 
 class Page:
     """One user in one Chromium session."""
 
-    def __init__(self, user, query="", url=None, autoplay=True):
+    def __init__(self, user, query="", url=None, autoplay=True, place=None):
         self.user = user
         self.violations_expected = False
-        self.driver = browser(autoplay)
+        self.driver = browser(autoplay, place)
         # Every Content-Security-Policy violation of every document, from before its first script.
         self.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
             window.cspViolations = [];
@@ -513,8 +524,8 @@ class Harness(unittest.TestCase):
         if violations:
             self.fail(f"Content-Security-Policy violations: {violations}")
 
-    def page(self, user, query="", url=None, autoplay=True):
-        page = Page(user, query, url, autoplay)
+    def page(self, user, query="", url=None, autoplay=True, place=None):
+        page = Page(user, query, url, autoplay, place)
         self.pages.append(page)
         return page
 
@@ -1904,6 +1915,205 @@ class SFUTests(Harness):
             wait_until(lambda: leaver.user not in page.stats(), timeout=60, what=f"{leaver.user}'s tracks gone at {page.user}")
         for page in [p for p in pages.values() if p is not leaver][:-1]:
             page.click("hangup")
+
+class NamespacedServer:
+    """The Switchboard server inside the test network's `server` host, with a 1 s heartbeat and an
+    8 s reconnect grace (as the Swift network tests: short blackouts stand for long ones)."""
+
+    GRACE = 8
+
+    def __init__(self, net):
+        self.net = net
+        self.directory = tempfile.mkdtemp(prefix="switchboard-net-")
+        self.address = net.addresses["server"]
+        self.port = 8080
+        self.log = open(os.path.join(self.directory, "server.log"), "w")
+        self.process = net.run("server", [
+            ARGS.binary, "serve", "--host", self.address, "--port", str(self.port),
+            "--database", f"{self.directory}/switchboard.sqlite", "--web-root", ARGS.web,
+            "--reconnect-grace", str(self.GRACE), "--heartbeat-interval", "1", "--log-level", "warning",
+            # The pages log in with the development sigs, which the server gives only to the
+            # hosts it is told of besides loopback.
+            "--dev-allowed-hosts", self.address],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        netns.wait_for_port(net.connector("server"), self.address, self.port)
+        self.origin = f"http://{self.address}:{self.port}"
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+    def logs(self):
+        with open(os.path.join(self.directory, "server.log")) as f:
+            return "--- namespaced server.log (last lines)\n" + "".join(f.readlines()[-30:])
+
+
+class NetworkTests(Harness):
+    """The browser's side of links that fail: the server and each Chromium in its own network
+    namespace behind a router (`switchboard-testnet`, the Swift tests' `TestNetwork`), alice's link
+    cut, her address changed, or no path between the two. What each page shows is read as a person
+    reads it (the connection status, the tiles' network state, the end notice), and what Chromium
+    decodes from getStats. Each test prints the times it measured."""
+
+    def setUp(self):
+        super().setUp()
+        self.net = None
+        self.server = None
+
+    def tearDown(self):
+        failed = any(error for _, error in (self._outcome.result.errors + self._outcome.result.failures)
+                     if _ is self) if hasattr(self._outcome, "result") else False
+        if failed and self.server:
+            print(self.server.logs(), file=sys.stderr)
+        try:
+            super().tearDown()
+        finally:
+            if self.server:
+                self.server.stop()
+            if self.net:
+                self.net.close()
+
+    def network(self, isolated=False):
+        """The namespaces and the server; alice and bob logged in, each in a Chromium of their own."""
+        try:
+            self.net = netns.TestNet(os.path.join(os.path.dirname(ARGS.binary), "switchboard-testnet"),
+                                     ["server", "alice", "bob"])
+        except (OSError, RuntimeError) as error:
+            if os.environ.get("CI") == "true" or os.environ.get("SWITCHBOARD_REQUIRE_ALL") == "1":
+                raise
+            print(f"NetworkTests SKIPPED: no network namespaces here ({error})", file=sys.stderr)
+            self.skipTest(f"no network namespaces: {error}")
+        if isolated:
+            self.net.isolate("alice", "bob")
+        self.server = NamespacedServer(self.net)
+        pages = []
+        for user in ("alice", "bob"):
+            page = self.page(user, url=self.server.origin + "/", place=(self.net, user, self.server.origin))
+            wait_until(lambda: page.js("return !!window.switchboard"), timeout=30, what=f"{user}'s page to load")
+            page.log_in()
+            pages.append(page)
+        return pages
+
+    def video_call(self, alice, bob, media=True):
+        """alice calls bob with video, he answers; with `media`, each decodes the other's video."""
+        alice.call("bob", "video")
+        wait_until(lambda: bob.visible("incoming"), what="bob's incoming call screen")
+        bob.click("accept")
+        wait_until(lambda: alice.visible("call-view") and bob.visible("call-view"), what="both in the call")
+        if media:
+            for page, peer in ((alice, "bob"), (bob, "alice")):
+                grows_by(lambda: decoded(page, peer)["video"], f"{page.user} decoding {peer}'s video", timeout=30)
+        return alice.js("return window.switchboard.activeCall().info.callId")
+
+    def media_back(self, alice, bob, since, what):
+        """Waits until each page decodes 10 new video frames of the other; returns the seconds from
+        `since`."""
+        for page, peer in ((alice, "bob"), (bob, "alice")):
+            grows_by(lambda: decoded(page, peer)["video"], f"{page.user} decoding {peer}'s video again {what}",
+                     timeout=60, minimum=10)
+        return time.monotonic() - since
+
+    def test_a_blackout_inside_the_grace_resumes_the_call(self):
+        """alice's link goes down for 2 s, then for 6 s (inside the 8 s grace): the same call goes
+        on, both pages decode each other's video again; during the long one bob's page shows alice
+        with no network and hers says it is reconnecting, and both clear once she is back."""
+        alice, bob = self.network()
+        call_id = self.video_call(alice, bob)
+        for seconds in (2, 6):
+            self.net.cut("alice")
+            cut = time.monotonic()
+            saw = {"alice down on bob's page": None, "alice's page reconnecting": None}
+            said = None
+            while time.monotonic() - cut < seconds:
+                now = time.monotonic() - cut
+                tile = bob.tile("alice") or {}
+                if saw["alice down on bob's page"] is None and tile.get("quality") == "down":
+                    saw["alice down on bob's page"] = now
+                    said = tile["said"]
+                if saw["alice's page reconnecting"] is None and alice.element("status").text == "Reconnecting…":
+                    saw["alice's page reconnecting"] = now
+                time.sleep(0.2)
+            frozen = decoded(bob, "alice")["video"]
+            self.net.restore("alice")
+            back = time.monotonic()
+            if seconds == 6:
+                for what, at in saw.items():
+                    self.assertIsNotNone(at, f"{what} during a {seconds} s blackout")
+                self.assertIn("no network", said.lower())
+            wait_until(lambda: alice.element("status").text == "Online", timeout=60, what="alice's page online again")
+            online = time.monotonic() - back
+            media = self.media_back(alice, bob, back, f"after a {seconds} s blackout")
+            self.assertGreater(decoded(bob, "alice")["video"], frozen)
+            wait_until(lambda: (bob.tile("alice") or {}).get("quality") != "down", timeout=30,
+                       what="bob's page to show alice's network back")
+            for page in (alice, bob):
+                self.assertEqual(page.js("return window.switchboard.activeCall()?.info.callId"), call_id)
+            print(f"[browser network] blackout {seconds} s: seen during it {saw}; link back → alice's page online "
+                  f"{online:.1f} s, → video decoded on both pages {media:.1f} s", file=sys.stderr)
+        alice.click("hangup")
+        self.assertEqual(bob.notice("home")["reason"], "hangup")
+
+    def test_an_address_change_resumes_the_call(self):
+        """alice's page moves to a new address mid-call (a laptop from Wi-Fi to a phone's hotspot):
+        signaling comes back from the new address, media through an ICE restart, same call."""
+        alice, bob = self.network()
+        call_id = self.video_call(alice, bob)
+        moved = time.monotonic()
+        address = self.net.move("alice")
+        self.media_back(alice, bob, moved, "after the address change")
+        media = time.monotonic() - moved
+        wait_until(lambda: alice.element("status").text == "Online", what="alice's page online")
+        for page in (alice, bob):
+            self.assertEqual(page.js("return window.switchboard.activeCall()?.info.callId"), call_id)
+        print(f"[browser network] address change to {address}: → video decoded on both pages {media:.1f} s",
+              file=sys.stderr)
+        alice.click("hangup")
+        self.assertEqual(bob.notice("home")["reason"], "hangup")
+
+    def test_a_blackout_beyond_the_grace_ends_the_call_for_both(self):
+        """alice's link stays down beyond the grace: the server ends the call; bob's page says so at
+        once, alice's when she is back, and both records agree."""
+        alice, bob = self.network()
+        call_id = self.video_call(alice, bob)
+        self.net.cut("alice")
+        cut = time.monotonic()
+        said = bob.notice("home", timeout=60)
+        ended = time.monotonic() - cut
+        self.assertEqual(said["reason"], "endByServer", said)
+        self.net.restore("alice")
+        back = time.monotonic()
+        hers = alice.notice("home", timeout=60)
+        told = time.monotonic() - back
+        self.assertEqual(hers["reason"], "endByServer", hers)
+        for page in (alice, bob):
+            self.assertFalse(page.visible("call-view"))
+        results = {page.user: page.record_result(call_id) for page in (alice, bob)}
+        self.assertEqual(results["alice"], results["bob"], results)
+        print(f"[browser network] blackout beyond the grace ({NamespacedServer.GRACE} s): bob's page said "
+              f"\"{said['text']}\" {ended:.1f} s after the cut; alice's page said \"{hers['text']}\" {told:.1f} s after "
+              f"her link came back; records {results}", file=sys.stderr)
+
+    def test_no_media_path_shows_no_network_on_both_pages(self):
+        """No path between the two pages and no relay: the call connects on signaling, and once each
+        page has given up restarting ICE it shows the other with no network, with nothing decoded,
+        instead of a silent call."""
+        alice, bob = self.network(isolated=True)
+        started = time.monotonic()
+        self.video_call(alice, bob, media=False)
+        times = {}
+        for page, peer in ((alice, "bob"), (bob, "alice")):
+            wait_until(lambda: (page.tile(peer) or {}).get("quality") == "down", timeout=150, interval=0.5,
+                       what=f"{page.user}'s page to show {peer} with no network")
+            times[page.user] = round(time.monotonic() - started, 1)
+            self.assertIn("no network", page.tile(peer)["said"].lower())
+            self.assertEqual(decoded(page, peer)["video"], 0)
+        print(f"[browser network] no media path: each page shows the other with no network, seconds after the call "
+              f"was placed: {times}", file=sys.stderr)
+        alice.click("hangup")
 
 
 def main():

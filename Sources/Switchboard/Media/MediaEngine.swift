@@ -94,8 +94,9 @@ public struct PeerConnectionEvents: Sendable {
     public let localCandidate: @Sendable (IceCandidate) -> Void
     /// The connection needs (re)negotiation: tracks were added or changed.
     public let negotiationNeeded: @Sendable () -> Void
-    /// ICE failed (`iceConnectionState == "failed"`): the SDK restarts it, a few times in a row
-    /// at most (``PeerLink/iceRestartLimit``).
+    /// ICE failed (`iceConnectionState == "failed"`, or `"disconnected"` with no change for a few
+    /// seconds: libwebrtc never leaves that state when every path is dead): the SDK restarts it, a
+    /// few times in a row at most (``PeerLink/iceRestartLimit``).
     public let iceFailed: @Sendable () -> Void
     /// ICE connected (`iceConnectionState` became `connected` or `completed`): there is a media
     /// path to the peer, and the SDK's count of restarts in a row starts again.

@@ -185,8 +185,10 @@ async function login(userID, sdkAppID, userSig) {
   });
   // After a network drop ICE restarts (the path may have changed); after a server restart the
   // media path never went away.
+  // Records of calls that ended while the page was away came as events it never heard: read them.
   signaling.addEventListener("reconnected", (event) => {
     if (!event.detail?.afterRestart) media?.reconnected();
+    loadRecords().catch((error) => console.warn("records refused", error.code, error.message));
   });
   signaling.addEventListener("problem", (event) => {
     state.problems = [...state.problems, event.detail].slice(-PROBLEMS_LIMIT);

@@ -63,6 +63,14 @@ export function volumeLevel(level, microphoneOn) {
 /** Restarts in a row that do not bring ICE back before a connection gives up (the SDK's PeerLink). */
 export const ICE_RESTART_LIMIT = 3;
 
+/**
+ * How long ICE may stay `disconnected` before it counts as failed. Chromium leaves a connection
+ * whose every path is dead in `disconnected` for good, never `failed` (measured with the pages in
+ * network namespaces: `checking` → `disconnected` 18 s after the answer when no path exists, and
+ * 5 s after a connected path dies), so without this a dead path was never restarted.
+ */
+export const ICE_DISCONNECTED_LIMIT = 5000;
+
 class Peer {
   constructor(session, id, resuming = false) {
     this.session = session;
@@ -77,6 +85,7 @@ class Peer {
     // ICE restarts made or asked for since ICE last connected, and whether this side gave up.
     this.restartsInARow = 0;
     this.unreachable = false;
+    this.disconnectedTimer = null;
     this.chain = Promise.resolve();
     this.stream = new MediaStream();
     this.screen = new MediaStream();
@@ -105,6 +114,12 @@ class Peer {
     };
     pc.oniceconnectionstatechange = () => {
       const state = pc.iceConnectionState;
+      clearTimeout(this.disconnectedTimer);
+      if (state === "disconnected") {
+        this.disconnectedTimer = setTimeout(() => {
+          if (pc.iceConnectionState === "disconnected") this.serially(() => this.iceFailed());
+        }, ICE_DISCONNECTED_LIMIT);
+      }
       if (state === "failed") this.serially(() => this.iceFailed());
       if (state === "connected" || state === "completed") this.serially(() => this.iceConnected());
     };
@@ -221,6 +236,7 @@ class Peer {
   }
 
   close() {
+    clearTimeout(this.disconnectedTimer);
     this.pc.close();
     if (this.unreachable) this.session.onReachability?.(this.id, true);
   }

@@ -11,6 +11,9 @@ export class SwitchboardError extends Error {
   }
 }
 
+/** How long an attempt to connect may take (the Swift SDK's bound too). */
+const CONNECT_TIMEOUT = 10000;
+
 /** A stable device id for this tab: two tabs are two devices, a reload keeps the device. */
 export function tabDeviceId() {
   let id = sessionStorage.getItem("switchboard.deviceId");
@@ -75,17 +78,43 @@ export class Signaling extends EventTarget {
     return this.urls[this.urlIndex];
   }
 
+  /**
+   * Opens a socket to the current address. An attempt that has not connected within
+   * CONNECT_TIMEOUT is given up (a network that drops packets leaves it waiting for minutes).
+   */
   open() {
     return new Promise((resolve, reject) => {
       const socket = new WebSocket(this.url);
       this.socket = socket;
-      socket.onopen = () => resolve();
-      socket.onerror = () => reject(new SwitchboardError(9001, `could not connect to ${this.url}`));
+      const timer = setTimeout(() => {
+        if (this.socket === socket) this.abandon();
+        reject(new SwitchboardError(9001, `could not connect to ${this.url} in time`));
+      }, CONNECT_TIMEOUT);
+      socket.onopen = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      socket.onerror = () => {
+        clearTimeout(timer);
+        reject(new SwitchboardError(9001, `could not connect to ${this.url}`));
+      };
       socket.onmessage = (message) => this.received(message.data);
       socket.onclose = () => {
+        clearTimeout(timer);
         if (this.socket === socket) this.dropped();
       };
     });
+  }
+
+  /**
+   * Takes the connection for dead now: a socket whose network is gone fires `close` only once
+   * its closing handshake times out, which takes far longer than the heartbeat's verdict.
+   */
+  abandon() {
+    const socket = this.socket;
+    this.socket = null;
+    socket?.close();
+    this.dropped();
   }
 
   /** Sends a request; resolves with its result, rejects with a SwitchboardError. */
@@ -145,7 +174,7 @@ export class Signaling extends EventTarget {
       this.heard = false;
       // Two silent intervals in a row: the connection is dead even if the socket does not know.
       if (silent >= 2) {
-        this.socket?.close();
+        this.abandon();
         return;
       }
       this.request("ping").catch(() => {});
@@ -182,8 +211,8 @@ export class Signaling extends EventTarget {
         // The UserSig is no good any more: the session is over.
         this.close();
         this.dispatchEvent(new CustomEvent("frame", { detail: { event: "sessionEnded", data: { error } } }));
-      } else {
-        this.socket?.close();
+      } else if (this.socket) {
+        this.abandon();
       }
     }
   }
