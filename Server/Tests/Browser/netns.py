@@ -57,6 +57,10 @@ class TestNet:
         self.addresses[host] = self.command(f"move {host}")
         return self.addresses[host]
 
+    def limit(self, host, kilobits):
+        """Squeezes the host's link both ways to `kilobits` per second (`tc tbf`); None lifts it."""
+        self.command(f"limit {host} {kilobits if kilobits else 'off'}")
+
     def isolate(self, first, second):
         self.command(f"isolate {first} {second}")
 
@@ -158,11 +162,13 @@ def _pump(source, sink):
     except OSError:
         pass
     finally:
+        # Either direction ending ends the connection: the other pump's recv returns then.
         for end in (source, sink):
             try:
                 end.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            end.close()
 
 
 class NamespacedChromedriver(Service):

@@ -96,7 +96,7 @@ final class SignalingSession: @unchecked Sendable {
             }
             return
         }
-        if route.idempotent {
+        if route.oncePerId {
             let device = RequestLedger.DeviceKey(user: identity.user, device: identity.device)
             if let answer = await node.ledger.begin(id, device: device, now: node.clock.now()) {
                 // Empty: the device logged out while this duplicate waited for the original's answer.
