@@ -66,11 +66,6 @@ public final class NetworkPostgres: Sendable {
             url: "postgresql://postgres@\(network.address(of: host)):\(port)/postgres", directory: directory, binaries: binaries)
     }
 
-    /// What the server logged (its log file), for a test that failed.
-    public var log: String {
-        (try? String(contentsOf: directory.appendingPathComponent("server.log"), encoding: .utf8)) ?? ""
-    }
-
     /// Stops the server at once (its namespace can then be deleted) and deletes its directory.
     public func stop() {
         _ = try? TestNetwork.command(
