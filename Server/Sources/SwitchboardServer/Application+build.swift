@@ -122,8 +122,8 @@ public final class SwitchboardNode: Sendable {
 
     /// Runs the cluster's database watchdog's look now (tests drive time; a node looks every
     /// heartbeat interval by itself, apart from the heartbeat, which may be waiting for the database).
-    public func clusterWatchDatabase() {
-        context.cluster?.watchDatabase()
+    public func clusterWatchDatabase() async {
+        await context.cluster?.watchDatabase()
     }
 
     /// Ends a call for everyone with `endByServer`, as `POST /v1/calls/{callId}/end` does.

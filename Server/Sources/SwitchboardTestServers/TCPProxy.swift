@@ -13,6 +13,7 @@ import SwitchboardTools
 /// connections away (an outage). ``dropped`` records the size of each chunk the proxy dropped.
 public final class TCPProxy: Sendable {
     private struct State {
+        var targetHost: String
         var targetPort: Int
         var sourceAddress: String?
         var channels: [ObjectIdentifier: any Channel] = [:]
@@ -39,19 +40,29 @@ public final class TCPProxy: Sendable {
     private let droppedSink: AsyncStream<Int>.Continuation
     private let server: any Channel
     private let state: NIOLockedValueBox<State>
+    /// Where connections to the target are made, when not on the accepted connection's loop.
+    private let connectingLoop: (any EventLoop)?
 
-    private init(port: Int, server: any Channel, targetPort: Int, sourceAddress: String?) {
+    private init(
+        port: Int, server: any Channel, targetHost: String, targetPort: Int, sourceAddress: String?,
+        connectingLoop: (any EventLoop)?
+    ) {
         self.port = port
         self.server = server
-        self.state = NIOLockedValueBox(State(targetPort: targetPort, sourceAddress: sourceAddress))
+        self.connectingLoop = connectingLoop
+        self.state = NIOLockedValueBox(State(targetHost: targetHost, targetPort: targetPort, sourceAddress: sourceAddress))
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         self.dropped = Recorder(stream)
         self.droppedSink = continuation
     }
 
     /// Starts a proxy to `127.0.0.1:targetPort`; with `sourceAddress` (another loopback address such
-    /// as 127.0.0.2) the server sees its connections come from there.
-    public static func start(targetPort: Int, sourceAddress: String? = nil) async throws -> TCPProxy {
+    /// as 127.0.0.2) the server sees its connections come from there. With `connectingLoop` the
+    /// connections to the target are made on that loop's thread (one that joined another network
+    /// namespace: ``TestNetwork/proxy(from:to:port:)``).
+    public static func start(
+        targetHost: String = "127.0.0.1", targetPort: Int, sourceAddress: String? = nil, connectingLoop: (any EventLoop)? = nil
+    ) async throws -> TCPProxy {
         let group = MultiThreadedEventLoopGroup.singleton
         // Accepted connections are handed over as they are, not reading yet, and wrapped by the task
         // that serves them: a wrapper made at accept and dropped unserved (the listener closing
@@ -63,8 +74,8 @@ public final class TCPProxy: Sendable {
                 channel.eventLoop.makeSucceededFuture(channel)
             }
         let proxy = TCPProxy(
-            port: listener.channel.localAddress?.port ?? 0, server: listener.channel, targetPort: targetPort,
-            sourceAddress: sourceAddress)
+            port: listener.channel.localAddress?.port ?? 0, server: listener.channel, targetHost: targetHost,
+            targetPort: targetPort, sourceAddress: sourceAddress, connectingLoop: connectingLoop)
         // Ends when the listener is closed (stop), after every accepted connection was taken.
         Task<Void, Never> {
             do {
@@ -165,7 +176,9 @@ public final class TCPProxy: Sendable {
     }
 
     private func serve(_ accepted: any Channel) async {
-        let (targetPort, sourceAddress, stopped) = state.withLockedValue { ($0.targetPort, $0.sourceAddress, $0.stopped) }
+        let (targetHost, targetPort, sourceAddress, stopped) = state.withLockedValue {
+            ($0.targetHost, $0.targetPort, $0.sourceAddress, $0.stopped)
+        }
         guard !stopped,
             let client = try? await accepted.eventLoop.submit({
                 try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: accepted)
@@ -192,16 +205,17 @@ public final class TCPProxy: Sendable {
             return
         }
         do {
-            var bootstrap = ClientBootstrap(group: client.channel.eventLoop)
-            if let sourceAddress {
-                bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: sourceAddress, port: 0))
-            }
-            let upstream = try await bootstrap
-                .connect(host: "127.0.0.1", port: targetPort) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                    }
+            // The socket is made on the connecting loop's thread: inside the loop, not by the caller.
+            let loop = connectingLoop ?? client.channel.eventLoop
+            let target = try SocketAddress(ipAddress: targetHost, port: targetPort)
+            let source = try sourceAddress.map { try SocketAddress(ipAddress: $0, port: 0) }
+            let upstream = try await loop.flatSubmit {
+                var bootstrap = ClientBootstrap(group: loop)
+                if let source { bootstrap = bootstrap.bind(to: source) }
+                return bootstrap.connect(to: target).flatMapThrowing { channel in
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
+            }.get()
             state.withLockedValue { state in
                 state.channels[ObjectIdentifier(client.channel)] = client.channel
                 state.channels[ObjectIdentifier(upstream.channel)] = upstream.channel

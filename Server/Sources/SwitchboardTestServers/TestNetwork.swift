@@ -1,5 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
 import SwitchboardTools
 
 #if canImport(Glibc)
@@ -18,6 +20,10 @@ import Darwin
 /// the host's interface loses its carrier and keeps its address and routes (a phone in a lift);
 /// ``moveAddress(_:)`` swaps the host's address for another (a phone moving to another network);
 /// ``limit(_:kilobitsPerSecond:)`` squeezes the link both ways with `tc tbf`.
+///
+/// The test process itself stays in the machine's namespace, which has no route into the network;
+/// ``proxy(from:to:port:)`` gives it a loopback port that reaches a host's address as from another
+/// host (in-process SDK clients, HTTP requests).
 ///
 /// ``remove()`` (also run by `deinit`) deletes every namespace, which deletes their links with them.
 /// Names carry this process's id (`sbnet-PID-N-host`), and a new network first deletes the
@@ -63,6 +69,8 @@ public final class TestNetwork: Sendable {
     public let hub: String
     private let addresses: NIOLockedValueBox<[String: String]>
     private let removed = NIOLockedValueBox(false)
+    /// A thread per host that joined the host's namespace (for ``proxy(from:to:port:)``).
+    private let loops = NIOLockedValueBox<[String: MultiThreadedEventLoopGroup]>([:])
 
     /// Makes the namespaces, links, addresses and routes for `hostNames` (letters and digits, at
     /// most 12 characters each).
@@ -116,6 +124,9 @@ public final class TestNetwork: Sendable {
     /// keep their namespace alive until they end: stop them first.
     public func remove() {
         guard !removed.withLockedValue({ done in defer { done = true }; return done }) else { return }
+        for group in loops.withLockedValue({ loops in defer { loops = [:] }; return loops.values }) {
+            group.shutdownGracefully { _ in }
+        }
         for namespace in [hub] + hosts.map(\.namespace) {
             _ = try? Self.command(Self.ip, ["netns", "del", namespace])
         }
@@ -167,6 +178,47 @@ public final class TestNetwork: Sendable {
             environment: environment, directory: directory, input: input, output: output, error: error)
     }
 
+    /// A proxy on a loopback port of the test's own namespace to `address:port`, whose connections
+    /// to it are made inside host `name`'s namespace: what the test sends through it crosses the
+    /// network as that host's traffic (and fails as its link does). Stop it before ``remove()``.
+    public func proxy(from name: String, to address: String, port: Int) async throws -> TCPProxy {
+        try await TCPProxy.start(targetHost: address, targetPort: port, connectingLoop: try await loop(in: name))
+    }
+
+    /// An event loop whose thread joined the host's namespace: the sockets it makes are the host's.
+    private func loop(in name: String) async throws -> any EventLoop {
+        let namespace = host(name).namespace
+        if let group = loops.withLockedValue({ $0[name] }) { return group.next() }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        do {
+            try await group.next().submit { try Self.join(namespace: namespace) }.get()
+        } catch {
+            group.shutdownGracefully { _ in }
+            throw error
+        }
+        let kept = loops.withLockedValue { loops in
+            if let other = loops[name] { return other }
+            loops[name] = group
+            return group
+        }
+        if kept !== group { group.shutdownGracefully { _ in } }
+        return kept.next()
+    }
+
+    /// Moves the calling thread (only it) into a network namespace (`setns`, which Glibc's module
+    /// does not export).
+    private static func join(namespace: String) throws {
+        typealias SetNamespace = @convention(c) (Int32, Int32) -> Int32
+        let cloneNewNet: Int32 = 0x4000_0000
+        guard let symbol = dlsym(nil, "setns") else { throw ChildProcessError(description: "no setns in libc") }
+        let descriptor = open("/run/netns/\(namespace)", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ChildProcessError(description: "cannot open namespace \(namespace): errno \(errno)") }
+        defer { close(descriptor) }
+        guard unsafeBitCast(symbol, to: SetNamespace.self)(descriptor, cloneNewNet) == 0 else {
+            throw ChildProcessError(description: "setns \(namespace): errno \(errno)")
+        }
+    }
+
     // MARK: - failures
 
     /// Takes the host's link down at the router: its interface loses carrier and nothing gets
@@ -201,13 +253,17 @@ public final class TestNetwork: Sendable {
     /// Blocks every packet between two hosts at the router (a policy rule each way), so only paths
     /// through a third host (the server, a TURN relay) remain.
     public func isolate(_ first: String, from second: String) throws {
+        try Self.batch(in: hub, isolation(first, second).map { "rule add \($0)" })
+    }
+
+    /// Lets packets between two hosts through again, after ``isolate(_:from:)``.
+    public func reconnect(_ first: String, with second: String) throws {
+        try Self.batch(in: hub, isolation(first, second).map { "rule del \($0)" })
+    }
+
+    private func isolation(_ first: String, _ second: String) -> [String] {
         let (a, b) = (host(first).index, host(second).index)
-        try Self.batch(
-            in: hub,
-            [
-                "rule add from 10.0.\(a).0/24 to 10.0.\(b).0/24 blackhole",
-                "rule add from 10.0.\(b).0/24 to 10.0.\(a).0/24 blackhole",
-            ])
+        return ["from 10.0.\(a).0/24 to 10.0.\(b).0/24 blackhole", "from 10.0.\(b).0/24 to 10.0.\(a).0/24 blackhole"]
     }
 
     /// Limits the host's link to `kilobitsPerSecond` both ways (a token bucket, `tc tbf`, holding at

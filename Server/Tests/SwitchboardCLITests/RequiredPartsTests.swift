@@ -27,6 +27,9 @@ struct RequiredPartsTests {
             TestNetwork.unavailableReason == nil,
             "network namespaces cannot be made (\(TestNetwork.unavailableReason ?? "")): NetworkFailureTests were skipped (run as root with iproute2)")
         #expect(
+            NetworkPostgres.binaries != nil,
+            "PostgreSQL is not installed: LeaderDatabaseCutTests were skipped (scripts/postgres install)")
+        #expect(
             Self.environment["SWITCHBOARD_SOAK"] == "1",
             "SWITCHBOARD_SOAK is not 1: the soak suites were skipped (scripts/test sets it for the whole suite)")
     }

@@ -99,7 +99,7 @@ struct DatabaseWatchTests {
             }
             cluster.clock.advance(by: .seconds(1))
             // The watchdog's look (it looks by itself too, every heartbeat interval).
-            cut.node.clusterWatchDatabase()
+            await cut.node.clusterWatchDatabase()
             if closedAfter != nil, movedAfter == nil {
                 // The first attempt, a reconnect delay after the close, goes to the other address.
                 try await aliceLogin.first(from: away.alice) { $0.loginStatus == .loggedIn }
@@ -152,6 +152,90 @@ struct DatabaseWatchTests {
         try await bob.callStore.hangup()
         #expect(try await aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
         #expect(aliceEvents.values.filter(isStarted).count == 1 && bobEvents.values.filter(isStarted).count == 1)
+        await cluster.stop()
+    }
+
+    /// The leader cut off (through its stalling proxy; alice and bob in a call on it, with the
+    /// other node as their other address). Once its watchdog takes it for cut off it no longer leads,
+    /// before the cut ends: it steps down, then closes its clients. Its lock goes once PostgreSQL
+    /// hears its lock connection close (here when the stall ends; on a real cut the keepalives drop
+    /// it about 8 s in: `LeaderDatabaseCutTests`); a node that reaches the database takes it, the
+    /// clients are logged in on the other node, and the call goes on. Before, the cut-off leader led on
+    /// until a heartbeat got through after the cut, beside the new leader on a real network.
+    @Test(.timeLimit(.minutes(1))) func aLeaderCutOffStepsDown() async throws {
+        // Both through a proxy: whichever took the lead first is cut.
+        let cluster = try await TestCluster.start(nodes: 2, databaseThroughProxy: [0, 1])
+        let leader = try #require(cluster.leaderIndex)
+        let (cut, other) = (cluster.nodes[leader], cluster.nodes[1 - leader])
+        let proxy = try #require(cluster.databaseProxies[leader])
+        let alice = try await cut.client("alice", deviceId: "alice-phone", fallbackURLs: [other.url])
+        let bob = try await cut.client("bob", deviceId: "bob-phone", fallbackURLs: [other.url])
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+        let aliceLogin = Recorder(alice.loginStore.stateUpdates)
+        let bobLogin = Recorder(bob.loginStore.stateUpdates)
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
+        try await bobEvents.first(where: isReceived)
+        try await bob.callStore.accept()
+        try await aliceEvents.first(where: isStarted)
+        try await bobEvents.first(where: isStarted)
+        let startTime = try #require(alice.callStore.state.activeCall?.startTime)
+
+        await cluster.tick()
+        let marks = (alice: aliceLogin.values.count, bob: bobLogin.values.count)
+        proxy.stall = true
+        for _ in 1...5 {
+            cluster.clock.advance(by: .seconds(1))
+            await cut.node.clusterWatchDatabase()
+            await other.node.clusterHeartbeat()
+        }
+        #expect(cut.node.isClusterCutOff)
+        #expect(!cut.node.isClusterLeader, "the cut-off leader still leads")
+        // It closed its lock connection: PostgreSQL hears that through the stalling proxy at once
+        // (on a real cut, only after the keepalives, about 8 s in) and the other node takes the
+        // lock at a heartbeat, while the cut goes on.
+        var attempts = 0
+        while !other.node.isClusterLeader {
+            attempts += 1
+            try #require(attempts < 200, "the other node did not take the lock")
+            await other.node.clusterHeartbeat()
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(cluster.leaderIndex == 1 - leader)
+        let away = (
+            alice: try await aliceLogin.position(after: marks.alice) { $0.loginStatus == .reconnecting },
+            bob: try await bobLogin.position(after: marks.bob) { $0.loginStatus == .reconnecting }
+        )
+        func loggedIn(_ login: Recorder<LoginStore.State>, after position: Int) async -> Bool {
+            (try? await login.first(from: position, timeout: .seconds(2)) { $0.loginStatus == .loggedIn }) != nil
+        }
+        attempts = 0
+        while true {
+            let back = (alice: await loggedIn(aliceLogin, after: away.alice), bob: await loggedIn(bobLogin, after: away.bob))
+            if back.alice && back.bob { break }
+            // A reconnect delay on the test clock, while the cut goes on.
+            attempts += 1
+            try #require(attempts < 10, "alice and bob are not logged in again")
+            cluster.clock.advance(by: .seconds(1))
+            await other.node.clusterHeartbeat()
+        }
+        proxy.stall = false
+        await cluster.tick()
+        #expect(cluster.leaderIndex == 1 - leader)
+        print("leader cut: node \(cluster.leaderIndex.map { "\($0)" } ?? "-") leads (node \(leader) before); alice and bob logged in there during the cut")
+
+        for client in [alice, bob] {
+            #expect(client.callStore.state.activeCall?.callId == call)
+            #expect(client.callStore.state.activeCall?.startTime == startTime)
+        }
+        let statusFrom = bobEvents.values.count
+        try await alice.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 100, audioLevel: 10)
+        try await bobEvents.first(from: statusFrom) {
+            if case .onMemberStatusChanged(call, "alice", .excellent, _) = $0 { true } else { false }
+        }
+        #expect(aliceEvents.values.filter(isEnded).isEmpty && bobEvents.values.filter(isEnded).isEmpty)
+        try await bob.callStore.hangup()
+        #expect(try await aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
         await cluster.stop()
     }
 }

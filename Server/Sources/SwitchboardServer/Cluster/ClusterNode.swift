@@ -169,7 +169,7 @@ final class ClusterNode: CallRouter, Service {
         let watchdog = Task { [weak self, clock, configuration] in
             while (try? await clock.sleep(for: configuration.heartbeat)) != nil {
                 guard let self else { return }
-                self.watchDatabase()
+                await self.watchDatabase()
             }
         }
         defer { watchdog.cancel() }
@@ -189,10 +189,18 @@ final class ClusterNode: CallRouter, Service {
     /// The watchdog's look: a node whose heartbeat has not reached the database for `nodeTimeout`
     /// closes its connections, as the leader now takes it for dead, and refuses what waits for the
     /// leader; its clients log in on another node within the reconnect grace, and their calls go on.
-    func watchDatabase() {
+    ///
+    /// A leader steps down first: what it decided now could neither be journaled nor reach the
+    /// other nodes (the bus is the database), and PostgreSQL gives its lock to another node once
+    /// the keepalives of its lock connection fail, while its own heartbeat, and so its look at the
+    /// lock, waits until the cut ends: it would go on saying it leads beside the new leader. Its
+    /// engine stops with it (the calls are the journal's), so its clients, closed next, end
+    /// nothing: no grace runs out on a node that no longer leads.
+    func watchDatabase() async {
         let now = clock.now()
         let (action, last) = state.withLockedValue { ($0.database.check(now: now), $0.database.lastHeartbeat) }
         guard action == .closeConnections else { return }
+        if isLeader { await stepDown(reason: "lost its database") }
         let sinks = registry.allSinks()
         logger.error(
             "this node lost its database; closing its connections",
