@@ -1922,7 +1922,7 @@ class NamespacedServer:
 
     GRACE = 8
 
-    def __init__(self, net):
+    def __init__(self, net, heartbeat=1, grace=GRACE):
         self.net = net
         self.directory = tempfile.mkdtemp(prefix="switchboard-net-")
         self.address = net.addresses["server"]
@@ -1931,7 +1931,7 @@ class NamespacedServer:
         self.process = net.run("server", [
             ARGS.binary, "serve", "--host", self.address, "--port", str(self.port),
             "--database", f"{self.directory}/switchboard.sqlite", "--web-root", ARGS.web,
-            "--reconnect-grace", str(self.GRACE), "--heartbeat-interval", "1", "--log-level", "warning",
+            "--reconnect-grace", str(grace), "--heartbeat-interval", str(heartbeat), "--log-level", "warning",
             # The pages log in with the development sigs, which the server gives only to the
             # hosts it is told of besides loopback.
             "--dev-allowed-hosts", self.address],
@@ -1977,7 +1977,7 @@ class NetworkTests(Harness):
             if self.net:
                 self.net.close()
 
-    def network(self, isolated=False):
+    def network(self, isolated=False, **server):
         """The namespaces and the server; alice and bob logged in, each in a Chromium of their own."""
         try:
             self.net = netns.TestNet(os.path.join(os.path.dirname(ARGS.binary), "switchboard-testnet"),
@@ -1989,7 +1989,7 @@ class NetworkTests(Harness):
             self.skipTest(f"no network namespaces: {error}")
         if isolated:
             self.net.isolate("alice", "bob")
-        self.server = NamespacedServer(self.net)
+        self.server = NamespacedServer(self.net, **server)
         pages = []
         for user in ("alice", "bob"):
             page = self.page(user, url=self.server.origin + "/", place=(self.net, user, self.server.origin))
@@ -2096,6 +2096,32 @@ class NetworkTests(Harness):
         print(f"[browser network] blackout beyond the grace ({NamespacedServer.GRACE} s): bob's page said "
               f"\"{said['text']}\" {ended:.1f} s after the cut; alice's page said \"{hers['text']}\" {told:.1f} s after "
               f"her link came back; records {results}", file=sys.stderr)
+
+    def test_a_narrow_link_keeps_the_call(self):
+        """alice's link squeezed to 300 kbit/s both ways (a 360p call sends more): bob's page keeps
+        receiving her audio and decoding her video (Chromium's own congestion control lowers it),
+        and the state it shows for her is good once the link is wide again. (At 64 kbit/s the call
+        is lost: docs/BENCHMARKS.md, "The browser in a namespace".)"""
+        # The production heartbeat and grace: with the others' 1 s heartbeat two pings lost in a
+        # queue full of media would take a working connection for dead.
+        alice, bob = self.network(heartbeat=10, grace=15)
+        self.video_call(alice, bob)
+        self.net.limit("alice", 300)
+        squeezed = time.monotonic()
+        grows(bob, "alice", "bytesReceived", "audio", timeout=30)
+        grows_by(lambda: decoded(bob, "alice")["video"], "bob decoding alice's video at 300 kbit/s",
+                 timeout=60, minimum=30)
+        video = time.monotonic() - squeezed
+        width = decoded(bob, "alice")["width"]
+        self.assertEqual(alice.element("status").text, "Online")
+        self.net.limit("alice", None)
+        lifted = time.monotonic()
+        wait_until(lambda: (bob.tile("alice") or {}).get("quality") in ("excellent", "good"), timeout=60,
+                   what="bob's page to show alice's network good")
+        print(f"[browser network] 300 kbit/s: 30 new video frames of alice at bob {video:.1f} s after the squeeze "
+              f"({width} px wide); limit lifted → alice good on bob's page {time.monotonic() - lifted:.1f} s",
+              file=sys.stderr)
+        alice.click("hangup")
 
     def test_no_media_path_shows_no_network_on_both_pages(self):
         """No path between the two pages and no relay: the call connects on signaling, and once each

@@ -427,7 +427,7 @@ export class MediaSession {
         bytesReceived: { audio: 0, video: 0, screen: 0 }, bytesSent: { audio: 0, video: 0, screen: 0 },
         framesDecoded: { video: 0, screen: 0 }, frameWidth: { video: 0, screen: 0 }, frameHeight: { video: 0, screen: 0 },
         sentFrameWidth: 0, totalSamplesReceived: 0, totalAudioEnergy: 0, receivedAudioLevel: 0,
-        rtt: 0, packetLoss: 0, audioLevel: 0, localCandidateType: null, remoteCandidateType: null, candidatePair: null,
+        rtt: 0, packetLoss: 0, videoLoss: 0, audioLevel: 0, localCandidateType: null, remoteCandidateType: null, candidatePair: null,
         iceConnectionState: peer.pc.iceConnectionState,
       };
       const screenSenders = new Set(peer.senders.screen ? [peer.senders.screen.track?.id] : []);
@@ -455,6 +455,10 @@ export class MediaSession {
         if (stat.type === "remote-inbound-rtp" && stat.kind === "audio") {
           entry.packetLoss = Math.max(0, (stat.fractionLost ?? 0) * 100);
         }
+        if (stat.type === "remote-inbound-rtp" && stat.kind === "video" && stat.localId && report.get(stat.localId)?.mediaSourceId) {
+          const source = report.get(report.get(stat.localId).mediaSourceId);
+          if (!source || !screenSenders.has(source.trackIdentifier)) entry.videoLoss = Math.max(0, stat.fractionLost ?? 0);
+        }
         if (stat.type === "media-source" && stat.kind === "audio") entry.audioLevel = Math.round((stat.audioLevel ?? 0) * 100);
         if (stat.type === "transport" && stat.selectedCandidatePairId) pair = report.get(stat.selectedCandidatePairId);
       }
@@ -480,7 +484,9 @@ export class MediaSession {
     const entries = Object.values(await this.stats());
     if (!entries.length) return null;
     return {
-      packetLoss: Math.max(...entries.map((e) => e.packetLoss)),
+      // The video's loss counts too: a link that drops only the large packets loses the camera
+      // while the microphone's small ones pass.
+      packetLoss: Math.max(...entries.map((e) => Math.max(e.packetLoss, e.videoLoss * 100))),
       rtt: Math.max(...entries.map((e) => e.rtt)),
       bytesSent: entries.reduce((sum, e) => sum + e.bytesSent.audio + e.bytesSent.video + e.bytesSent.screen, 0),
       audioLevel: Math.max(...entries.map((e) => e.audioLevel)),
