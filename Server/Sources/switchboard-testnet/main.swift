@@ -9,6 +9,8 @@ import SwitchboardTestServers
 //   then one command per line, each answered by one line, "ok [VALUE]" or "error MESSAGE":
 //     cut HOST | restore HOST | move HOST (answers the new address)
 //     limit HOST KBITS | limit HOST off | isolate HOST OTHER
+//     proxy HOST ADDRESS PORT: a loopback port of this machine's own namespace (the answer) whose
+//       connections go to ADDRESS:PORT from inside HOST's namespace (`TestNetwork.proxy`)
 //   End of input (also the test's process dying) removes every namespace and link, then exits;
 //   if this process is killed instead, the next network made on this machine removes them.
 //
@@ -39,10 +41,11 @@ let description: [String: Any] = [
 ]
 reply(String(decoding: try JSONSerialization.data(withJSONObject: description, options: [.sortedKeys]), as: UTF8.self))
 
+var proxies: [TCPProxy] = []
 while let line = readLine() {
     let words = line.split(separator: " ").map(String.init)
     guard let command = words.first else { continue }
-    let hostsNamed = words.dropFirst().allSatisfy { word in names.contains(word) || Int(word) != nil || word == "off" }
+    let hostsNamed = command == "proxy" || words.dropFirst().allSatisfy { word in names.contains(word) || Int(word) != nil || word == "off" }
     guard hostsNamed else {
         reply("error unknown host in \(line)")
         continue
@@ -54,10 +57,19 @@ while let line = readLine() {
         case ("move", 2): reply("ok \(try network.moveAddress(words[1]))")
         case ("limit", 3): try network.limit(words[1], kilobitsPerSecond: Int(words[2])); reply("ok")
         case ("isolate", 3): try network.isolate(words[1], from: words[2]); reply("ok")
+        case ("proxy", 4):
+            guard names.contains(words[1]), let port = Int(words[3]) else {
+                reply("error usage: proxy HOST ADDRESS PORT")
+                continue
+            }
+            let proxy = try await network.proxy(from: words[1], to: words[2], port: port)
+            proxies.append(proxy)
+            reply("ok \(proxy.port)")
         default: reply("error unknown command: \(line)")
         }
     } catch {
         reply("error \(error)")
     }
 }
+for proxy in proxies { proxy.stop() }
 network.remove()

@@ -1936,7 +1936,12 @@ class NamespacedServer:
             # hosts it is told of besides loopback.
             "--dev-allowed-hosts", self.address],
             stdout=self.log, stderr=subprocess.STDOUT)
-        netns.wait_for_port(net.connector("server"), self.address, self.port)
+        health = f"http://127.0.0.1:{net.proxy('server', self.address, self.port)}/health"
+
+        def healthy():
+            with urllib.request.urlopen(health, timeout=1) as response:
+                return response.status == 200
+        wait_until(healthy, timeout=30, what="the namespaced server to answer /health")
         self.origin = f"http://{self.address}:{self.port}"
 
     def stop(self):
