@@ -182,7 +182,11 @@ struct NetworkFailureTests {
                     }
                     shrunk = ", picture \(NetworkCall.videoSize(call.bob.output.values[from - 1], peer: "alice")!) after \(ContinuousClock.now - squeezed)"
                 } catch {
-                    Issue.record("at 64 kbit/s bob never saw alice's picture shrink; alice's send changes: \(call.alice.sent(from: mark))")
+                    let connections = [call.alice, call.bob].map { side in
+                        side.output.values[mark...].compactMap(NetworkCall.mediaSummary).filter { $0.hasPrefix("connection to") }
+                    }
+                    let sent = call.alice.sent(from: mark)
+                    Issue.record("at 64 kbit/s bob never saw alice's picture shrink; alice's send changes: \(sent); connection states (alice, bob): \(connections)")
                     throw error
                 }
             }
