@@ -64,7 +64,7 @@ final class CaptureChain: @unchecked Sendable {
     static func audio(_ source: AudioSource, _ profile: SendProfile.Audio) -> String {
         "\(source.launchDescription) ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=1 ! "
             + "volume name=volume ! level name=capture-level interval=100000000 post-messages=true ! "
-            + "valve name=gate drop=true ! opusenc name=encoder bitrate=\(profile.kbps * 1000) frame-size=\(profile.frameMs)"
+            + "valve name=gate drop=true ! opusenc name=encoder bitrate=\(profile.kbps * 1000) frame-size=\(SendProfile.Audio.frameMs)"
     }
 
     /// Key frames are held to three frames' worth of the bitrate (`max-intra-bitrate`, as

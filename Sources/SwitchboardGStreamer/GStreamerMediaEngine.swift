@@ -395,7 +395,7 @@ extension GStreamerMediaEngine {
         /// Sends the profile the lowest budget of the connected members allows (one encoding
         /// goes to all of them; the quality's own without any), changing only what differs from
         /// the one sent, and says so: a new size and frame rate through the camera's caps filter
-        /// (the encoder follows with a key frame), new encoder bitrates, a new Opus frame length.
+        /// (the encoder follows with a key frame), new encoder bitrates.
         /// A shared screen keeps its size and frame rate (text must stay legible: WebRTC's
         /// "maintain resolution") and gets the camera's video bitrate at most.
         private func applySendProfile() async {
@@ -418,7 +418,6 @@ extension GStreamerMediaEngine {
             if next.audio != sent.audio, let microphone = await media.chain(.audio)?.child("encoder") {
                 emit(.sendRate(.audio, kbps: next.audio.kbps))
                 microphone.set("bitrate", Int32(next.audio.kbps * 1000))
-                microphone.set("frame-size", "\(next.audio.frameMs)")
             }
             let screenMaximum = configuration.screenQuality.bitrateKbps
             let screen = budget.map { _ in min(screenMaximum, next.videoKbps) }
