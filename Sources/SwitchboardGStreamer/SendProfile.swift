@@ -9,9 +9,8 @@ import Switchboard
 /// Degradation follows WebRTC's "balanced" preference, in this order: the picture halves in size
 /// (360p → 180p → 90p for the 360p quality), then its frame rate halves, and only then audio goes
 /// to its economy profile (16 kbps Opus instead of 32). Its frame length stays 20 ms although
-/// longer frames would save headers: changing opusenc's `frame-size` while playing was followed
-/// in 3 of 6 runs by a call whose send budget never changed again and whose small picture the
-/// other side never decoded (suspected: a stalled pipeline). Lowering the bitrate
+/// longer frames would save headers: one change fewer to a playing encoder while a narrow-link
+/// stall after the audio switch is not understood (docs/BENCHMARKS.md). Lowering the bitrate
 /// alone does not work: VP8 at its coarsest quantizer still makes about 0.07–0.12 bits per pixel
 /// per frame of the test pattern (measured: 237 kbps at 360p and 15 fps for a target of 20,
 /// 76 at 180p, 27 at 90p), so a 360p camera floods a 64 kbit/s link whatever its target.
