@@ -365,11 +365,17 @@ import FoundationNetworking
         receiver.kill()
         nodes[leader].kill()
         try receiver.start()
-        // A new leader: calls go on.
+        // A new leader, known to both nodes the clients use (a command forwarded to the dead one
+        // meanwhile is refused with storageUnavailable, "try again"): calls go on.
         let newLeader = try await Self.eventually {
-            let data = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(nodes[(leader + 1) % 3].port)/health")!).0
-            let name = data.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }?["leader"] as? String
-            return name.flatMap { $0 != leaderName && $0 != "none" ? $0 : nil }
+            var names: Set<String> = []
+            for index in 0..<3 where index != leader {
+                let data = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(nodes[index].port)/health")!).0
+                let name = data.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }?["leader"] as? String
+                names.insert(name ?? "none")
+            }
+            guard names.count == 1, let name = names.first, name != leaderName, name != "none" else { return nil }
+            return name
         }
         #expect(newLeader != leaderName)
         try await round()
