@@ -367,7 +367,7 @@ import FoundationNetworking
         try receiver.start()
         // A new leader, known to both nodes the clients use (a command forwarded to the dead one
         // meanwhile is refused with storageUnavailable, "try again"): calls go on.
-        let newLeader = try await Self.eventually {
+        let newLeader = try await Self.eventually { () async -> String? in
             var names: Set<String> = []
             for index in 0..<3 where index != leader {
                 let data = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(nodes[index].port)/health")!).0
