@@ -136,8 +136,14 @@ struct PerDevicePushTests {
         // The barrier: a second call, to carol's phone, pushed after the first ended.
         try await PushTests().registerToken(
             cluster.nodes[leader], user: "carol", device: "carol-phone", token: PerDevicePushTests.carolToken)
-        let later = try await alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
-        try await apns.pushes.first { $0.push?.callId == later.callId }
+        let later = try await step("the second call is placed") {
+            try await alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
+        }
+        // What the leader learns comes through PostgreSQL: on a loaded machine it has taken over
+        // 30 s (a full run's failure, with this test 0.7 s alone).
+        try await step("carol's phone is pushed") {
+            try await apns.pushes.first(timeout: .seconds(90)) { $0.push?.callId == later.callId }
+        }
         #expect(apns.pushes.values.map(\.token) == [PushTests.bobToken, PerDevicePushTests.carolToken])
         await cluster.stop()
         await apns.stop()
