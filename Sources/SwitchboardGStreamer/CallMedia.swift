@@ -61,22 +61,18 @@ final class CaptureChain: @unchecked Sendable {
         pipeline.remove(tee)
     }
 
-    static func audio(_ source: AudioSource, _ profile: SendProfile.Audio) -> String {
+    static func audio(_ source: AudioSource) -> String {
         "\(source.launchDescription) ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=1 ! "
             + "volume name=volume ! level name=capture-level interval=100000000 post-messages=true ! "
-            + "valve name=gate drop=true ! opusenc name=encoder bitrate=\(profile.kbps * 1000) frame-size=\(SendProfile.Audio.frameMs)"
+            + "valve name=gate drop=true ! opusenc name=encoder bitrate=32000 frame-size=20"
     }
 
-    /// Key frames are held to three frames' worth of the bitrate (`max-intra-bitrate`, as
-    /// libwebrtc's VP8 encoder holds them): an unbounded one was 4.5 kB at 360p and 60 kbps, and a
-    /// narrow link's queue (a 64 kbit/s one holds about 3 kB) drops such a frame, the receiver
-    /// asks for another, and the picture never starts.
     static func video(_ source: VideoSource, width: Int, height: Int, frameRate: Int, bitrateKbps: Int) -> String {
         "\(source.launchDescription) ! videoconvert ! videoscale ! videorate ! "
             + "capsfilter name=caps caps=\"\(rawVideoCaps(width: width, height: height, frameRate: frameRate))\" ! "
             + "valve name=gate drop=false ! "
             + "vp8enc name=encoder deadline=1 cpu-used=8 end-usage=cbr target-bitrate=\(bitrateKbps * 1000) "
-            + "keyframe-max-dist=60 lag-in-frames=0 error-resilient=default threads=2 max-intra-bitrate=300"
+            + "keyframe-max-dist=60 lag-in-frames=0 error-resilient=default threads=2"
     }
 
     static func rawVideoCaps(width: Int, height: Int, frameRate: Int) -> String {

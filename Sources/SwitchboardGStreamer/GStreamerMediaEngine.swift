@@ -269,13 +269,10 @@ extension GStreamerMediaEngine {
         private var callId: CallID?
         private var media: CallMedia?
         private let emit: @Sendable (MediaEvent) -> Void
-        /// The send budget towards each member sent video, following the round trip to it.
+        /// The send rate towards each member sent video, following the round trip to it.
         private var rates: [UserID: SendRateController] = [:]
-        /// What the camera and microphone chains send: they are built with it, and
-        /// ``applySendProfile()`` changes it as the budgets change.
-        private var profile = SendProfile.full(.p720)
-        /// The bitrate the screen's encoder was last given by ``applySendProfile()``; nil: its own.
-        private var screenKbps: Int?
+        /// The rate each video track's encoder was last given by ``adaptSendRates()``.
+        private var sentKbps: [TrackKind: Int] = [:]
 
         init(configuration: Configuration, logger: Logger, emit: @escaping @Sendable (MediaEvent) -> Void) {
             self.configuration = configuration
@@ -287,12 +284,11 @@ extension GStreamerMediaEngine {
             if let media { await media.close() }
             self.callId = callId
             rates = [:]
-            profile = .full(settings.quality)
-            screenKbps = nil
+            sentKbps = [:]
             do {
                 let media = try CallMedia(configuration: configuration, logger: logger, emit: emit)
                 self.media = media
-                try await media.addTrack(.audio, description: CaptureChain.audio(configuration.audioSource, profile.audio))
+                try await media.addTrack(.audio, description: CaptureChain.audio(configuration.audioSource))
                 try await apply(to: media, previous: nil)
             } catch {
                 logger.error("could not start the call's media", metadata: ["callId": "\(callId)", "error": "\(error)"])
@@ -303,7 +299,7 @@ extension GStreamerMediaEngine {
             guard self.callId == callId else { return }
             self.callId = nil
             rates = [:]
-            screenKbps = nil
+            sentKbps = [:]
             await media?.close()
             media = nil
         }
@@ -318,12 +314,10 @@ extension GStreamerMediaEngine {
             } catch {
                 logger.error("could not apply a media setting", metadata: ["error": "\(error)"])
             }
-            // A new screen chain starts at its own bitrate.
-            if settings.screen != previous.screen { screenKbps = nil }
-            // A new quality: new budgets, and a new profile for them.
-            let range = (SendProfile.minimumBudget(for: new.quality), SendProfile.maximumBudget(for: new.quality))
-            for key in rates.keys { rates[key]?.setRange(minimumKbps: range.0, maximumKbps: range.1) }
-            await applySendProfile()
+            // A new quality or a new chain starts the encoder at the full bitrate: set it again.
+            for key in rates.keys { rates[key]?.setMaximum(new.quality.bitrateKbps) }
+            sentKbps = [:]
+            await applySendRate()
         }
 
         /// Brings the pipeline in line with the settings (all of them when `previous` is nil).
@@ -346,6 +340,8 @@ extension GStreamerMediaEngine {
                 } else if let previous {
                     if previous.frontCamera != settings.frontCamera, configuration.backCameraSource != nil {
                         try video?.replace(with: camera, in: media.pipeline)
+                    } else if previous.quality != settings.quality {
+                        setQuality(settings.quality, on: video)
                     }
                 }
                 let wasOn = previous.map { $0.cameraOn && $0.mediaType == .video } ?? false
@@ -369,64 +365,55 @@ extension GStreamerMediaEngine {
             }
         }
 
-        /// The camera's chain, at the current profile (a new chain, a switched camera).
         private func cameraDescription(_ settings: Settings) -> String {
             let source = settings.frontCamera ? configuration.videoSource : configuration.backCameraSource ?? configuration.videoSource
+            let quality = settings.quality
             return CaptureChain.video(
-                source, width: profile.width, height: profile.height, frameRate: profile.frameRate,
-                bitrateKbps: profile.videoKbps)
+                source, width: quality.width, height: quality.height, frameRate: quality.frameRate,
+                bitrateKbps: quality.bitrateKbps)
         }
 
-        /// One second passed: the budget towards each member follows the round trip its latest
+        /// A new size and rate through the caps filter (the encoder follows) and a new bitrate.
+        private func setQuality(_ quality: VideoQuality, on chain: CaptureChain?) {
+            chain?.child("caps")?.set(
+                "caps",
+                caps: CaptureChain.rawVideoCaps(width: quality.width, height: quality.height, frameRate: quality.frameRate))
+            chain?.child("encoder")?.set("target-bitrate", Int32(quality.bitrateKbps * 1000))
+        }
+
+        /// One second passed: the rate towards each member follows the round trip its latest
         /// receiver report gave (``SendRateController``).
         func adaptSendRates() async {
             guard let media else { return }
             let trips = await media.videoRoundTrips()
             rates = rates.filter { trips[$0.key] != nil }
-            let range = (SendProfile.minimumBudget(for: settings.quality), SendProfile.maximumBudget(for: settings.quality))
             for (peer, seconds) in trips {
-                var controller = rates[peer] ?? SendRateController(minimumKbps: range.0, maximumKbps: range.1)
+                var controller = rates[peer] ?? SendRateController(maximumKbps: settings.quality.bitrateKbps)
+                controller.setMaximum(settings.quality.bitrateKbps)
                 controller.observe(roundTrip: seconds)
                 rates[peer] = controller
             }
-            await applySendProfile()
+            await applySendRate()
         }
 
-        /// Sends the profile the lowest budget of the connected members allows (one encoding
-        /// goes to all of them; the quality's own without any), changing only what differs from
-        /// the one sent, and says so: a new size and frame rate through the camera's caps filter
-        /// (the encoder follows with a key frame), new encoder bitrates.
-        /// A shared screen keeps its size and frame rate (text must stay legible: WebRTC's
-        /// "maintain resolution") and gets the camera's video bitrate at most.
-        private func applySendProfile() async {
+        /// Gives each video encoder the lowest rate the connected members allow (its own ceiling
+        /// at most), and says so when it changes.
+        private func applySendRate() async {
             guard let media else { return }
-            let budget = rates.values.map(\.kbps).min()
-            let next = budget.map { SendProfile.choose(budgetKbps: $0, quality: settings.quality, previous: profile) } ?? .full(settings.quality)
-            let sent = profile
-            profile = next
-            if let camera = await media.chain(.video) {
-                if (next.width, next.height, next.frameRate) != (sent.width, sent.height, sent.frameRate) {
-                    emit(.sendSize(.video, width: next.width, height: next.height, frameRate: next.frameRate))
-                    camera.child("caps")?.set(
-                        "caps", caps: CaptureChain.rawVideoCaps(width: next.width, height: next.height, frameRate: next.frameRate))
+            let kbps = rates.values.map(\.kbps).min()
+            for kind in [TrackKind.video, .screen] {
+                guard let chain = await media.chain(kind) else {
+                    sentKbps[kind] = nil
+                    continue
                 }
-                if next.videoKbps != sent.videoKbps {
-                    emit(.sendRate(.video, kbps: next.videoKbps))
-                    camera.child("encoder")?.set("target-bitrate", Int32(next.videoKbps * 1000))
-                }
+                let maximum = kind == .video ? settings.quality.bitrateKbps : configuration.screenQuality.bitrateKbps
+                let rate = min(maximum, kbps ?? maximum)
+                guard sentKbps[kind] != rate, kbps != nil || sentKbps[kind] != nil else { continue }
+                logger.debug("video send rate", metadata: ["kind": "\(kind)", "kbps": "\(rate)"])
+                emit(.sendRate(kind, kbps: rate))
+                sentKbps[kind] = rate
+                chain.child("encoder")?.set("target-bitrate", Int32(rate * 1000))
             }
-            if next.audio != sent.audio, let microphone = await media.chain(.audio)?.child("encoder") {
-                emit(.sendRate(.audio, kbps: next.audio.kbps))
-                microphone.set("bitrate", Int32(next.audio.kbps * 1000))
-            }
-            let screenMaximum = configuration.screenQuality.bitrateKbps
-            let screen = budget.map { _ in min(screenMaximum, next.videoKbps) }
-            if let encoder = await media.chain(.screen)?.child("encoder"), screen != screenKbps {
-                let kbps = screen ?? screenMaximum
-                emit(.sendRate(.screen, kbps: kbps))
-                encoder.set("target-bitrate", Int32(kbps * 1000))
-            }
-            screenKbps = screen
         }
 
         func statistics() async -> MediaStatistics {
@@ -461,7 +448,7 @@ extension GStreamerMediaEngine {
         func closePeer(_ peer: UserID) async {
             await media?.closePeer(peer)
             // The member who left no longer holds the rate down.
-            if rates.removeValue(forKey: peer) != nil { await applySendProfile() }
+            if rates.removeValue(forKey: peer) != nil { await applySendRate() }
         }
 
         func setLocalDescription(peer: UserID, iceRestart: Bool) async throws -> SessionDescription {

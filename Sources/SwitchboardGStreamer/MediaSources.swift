@@ -128,11 +128,7 @@ public enum MediaEvent: Equatable, Sendable {
     /// (``GStreamerMediaEngine/Configuration/stallLimit``): the named part (`webrtcbin`, a
     /// sending branch) was left to stop on its own thread, and the engine went on.
     case teardownStalled(UserID?, String)
-    /// A local track's encoder was set to a new bitrate, following the send budget its receivers'
-    /// reports allow (the lowest of any peer; ``SendRateController``, ``SendProfile``): the camera
-    /// and screen's video, and the microphone's Opus (its economy profile on a narrow link).
+    /// A local video track's encoder was set to a new bitrate, following the loss its receivers
+    /// report (the lowest any peer allows; ``SendRateController``).
     case sendRate(TrackKind, kbps: Int)
-    /// The camera is sent at a new size and frame rate, following the same budget
-    /// (``SendProfile``: smaller and slower on a narrow link, back to the quality's as it widens).
-    case sendSize(TrackKind, width: Int, height: Int, frameRate: Int)
 }

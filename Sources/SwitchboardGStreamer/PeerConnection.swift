@@ -696,14 +696,13 @@ final class PeerConnection: @unchecked Sendable {
     }
 
     /// The round trip to the peer the latest receiver report gave (the longest of its streams'),
-    /// in seconds; 0 before any (a new connection after an ICE restart: the peer's send budget
-    /// stays as it was), nil when nothing video is sent (the send budget has nothing to adapt).
+    /// in seconds; nil before any, or when nothing video is sent (the send rate has nothing to adapt).
     func videoRoundTrip() async -> Double? {
         guard state.withLockedValue({ $0.senders.contains { $0.key.isVideo && $0.value.branch != nil } }) else { return nil }
         let entries =
             (try? await awaitPromise(
                 extract: { WebRTCStatsEntry.parse($0) }, start: { sb_webrtc_get_stats(webrtc.pointer, $0) })) ?? []
-        return entries.filter { $0.type == GST_WEBRTC_STATS_REMOTE_INBOUND_RTP }.compactMap(\.roundTripTime).max() ?? 0
+        return entries.filter { $0.type == GST_WEBRTC_STATS_REMOTE_INBOUND_RTP }.compactMap(\.roundTripTime).max()
     }
 
     /// When the first audio frame from the peer was decoded.

@@ -146,19 +146,13 @@ struct NetworkFailureTests {
     }
 
     /// A link squeezed to 300 kbit/s and then to 64 kbit/s, both ways, during a video call: audio
-    /// keeps being decoded, the quality the other member sees goes down, video degrades instead of
-    /// freezing, and all of it comes back once the limit is lifted. At 300 kbit/s the camera
-    /// (500 kbps at 360p) lowers its bitrate and size and video keeps being decoded, coarser (before
-    /// the engine adapted its rate, bob decoded 2 frames of alice's in the 10 s after the squeeze;
-    /// the test wants 30 within a minute). At 64 kbit/s the picture shrinks and slows and audio
-    /// goes to its economy profile (before the send profile, the camera's 360p frames still made
-    /// over 200 kbps at the encoder's coarsest); the test wants alice's engine at its smallest
-    /// picture and prints what bob decoded of it, which is not yet reliable (issue 34). Once the
-    /// limit is lifted the profile climbs back to the full size.
+    /// keeps being decoded, the quality the other member sees goes down, and comes back once the
+    /// limit is lifted. At 300 kbit/s the camera (500 kbps at 360p) lowers its bitrate and video
+    /// keeps being decoded, coarser, instead of freezing (before the engine adapted its rate, bob
+    /// decoded 2 frames of alice's in the 10 s after the squeeze; the test wants 30 within a minute); at 64 kbit/s only audio fits.
     @Test func aNarrowLinkLowersTheQualityAndAudioGoesOn() async throws {
         let call = try await NetworkCall.start(video: true)
         defer { call.stop() }
-        let fullSize = "640×360"
         var report: [String] = []
         for rate in [300, 64] {
             let mark = call.alice.output.values.count
@@ -171,44 +165,24 @@ struct NetworkFailureTests {
             }
             let lowered = ContinuousClock.now - squeezed
             try await call.mediaFlows(from: mark)
+            var video = ""
             if rate == 300 {
-                // At 300 kbit/s the camera comes through again: 30 new frames at bob within a minute.
-                let before = call.bob.output.values[..<bobMark].compactMap { NetworkCall.videoFrames($0, peer: "alice") }.last ?? 0
-                let moving = try? await call.bob.output.first(from: bobMark, timeout: .seconds(60)) {
+                let before = NetworkCall.videoFrames(worse, peer: "alice") ?? 0
+                try await call.bob.output.first(from: bobMark, timeout: .seconds(60)) {
                     (NetworkCall.videoFrames($0, peer: "alice") ?? 0) >= before + 30
                 }
-                try #require(moving != nil, "at 300 kbit/s bob did not decode 30 new video frames of alice's within a minute")
-                report.append("300 kbit/s: alice's quality for bob \(NetworkCall.quality(worse, peer: "alice")!) after \(lowered), audio still decoded, 30 more video frames \(ContinuousClock.now - squeezed) after the squeeze (alice \(call.alice.sent(from: mark).suffix(3)))")
-            } else {
-                // At 64 kbit/s alice's engine steps down its profile to the smallest picture. Whether
-                // bob then decodes it is not required: in 5 of 8 runs he decoded few or none of the
-                // small frames (docs/BENCHMARKS.md; issue 34 stays open for it). Printed.
-                let smallest = try await call.alice.output.position(after: mark, timeout: .seconds(90)) {
-                    NetworkCall.mediaSummary($0)?.hasPrefix("sending video at 160×90") == true
-                }
-                let stepped = call.alice.arrival(of: smallest - 1) - squeezed
-                let before = call.bob.output.values[..<bobMark].compactMap { NetworkCall.videoFrames($0, peer: "alice") }.last ?? 0
-                _ = try? await call.bob.output.first(from: bobMark, timeout: .seconds(30)) {
-                    (NetworkCall.videoFrames($0, peer: "alice") ?? 0) >= before + 20
-                }
-                let decoded = (call.bob.output.values[bobMark...].compactMap { NetworkCall.videoFrames($0, peer: "alice") }.last ?? before) - before
-                report.append("64 kbit/s: alice's quality for bob \(NetworkCall.quality(worse, peer: "alice")!) after \(lowered), audio still decoded, alice sending 160×90 after \(stepped), bob decoded \(decoded) new video frames of hers in \(ContinuousClock.now - squeezed) (alice \(call.alice.sent(from: mark).suffix(3)))")
+                let sending = call.alice.output.values.compactMap(NetworkCall.mediaSummary).last { $0.hasPrefix("sending video at") }
+                video = ", 30 more video frames decoded \(ContinuousClock.now - squeezed) after the squeeze (\(sending ?? "no rate change"))"
             }
+            report.append("\(rate) kbit/s: alice's quality for bob \(NetworkCall.quality(worse, peer: "alice")!) after \(lowered), audio still decoded\(video)")
         }
         let lifted = ContinuousClock.now
-        let liftMark = call.alice.output.values.count
         try call.network.limit("alice", kilobitsPerSecond: nil)
         let bobMark = call.bob.output.values.count
         let better = try await call.bob.output.first(from: bobMark) {
             ["excellent", "good"].contains(NetworkCall.quality($0, peer: "alice") ?? "")
         }
-        let qualityBack = ContinuousClock.now - lifted
-        // The camera's profile climbs back to its full size as the budget grows again.
-        try await call.alice.output.first(from: liftMark, timeout: .seconds(120)) {
-            NetworkCall.mediaSummary($0)?.hasPrefix("sending video at \(fullSize)") == true
-        }
-        report.append("limit lifted: \(NetworkCall.quality(better, peer: "alice")!) after \(qualityBack), alice sending \(fullSize) again after \(ContinuousClock.now - lifted)")
-        print("[network] alice's send changes after the lift: \(call.alice.sent(from: liftMark))")
+        report.append("limit lifted: \(NetworkCall.quality(better, peer: "alice")!) after \(ContinuousClock.now - lifted)")
         print("[network] narrow link: " + report.joined(separator: "; "))
         try await call.hangUp()
     }
@@ -385,13 +359,6 @@ final class NetworkCall: Sendable {
         return member["quality"] as? String
     }
 
-    /// The size of `peer`'s camera picture in a `media` line that reports a new one.
-    static func videoSize(_ line: String, peer: String) -> (width: Int, height: Int)? {
-        guard let summary = mediaSummary(line), summary.hasPrefix("\(peer)'s video is ") else { return nil }
-        let size = summary.dropFirst("\(peer)'s video is ".count).split(separator: "×").compactMap { Int($0) }
-        return size.count == 2 ? (size[0], size[1]) : nil
-    }
-
     /// The summary of a `media` line (an engine event).
     static func mediaSummary(_ line: String) -> String? {
         guard let object = json(line), object["event"] as? String == "media" else { return nil }
@@ -431,13 +398,6 @@ final class NetworkCall: Sendable {
         let page = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(String(decoding: data, as: UTF8.self))")
         let records = try #require(page["records"] as? [[String: Any]], "\(page)")
         return try #require(records.first { $0["callId"] as? String == callId }, "\(records)")
-    }
-}
-
-extension Spawned {
-    /// What the engine changed in what it sends (size, bitrates), from position `mark` on.
-    func sent(from mark: Int) -> [String] {
-        output.values[mark...].compactMap(NetworkCall.mediaSummary).filter { $0.hasPrefix("sending") }
     }
 }
 

@@ -382,8 +382,6 @@ struct Output: Sendable {
         case .teardownStalled(let peer, let part):
             text = "closing \(peer.map { "the connection to \($0)" } ?? "the call's media") stalled: \(part) left behind"
         case .sendRate(let kind, let kbps): text = "sending \(kind.rawValue) at \(kbps) kbps"
-        case .sendSize(let kind, let width, let height, let frameRate):
-            text = "sending \(kind.rawValue) at \(width)×\(height), \(frameRate) fps"
         case .audioLevel: return
         }
         write(json ? encode(["event": "media", "summary": text]) : text)
