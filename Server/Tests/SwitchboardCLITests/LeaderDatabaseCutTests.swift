@@ -191,7 +191,7 @@ final class LeaderCut: Sendable {
             postgres = database
             for index in 0..<2 {
                 let host = "node\(index)"
-                let node = try await launch(host, network: network, database: database.url, directory: directory)
+                let node = try await NodeCutProcessTests.launch(name: host, database: database.url, directory: directory, network: network)
                 nodes.append(node)
                 proxies.append(try await network.proxy(from: "clients", to: network.address(of: host), port: node.port))
                 if index == 0 {
@@ -210,26 +210,6 @@ final class LeaderCut: Sendable {
             network.remove()
             try? FileManager.default.removeItem(at: directory)
             throw error
-        }
-    }
-
-    /// Starts a node in `host`'s namespace, on a thread of its own (`ServerProcess.launch` blocks
-    /// until the node listens).
-    private static func launch(_ host: String, network: TestNetwork, database: String, directory: URL) async throws -> ServerProcess {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(
-                    with: Result {
-                        try ServerProcess.launch(
-                            binary: CLITests.binary,
-                            arguments: [
-                                "--host", network.address(of: host), "--app",
-                                "\(NodeCutProcessTests.sdkAppID):\(NodeCutProcessTests.secret)", "--database", database,
-                                "--node-id", host,
-                            ],
-                            directory: directory, errorLog: ClusterProcessTests.errorLog(host), launcher: network.launcher(in: host))
-                    })
-            }
         }
     }
 

@@ -60,16 +60,26 @@ import FoundationNetworking
     /// runs on a thread of its own: on a cooperative thread it could starve the proxy a node
     /// reaches its database through (two cores, two such threads), and the node never listens.
     static func launch(_ index: Int, database: String, directory: URL) async throws -> ServerProcess {
-        try await withCheckedThrowingContinuation { continuation in
+        try await launch(name: "node\(index)", database: database, directory: directory)
+    }
+
+    /// Starts a node named `name` on a thread of its own, inside a test network host's namespace
+    /// when `network` is given (listening on that host's address).
+    static func launch(
+        name: String, database: String, directory: URL, network: TestNetwork? = nil
+    ) async throws -> ServerProcess {
+        let host = network.map { ["--host", $0.address(of: name)] } ?? []
+        return try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(
                     with: Result {
                         try ServerProcess.launch(
                             binary: CLITests.binary,
-                            arguments: [
-                                "--app", "\(Self.sdkAppID):\(Self.secret)", "--database", database, "--node-id", "node\(index)",
+                            arguments: host + [
+                                "--app", "\(Self.sdkAppID):\(Self.secret)", "--database", database, "--node-id", name,
                             ],
-                            directory: directory, errorLog: ClusterProcessTests.errorLog("node\(index)"))
+                            directory: directory, errorLog: ClusterProcessTests.errorLog(name),
+                            launcher: network?.launcher(in: name))
                     })
             }
         }
