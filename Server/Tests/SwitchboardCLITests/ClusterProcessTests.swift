@@ -244,13 +244,15 @@ import FoundationNetworking
         }
     }
 
-    /// A status report; refused with `storageUnavailable` while the cluster changes leader, it is
-    /// made again, as docs/PROTOCOL.md tells clients to.
+    /// A status report, made again after a passing failure (`isTransient`): refused with
+    /// `storageUnavailable` while the cluster changes leader, as docs/PROTOCOL.md tells clients to,
+    /// or lost with the connection when the client's node closes it (a node cut from its database
+    /// closes its clients, sometimes only when the cut ends) and the client logs in again.
     static func report(_ client: SwitchboardClient, rtt: Int) async throws {
         for attempt in 1... {
             do {
                 return try await client.callStore.reportStatus(packetLoss: 0, rtt: rtt, bitrate: 100, audioLevel: 0)
-            } catch let error as SwitchboardError where error.code == .storageUnavailable && attempt < 20 {
+            } catch let error as SwitchboardError where error.isTransient && attempt < 20 {
                 try await Task.sleep(for: .milliseconds(100 * attempt))
             }
         }
