@@ -76,6 +76,33 @@ public final class FakeMediaEngine: SFUMediaEngine {
     /// Everything asked so far.
     public let calls: Recorder<Call>
 
+    /// A publish offer a real SFU takes (Janus checks its ICE credentials and fingerprint): the
+    /// microphone and the camera, `sendonly`, as a browser offers them; no media follows.
+    public static let browserLikePublishOffer: String = {
+        let fingerprint = "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")
+        func section(_ kind: String, _ mid: String, _ payload: Int, _ codec: String, _ msid: String, _ ssrc: Int) -> [String] {
+            [
+                "m=\(kind) 9 UDP/TLS/RTP/SAVPF \(payload)", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0",
+                "a=ice-ufrag:abcd", "a=ice-pwd:abcdefghijklmnopqrstuvwx", "a=ice-options:trickle",
+                "a=fingerprint:\(fingerprint)", "a=setup:actpass", "a=mid:\(mid)", "a=sendonly", "a=msid:\(msid)",
+                "a=rtcp-mux", "a=rtpmap:\(payload) \(codec)", "a=ssrc:\(ssrc) cname:test",
+            ]
+        }
+        var lines = ["v=0", "o=- 4611731400430051336 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE 0 1"]
+        lines += section("audio", "0", 111, "opus/48000/2", "local microphone", 1001)
+        lines += section("video", "1", 96, "VP8/90000", "local camera", 2001)
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }()
+
+    /// Whether `call` is the SFU's answer to the publish offer (Janus receives what the member sends).
+    public static func isPublishAnswer(_ call: Call) -> Bool {
+        if case .sfuRemote(.publish, let description) = call {
+            description.kind == .answer && description.sdp.contains("a=recvonly")
+        } else {
+            false
+        }
+    }
+
     /// `name` goes into the fake SDP (the user's id reads best).
     public init(name: String = "me", publishSDP: String? = nil) {
         self.name = name

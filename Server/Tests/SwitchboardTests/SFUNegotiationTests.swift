@@ -22,34 +22,10 @@ struct SFUNegotiationTests {
         var events: Recorder<CallStoreEvent>
     }
 
-    static let publishOffer: String = {
-        let fingerprint = "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")
-        func section(_ kind: String, _ mid: String, _ payload: Int, _ codec: String, _ msid: String, _ ssrc: Int) -> [String] {
-            [
-                "m=\(kind) 9 UDP/TLS/RTP/SAVPF \(payload)", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0",
-                "a=ice-ufrag:abcd", "a=ice-pwd:abcdefghijklmnopqrstuvwx", "a=ice-options:trickle",
-                "a=fingerprint:\(fingerprint)", "a=setup:actpass", "a=mid:\(mid)", "a=sendonly", "a=msid:\(msid)",
-                "a=rtcp-mux", "a=rtpmap:\(payload) \(codec)", "a=ssrc:\(ssrc) cname:test",
-            ]
-        }
-        var lines = ["v=0", "o=- 4611731400430051336 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE 0 1"]
-        lines += section("audio", "0", 111, "opus/48000/2", "local microphone", 1001)
-        lines += section("video", "1", 96, "VP8/90000", "local camera", 2001)
-        return lines.joined(separator: "\r\n") + "\r\n"
-    }()
-
     static func member(_ server: TestServer, _ user: String) async throws -> Member {
-        let media = FakeMediaEngine(name: user, publishSDP: publishOffer)
+        let media = FakeMediaEngine(name: user, publishSDP: FakeMediaEngine.browserLikePublishOffer)
         let client = try await server.client(user, mediaEngine: media)
         return Member(client: client, media: media, events: Recorder(client.callStore.events))
-    }
-
-    static func isPublishAnswer(_ call: FakeMediaEngine.Call) -> Bool {
-        if case .sfuRemote(.publish, let description) = call {
-            description.kind == .answer && description.sdp.contains("a=recvonly")
-        } else {
-            false
-        }
     }
 
     @Test func everyMemberPublishesToJanusAndStartsOverWhenJanusComesBack() async throws {
@@ -70,7 +46,7 @@ struct SFUNegotiationTests {
         for member in [alice, bob, carol] {
             try await member.media.calls.first { $0 == .sfuOpened(.publish) }
             try await member.media.calls.first { $0 == .sfuOpened(.subscribe) }
-            marks.append(try await member.media.calls.position(where: Self.isPublishAnswer))
+            marks.append(try await member.media.calls.position(where: FakeMediaEngine.isPublishAnswer))
             // No connection per member in an SFU call.
             #expect(!member.media.calls.values.contains { if case .opened = $0 { true } else { false } })
         }
@@ -90,7 +66,7 @@ struct SFUNegotiationTests {
         for (index, member) in [alice, bob, carol].enumerated() {
             let closed = try await member.media.calls.position(after: marks[index]) { $0 == .sfuClosed(.publish) }
             let opened = try await member.media.calls.position(after: closed) { $0 == .sfuOpened(.publish) }
-            try await member.media.calls.first(from: opened, where: Self.isPublishAnswer)
+            try await member.media.calls.first(from: opened, where: FakeMediaEngine.isPublishAnswer)
         }
         await server.stop()
     }
