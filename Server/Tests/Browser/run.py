@@ -196,6 +196,10 @@ def browser(autoplay=True, place=None):
         "--disable-client-side-phishing-detection", "--metrics-recording-only",
     ]:
         options.add_argument(flag)
+    if os.environ.get("SWITCHBOARD_FAKE_VIDEO"):
+        # A video file as the camera instead of Chromium's drawn picture (group_bench.py's
+        # camera-like clip: an encoder spends on it what it spends on a real camera's noise).
+        options.add_argument("--use-file-for-fake-video-capture=" + os.environ["SWITCHBOARD_FAKE_VIDEO"])
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     if place:
         net, host, origin = place
