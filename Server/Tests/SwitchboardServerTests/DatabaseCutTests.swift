@@ -70,18 +70,8 @@ struct DatabaseWatchTests {
         #expect(cluster.leaderIndex == 0)
         let (leader, cut) = (cluster.nodes[0], cluster.nodes[1])
         let proxy = try #require(cluster.databaseProxies[1])
-        let alice = try await cut.client("alice", deviceId: "alice-phone", fallbackURLs: [leader.url])
-        let bob = try await cut.client("bob", deviceId: "bob-phone", fallbackURLs: [leader.url])
-        let aliceEvents = Recorder(alice.callStore.events)
-        let bobEvents = Recorder(bob.callStore.events)
-        let aliceLogin = Recorder(alice.loginStore.stateUpdates)
-        let bobLogin = Recorder(bob.loginStore.stateUpdates)
-        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
-        try await bobEvents.first(where: isReceived)
-        try await bob.callStore.accept()
-        try await aliceEvents.first(where: isStarted)
-        try await bobEvents.first(where: isStarted)
-        let startTime = try #require(alice.callStore.state.activeCall?.startTime)
+        let pair = try await CallOnACutNode.start(on: cut, otherAddress: leader)
+        let (aliceLogin, bobLogin) = (pair.aliceLogin, pair.bobLogin)
 
         await cluster.tick()
         let marks = (alice: aliceLogin.values.count, bob: bobLogin.values.count)
@@ -129,29 +119,15 @@ struct DatabaseWatchTests {
             #expect(closedAfter == 5 && movedAfter == 6)
         }
 
-        // The call state agreed: both in the same call, from the same start; each hears the other's
-        // status through the leader.
         await cluster.tick()
-        for client in [alice, bob] {
-            #expect(client.callStore.state.activeCall?.callId == call)
-            #expect(client.callStore.state.activeCall?.startTime == startTime)
-        }
-        let statusFrom = bobEvents.values.count
-        try await alice.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 100, audioLevel: 10)
-        try await bobEvents.first(from: statusFrom) {
-            if case .onMemberStatusChanged(call, "alice", .excellent, _) = $0 { true } else { false }
-        }
+        try await pair.expectTheCallAgreed()
         print("cut \(seconds) s: call state agreed \(ContinuousClock.now - wall) real after the cut began")
 
         // Node 1 serves again.
         let carol = try await cut.client("carol")
         #expect(carol.loginStore.state.loginStatus == .loggedIn)
 
-        // The first end either hears of is bob's hang-up; neither heard the call start again.
-        #expect(aliceEvents.values.filter(isEnded).isEmpty && bobEvents.values.filter(isEnded).isEmpty)
-        try await bob.callStore.hangup()
-        #expect(try await aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
-        #expect(aliceEvents.values.filter(isStarted).count == 1 && bobEvents.values.filter(isStarted).count == 1)
+        try await pair.expectItEndsAtTheHangUp()
         await cluster.stop()
     }
 
@@ -168,18 +144,8 @@ struct DatabaseWatchTests {
         let leader = try #require(cluster.leaderIndex)
         let (cut, other) = (cluster.nodes[leader], cluster.nodes[1 - leader])
         let proxy = try #require(cluster.databaseProxies[leader])
-        let alice = try await cut.client("alice", deviceId: "alice-phone", fallbackURLs: [other.url])
-        let bob = try await cut.client("bob", deviceId: "bob-phone", fallbackURLs: [other.url])
-        let aliceEvents = Recorder(alice.callStore.events)
-        let bobEvents = Recorder(bob.callStore.events)
-        let aliceLogin = Recorder(alice.loginStore.stateUpdates)
-        let bobLogin = Recorder(bob.loginStore.stateUpdates)
-        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
-        try await bobEvents.first(where: isReceived)
-        try await bob.callStore.accept()
-        try await aliceEvents.first(where: isStarted)
-        try await bobEvents.first(where: isStarted)
-        let startTime = try #require(alice.callStore.state.activeCall?.startTime)
+        let pair = try await CallOnACutNode.start(on: cut, otherAddress: other)
+        let (aliceLogin, bobLogin) = (pair.aliceLogin, pair.bobLogin)
 
         await cluster.tick()
         let marks = (alice: aliceLogin.values.count, bob: bobLogin.values.count)
@@ -224,18 +190,60 @@ struct DatabaseWatchTests {
         #expect(cluster.leaderIndex == 1 - leader)
         print("leader cut: node \(cluster.leaderIndex.map { "\($0)" } ?? "-") leads (node \(leader) before); alice and bob logged in there during the cut")
 
+        try await pair.expectTheCallAgreed()
+        try await pair.expectItEndsAtTheHangUp()
+        await cluster.stop()
+    }
+}
+
+/// alice and bob in an audio call on a node about to be cut off from its database, with another
+/// node as their other address; what both tests of ``DatabaseCutTests`` check afterwards.
+struct CallOnACutNode {
+    let alice: SwitchboardClient
+    let bob: SwitchboardClient
+    let aliceEvents: Recorder<CallStoreEvent>
+    let bobEvents: Recorder<CallStoreEvent>
+    let aliceLogin: Recorder<LoginStore.State>
+    let bobLogin: Recorder<LoginStore.State>
+    let call: CallID
+    let startTime: Int64
+
+    static func start(on node: TestServer, otherAddress other: TestServer) async throws -> CallOnACutNode {
+        let alice = try await node.client("alice", deviceId: "alice-phone", fallbackURLs: [other.url])
+        let bob = try await node.client("bob", deviceId: "bob-phone", fallbackURLs: [other.url])
+        let aliceEvents = Recorder(alice.callStore.events)
+        let bobEvents = Recorder(bob.callStore.events)
+        let aliceLogin = Recorder(alice.loginStore.stateUpdates)
+        let bobLogin = Recorder(bob.loginStore.stateUpdates)
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
+        try await bobEvents.first(where: isReceived)
+        try await bob.callStore.accept()
+        try await aliceEvents.first(where: isStarted)
+        try await bobEvents.first(where: isStarted)
+        let startTime = try #require(alice.callStore.state.activeCall?.startTime)
+        return CallOnACutNode(
+            alice: alice, bob: bob, aliceEvents: aliceEvents, bobEvents: bobEvents, aliceLogin: aliceLogin, bobLogin: bobLogin,
+            call: call, startTime: startTime)
+    }
+
+    /// Both in the same call, from the same start; bob hears alice's status through the leader.
+    func expectTheCallAgreed() async throws {
         for client in [alice, bob] {
             #expect(client.callStore.state.activeCall?.callId == call)
             #expect(client.callStore.state.activeCall?.startTime == startTime)
         }
         let statusFrom = bobEvents.values.count
         try await alice.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 100, audioLevel: 10)
-        try await bobEvents.first(from: statusFrom) {
+        try await bobEvents.first(from: statusFrom) { [call] in
             if case .onMemberStatusChanged(call, "alice", .excellent, _) = $0 { true } else { false }
         }
+    }
+
+    /// The first end either hears of is bob's hang-up; neither heard the call start again.
+    func expectItEndsAtTheHangUp() async throws {
         #expect(aliceEvents.values.filter(isEnded).isEmpty && bobEvents.values.filter(isEnded).isEmpty)
         try await bob.callStore.hangup()
         #expect(try await aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
-        await cluster.stop()
+        #expect(aliceEvents.values.filter(isStarted).count == 1 && bobEvents.values.filter(isStarted).count == 1)
     }
 }
