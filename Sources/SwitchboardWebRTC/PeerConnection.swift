@@ -5,14 +5,37 @@ import Switchboard
 import SwitchboardProtocol
 @preconcurrency import WebRTC
 
-/// One `RTCPeerConnection` to one member, with its delegate. Its methods run on the engine's
-/// queue; the delegate callbacks come on WebRTC's signaling thread and only report (they never
-/// wait for the queue, which may itself be waiting for that thread).
+/// One `RTCPeerConnection`, with its delegate: to one member (a mesh), or one of the two of a
+/// session with the SFU. Its ``Role`` says what it sends and whose what it receives is. Its
+/// methods run on the engine's queue; the delegate callbacks come on WebRTC's signaling thread
+/// and only report (they never wait for the queue, which may itself be waiting for that thread).
 final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Sendable {
-    let peer: UserID
+    /// What a connection is for.
+    enum Role: Hashable, Sendable, CustomStringConvertible {
+        /// The connection to one other member: it sends the local tracks (each sent and received
+        /// in one section, `addTrack`), and all it receives is that member's.
+        case peer(UserID)
+        /// One of a session's connections with the SFU: `publish` sends the local tracks, each
+        /// send-only, the camera in the layers of ``SFUCameraLayers``; `subscribe` sends nothing
+        /// and receives the other members' tracks, each section the member's that
+        /// ``PeerConnection/sections`` names.
+        case sfu(SFUConnection)
+
+        /// The role's connection sends the local tracks.
+        var sends: Bool { self != .sfu(.subscribe) }
+
+        var description: String {
+            switch self {
+            case .peer(let peer): "connection to \(peer)"
+            case .sfu(let connection): "SFU \(connection) connection"
+            }
+        }
+    }
+
+    let role: Role
     private let connection: RTCPeerConnection
     private let events: PeerConnectionEvents
-    private let onRemoteVideo: @Sendable ([ReceivedVideoRole: RTCVideoTrack]) -> Void
+    private let onRemoteVideo: @Sendable ([UserID: [ReceivedVideoRole: RTCVideoTrack]]) -> Void
     // Queue-confined.
     private var microphone: RTCRtpSender?
     private var camera: RTCRtpSender?
@@ -29,12 +52,18 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
     static let disconnectedLimit: TimeInterval = 5
     /// Each receiver's stream id (`a=msid`), as `didAdd rtpReceiver:streams:` tells it.
     private let receiverStreams = NIOLockedValueBox<[String: String]>([:])
+    /// How remote audio plays: every received audio track, also one that comes later.
+    private let output = NIOLockedValueBox(AudioOutput())
+    /// Set by ``close()``: nothing is reported after it (a report under way finishes first).
+    private let closed = NIOLockedValueBox(false)
+    /// `subscribe`: whose each section is, as the SFU's last offer said (set before the offer).
+    private let sectionsBox = NIOLockedValueBox(SFUSections())
 
     init?(
-        peer: UserID, factory: RTCPeerConnectionFactory, configuration: RTCConfiguration, events: PeerConnectionEvents,
-        onRemoteVideo: @escaping @Sendable ([ReceivedVideoRole: RTCVideoTrack]) -> Void
+        role: Role, factory: RTCPeerConnectionFactory, configuration: RTCConfiguration, events: PeerConnectionEvents,
+        onRemoteVideo: @escaping @Sendable ([UserID: [ReceivedVideoRole: RTCVideoTrack]]) -> Void
     ) {
-        self.peer = peer
+        self.role = role
         self.events = events
         self.onRemoteVideo = onRemoteVideo
         let constraints = RTCMediaConstraints(mandatoryConstraints: nil, optionalConstraints: nil)
@@ -51,13 +80,34 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
 
     func sendMicrophone(_ track: RTCAudioTrack) {
         guard microphone == nil else { return }
-        microphone = connection.add(track, streamIds: [WebRTCEngine.streamId])
+        microphone = send(track, layers: nil)
     }
 
+    /// The camera; to the SFU in its simulcast layers, highest first (the order Janus reads).
     func sendCamera(_ track: RTCVideoTrack, quality: VideoQuality) {
         guard camera == nil else { return }
-        camera = connection.add(track, streamIds: [WebRTCEngine.streamId])
+        camera = send(track, layers: SFUCameraLayers.layers)
         applyQuality(quality)
+    }
+
+    /// Adds a local track in the stream of the microphone and camera: to a member in a section
+    /// that also receives theirs (`addTrack`, one layer: the member's engine takes no simulcast);
+    /// to the SFU send-only, in `layers` where given.
+    private func send(_ track: RTCMediaStreamTrack, layers: [(rid: String, scaleDown: Int)]?) -> RTCRtpSender? {
+        guard case .sfu = role else { return connection.add(track, streamIds: [WebRTCEngine.streamId]) }
+        let initial = RTCRtpTransceiverInit()
+        initial.direction = .sendOnly
+        initial.streamIds = [WebRTCEngine.streamId]
+        if let layers {
+            initial.sendEncodings = layers.map { layer in
+                let encoding = RTCRtpEncodingParameters()
+                encoding.rid = layer.rid
+                encoding.isActive = true
+                encoding.scaleResolutionDownBy = NSNumber(value: Double(layer.scaleDown))
+                return encoding
+            }
+        }
+        return connection.addTransceiver(with: track, init: initial)?.sender
     }
 
     func stopCamera() {
@@ -84,25 +134,38 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
         screen = nil
     }
 
-    /// The camera sender's bitrate and frame rate for `quality`.
+    /// The camera sender's bitrate and frame rate for `quality`: each layer's bitrate in
+    /// proportion to its pixels (one unscaled layer in a mesh: the quality's bitrate).
     func applyQuality(_ quality: VideoQuality) {
         guard let sender = camera else { return }
         let parameters = sender.parameters
         for encoding in parameters.encodings {
-            encoding.maxBitrateBps = NSNumber(value: quality.bitrateKbps * 1000)
+            let scaleDown = Int(exactly: (encoding.scaleResolutionDownBy?.doubleValue ?? 1).rounded()) ?? 1
+            encoding.maxBitrateBps = NSNumber(value: SFUCameraLayers.bitrateKbps(quality, scaleDown: scaleDown) * 1000)
             encoding.maxFramerate = NSNumber(value: quality.frameRate)
         }
         sender.parameters = parameters
     }
 
-    /// Remote audio at the playback volume, or silenced.
+    /// Remote audio at the playback volume, or silenced; tracks received later play the same.
     func applyOutput(_ output: AudioOutput) {
+        self.output.withLockedValue { $0 = output }
         for receiver in connection.receivers {
-            guard let track = receiver.track as? RTCAudioTrack else { continue }
-            track.isEnabled = !output.remoteAudioMuted
-            // RTCAudioSource.volume is a gain from 0 to 10; 100 % is 1.
-            track.source.volume = Double(min(100, max(0, output.volume))) / 100
+            Self.play(receiver, output)
         }
+    }
+
+    private static func play(_ receiver: RTCRtpReceiver, _ output: AudioOutput) {
+        guard let track = receiver.track as? RTCAudioTrack else { return }
+        track.isEnabled = !output.remoteAudioMuted
+        // RTCAudioSource.volume is a gain from 0 to 10; 100 % is 1.
+        track.source.volume = Double(min(100, max(0, output.volume))) / 100
+    }
+
+    /// `subscribe`: whose each section is; what the next offer's sections carry.
+    var sections: SFUSections {
+        get { sectionsBox.withLockedValue { $0 } }
+        set { sectionsBox.withLockedValue { $0 = newValue } }
     }
 
     // MARK: - negotiation
@@ -112,18 +175,23 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
             failed.withLockedValue { $0 = false }
             connection.restartIce()
         }
-        connection.setLocalDescriptionWithCompletionHandler { [connection] error in
+        connection.setLocalDescriptionWithCompletionHandler { [self] error in
             if let error { return done(.failure(error)) }
             guard let local = connection.localDescription, let kind = Self.kind(local.type) else {
                 return done(.failure(WebRTCEngineError(description: "no local offer or answer after setLocalDescription")))
             }
+            // An answer settles which sections receive.
+            reportRemoteVideo()
             done(.success(SessionDescription(kind: kind, sdp: local.sdp)))
         }
     }
 
     func setRemoteDescription(_ description: SessionDescription, _ done: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         let type: RTCSdpType = description.kind == .offer ? .offer : .answer
-        connection.setRemoteDescription(RTCSessionDescription(type: type, sdp: description.sdp)) { error in
+        connection.setRemoteDescription(RTCSessionDescription(type: type, sdp: description.sdp)) { [self] error in
+            // The sections may have changed hands (`subscribe`) or directions without a receiver
+            // coming or going.
+            if error == nil { reportRemoteVideo() }
             done(error.map { .failure($0) } ?? .success(()))
         }
     }
@@ -147,7 +215,9 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
     }
 
     /// Closes the connection; WebRTC's close stops its transports without waiting for the peer.
+    /// Nothing it received is reported after it returns.
     func close() {
+        closed.withLockedValue { $0 = true }
         connection.delegate = nil
         connection.close()
     }
@@ -185,23 +255,44 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
             })
     }
 
-    /// The received video tracks by what they show (queue).
-    func remoteVideo() -> [ReceivedVideoRole: RTCVideoTrack] {
-        let receivers = connection.transceivers.filter { !$0.isStopped }.map(\.receiver)
-        let streams = receiverStreams.withLockedValue { $0 }
-        let audioStream = receivers.first { $0.track?.kind == kRTCMediaStreamTrackKindAudio }.flatMap { streams[$0.receiverId] }
-        var result: [ReceivedVideoRole: RTCVideoTrack] = [:]
-        for receiver in receivers {
-            guard let track = receiver.track as? RTCVideoTrack else { continue }
-            let role = ReceivedVideoRole.of(streamId: streams[receiver.receiverId], audioStreamId: audioStream)
-            if result[role] == nil { result[role] = track }
+    /// The received video tracks by member and what they show: a member's own connection tells
+    /// the screen by its stream (``ReceivedVideoRole/of(streamId:audioStreamId:)``), the SFU's
+    /// subscribe connection by its section (``sections``).
+    func remoteVideo() -> [UserID: [ReceivedVideoRole: RTCVideoTrack]] {
+        let receiving = connection.transceivers.filter(Self.receives)
+        switch role {
+        case .peer(let peer):
+            let receivers = receiving.map(\.receiver)
+            let streams = receiverStreams.withLockedValue { $0 }
+            let audioStream = receivers.first { $0.track?.kind == kRTCMediaStreamTrackKindAudio }.flatMap { streams[$0.receiverId] }
+            var result: [ReceivedVideoRole: RTCVideoTrack] = [:]
+            for receiver in receivers {
+                guard let track = receiver.track as? RTCVideoTrack else { continue }
+                let role = ReceivedVideoRole.of(streamId: streams[receiver.receiverId], audioStreamId: audioStream)
+                if result[role] == nil { result[role] = track }
+            }
+            return result.isEmpty ? [:] : [peer: result]
+        case .sfu(.subscribe):
+            // `mid` is nil (bridged as "") until the section is negotiated.
+            let videos = receiving.compactMap { transceiver in
+                (transceiver.receiver.track as? RTCVideoTrack).map { (mid: transceiver.mid.isEmpty ? nil : transceiver.mid, track: $0) }
+            }
+            return sections.videos(videos)
+        case .sfu(.publish):
+            return [:]
         }
-        return result
+    }
+
+    /// A section receives once negotiated to (`sendrecv`, `recvonly`), until it stops.
+    private static func receives(_ transceiver: RTCRtpTransceiver) -> Bool {
+        var direction = RTCRtpTransceiverDirection.inactive
+        guard !transceiver.isStopped, transceiver.currentDirection(&direction) else { return false }
+        return direction == .sendRecv || direction == .recvOnly
     }
 
     /// Track ids of the shared screens received (queue).
     func remoteScreenTrackIds() -> Set<String> {
-        remoteVideo()[.screen].map { [$0.trackId] } ?? []
+        Set(remoteVideo().values.compactMap { $0[.screen]?.trackId })
     }
 
     // MARK: - RTCPeerConnectionDelegate (WebRTC's signaling thread)
@@ -257,6 +348,15 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
     func peerConnection(_ peerConnection: RTCPeerConnection, didAdd rtpReceiver: RTCRtpReceiver, streams: [RTCMediaStream]) {
         let (receiver, stream) = (rtpReceiver.receiverId, streams.first?.streamId)
         receiverStreams.withLockedValue { $0[receiver] = stream }
+        // WebRTC is not called under a lock: a change of output that crosses this one is
+        // applied again until the track plays the latest (``applyOutput(_:)`` sets it first).
+        var played = output.withLockedValue { $0 }
+        while true {
+            Self.play(rtpReceiver, played)
+            let latest = output.withLockedValue { $0 }
+            if latest == played { break }
+            played = latest
+        }
         reportRemoteVideo()
     }
 
@@ -264,8 +364,13 @@ final class PeerConnection: NSObject, RTCPeerConnectionDelegate, @unchecked Send
         reportRemoteVideo()
     }
 
+    /// Reports what is received now, unless closed: ``close()`` waits for a report under way, so
+    /// the engine's clearing after it comes last.
     private func reportRemoteVideo() {
-        onRemoteVideo(remoteVideo())
+        let videos = remoteVideo()
+        closed.withLockedValue { closed in
+            if !closed { onRemoteVideo(videos) }
+        }
     }
 }
 

@@ -6,13 +6,16 @@ import SwitchboardProtocol
 @preconcurrency import WebRTC
 
 /// Which video track shows what, for the views: the local camera and screen, and each member's
-/// camera and shared screen. Written by the engine's queue and WebRTC's signaling thread, read
+/// camera and shared screen, as each connection receives them (a member's own connection, or the
+/// SFU's subscribe connection). Written by the engine's queue and WebRTC's signaling thread, read
 /// by the views on the main thread; each change is announced to the views that wait for it.
 final class VideoTrackDirectory: @unchecked Sendable {
     private struct State {
         var localCamera: RTCVideoTrack?
         var localScreen: RTCVideoTrack?
-        var remote: [UserID: [ReceivedVideoRole: RTCVideoTrack]] = [:]
+        /// What each connection receives, by member (one entry per connection, so at most one
+        /// per member and one for the SFU).
+        var remote: [PeerConnection.Role: [UserID: [ReceivedVideoRole: RTCVideoTrack]]] = [:]
         var version = 0
     }
 
@@ -28,8 +31,9 @@ final class VideoTrackDirectory: @unchecked Sendable {
         announce()
     }
 
-    func setRemote(_ peer: UserID, _ tracks: [ReceivedVideoRole: RTCVideoTrack]) {
-        state.withLockedValue { $0.remote[peer] = tracks.isEmpty ? nil : tracks }
+    /// Everything `connection` receives now (empty: it is closed or receives nothing).
+    func setRemote(_ connection: PeerConnection.Role, _ tracks: [UserID: [ReceivedVideoRole: RTCVideoTrack]]) {
+        state.withLockedValue { $0.remote[connection] = tracks.isEmpty ? nil : tracks }
         announce()
     }
 
@@ -42,7 +46,9 @@ final class VideoTrackDirectory: @unchecked Sendable {
     func track(for user: UserID, isSelf: Bool, role: ReceivedVideoRole) -> RTCVideoTrack? {
         state.withLockedValue { state in
             if isSelf { return role == .camera ? state.localCamera : state.localScreen }
-            return state.remote[user]?[role]
+            // A member's media comes through the SFU or their own connection; both only while a
+            // one-to-one call becomes a group call.
+            return state.remote[.sfu(.subscribe)]?[user]?[role] ?? state.remote[.peer(user)]?[user]?[role]
         }
     }
 

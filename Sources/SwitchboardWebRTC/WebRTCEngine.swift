@@ -6,7 +6,8 @@ import SwitchboardProtocol
 @preconcurrency import WebRTC
 
 /// The iOS media engine: Google's WebRTC framework (`WebRTC.framework`, unified plan) behind
-/// ``PeerMediaEngine``, one `RTCPeerConnection` per other member, as docs/IOS.md section 8 maps it.
+/// ``PeerMediaEngine``, one `RTCPeerConnection` per other member, as docs/IOS.md section 8 maps it;
+/// and behind ``SFUMediaEngine``, two for a group call through the server's SFU (`WebRTCEngine+SFU`).
 ///
 /// Audio starts only when ``startAudio()`` says so: `RTCAudioSession.useManualAudio` is set, so
 /// nothing plays or records before CallKit activated the audio session (the CallKit bridge calls
@@ -40,7 +41,8 @@ public final class WebRTCEngine: PeerMediaEngine, @unchecked Sendable {
     let media: LocalMedia
     let audio: AudioSessionDriver
     // Confined to `queue`.
-    var connections: [UserID: PeerConnection] = [:]
+    /// One per other member, or the two of the SFU session.
+    var connections: [PeerConnection.Role: PeerConnection] = [:]
     var callMediaType: CallMediaType?
     var settings = Settings()
     /// Local tracks and remote video tracks for the views, read from the main thread.
@@ -127,7 +129,7 @@ public final class WebRTCEngine: PeerMediaEngine, @unchecked Sendable {
         queue.async { [self] in
             settings.quality = quality
             applyCamera()
-            for connection in connections.values { connection.applyQuality(quality) }
+            for connection in senders { connection.applyQuality(quality) }
         }
     }
 
@@ -146,11 +148,11 @@ public final class WebRTCEngine: PeerMediaEngine, @unchecked Sendable {
             switch source {
             case nil:
                 media.stopScreen()
-                for connection in connections.values { connection.stopScreen() }
+                for connection in senders { connection.stopScreen() }
             case .screen?:
                 media.startScreen()
                 if let track = media.screenTrack {
-                    for connection in connections.values { connection.sendScreen(track) }
+                    for connection in senders { connection.sendScreen(track) }
                 }
             case .display?, .file?, .testPattern?:
                 // Only the app's own screen can be shared on iOS (ReplayKit); the SDK still
@@ -167,10 +169,10 @@ public final class WebRTCEngine: PeerMediaEngine, @unchecked Sendable {
             if mediaType == .video, configuration.cameraEnabled {
                 media.makeCamera()
                 if let track = media.cameraTrack {
-                    for connection in connections.values { connection.sendCamera(track, quality: settings.quality) }
+                    for connection in senders { connection.sendCamera(track, quality: settings.quality) }
                 }
             } else {
-                for connection in connections.values { connection.stopCamera() }
+                for connection in senders { connection.stopCamera() }
                 media.stopCamera()
             }
             applyCamera()
@@ -178,18 +180,29 @@ public final class WebRTCEngine: PeerMediaEngine, @unchecked Sendable {
         }
     }
 
+    /// Each member's connection is that member's entry; through the SFU, the subscribe
+    /// connection's streams are split by member (by section), and the publish connection is what
+    /// was published.
     public func statistics() async -> MediaStatistics {
         let (snapshot, localScreen, output) = await onQueue {
             (self.connections, self.media.screenTrack?.trackId, self.settings.output)
         }
+        let playoutVolume = output.remoteAudioMuted ? 0 : output.volume
         var result = MediaStatistics()
-        for (peer, connection) in snapshot {
+        for (role, connection) in snapshot {
             let report = await connection.statistics()
-            var screens = await onQueue { connection.remoteScreenTrackIds() }
-            if let localScreen { screens.insert(localScreen) }
-            result.peers[peer] = report.peerStatistics(
-                screenTrackIds: screens, playoutVolume: output.remoteAudioMuted ? 0 : output.volume)
             result.localAudioLevel = max(result.localAudioLevel, report.localAudioLevel)
+            switch role {
+            case .peer(let peer):
+                var screens = await onQueue { connection.remoteScreenTrackIds() }
+                if let localScreen { screens.insert(localScreen) }
+                result.peers[peer] = report.peerStatistics(screenTrackIds: screens, playoutVolume: playoutVolume)
+            case .sfu(.publish):
+                result.published = report.peerStatistics(screenTrackIds: Set([localScreen].compactMap { $0 }))
+            case .sfu(.subscribe):
+                let members = report.memberStatistics(connection.sections, playoutVolume: playoutVolume)
+                result.peers.merge(members) { _, throughSFU in throughSFU }
+            }
         }
         return result
     }
@@ -211,6 +224,11 @@ public final class WebRTCEngine: PeerMediaEngine, @unchecked Sendable {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { body { continuation.resume(with: $0) } }
         }
+    }
+
+    /// The connections that send the local tracks: each member's, or the SFU's publish one (queue).
+    var senders: [PeerConnection] {
+        connections.values.filter(\.role.sends)
     }
 
     /// Starts, stops or re-aims the camera for the current settings (queue).

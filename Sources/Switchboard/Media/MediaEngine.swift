@@ -146,7 +146,9 @@ public protocol PeerMediaEngine: MediaEngine {
 ///   tell the screen by its `a=msid`). It receives nothing. The engine offers; the SFU answers.
 /// - `subscribe` sends nothing and receives the other members' tracks. The SFU offers (every time
 ///   members or their tracks come and go), and ``setSFUTracks(_:)`` comes first with what each
-///   section (by `a=mid`) carries: the engine reports what it receives under that member's name.
+///   section (by `a=mid`) carries: the engine reports what it receives under that member's name
+///   (``SFUSections`` names them), its statistics too: each member's in
+///   ``MediaStatistics/peers``, the publish connection's in ``MediaStatistics/published``.
 ///
 /// A new session closes both connections of the old one first (``closeSFU(_:)``); ICE failing on
 /// either is reported through the connection's ``PeerConnectionEvents/iceFailed`` and the SDK

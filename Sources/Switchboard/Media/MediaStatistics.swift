@@ -6,12 +6,17 @@ import SwitchboardProtocol
 public struct MediaStatistics: Equatable, Sendable {
     /// The local microphone's level, 0–100, as sent: 0 while muted.
     public var localAudioLevel: Int
-    /// One entry per other member with a connection (a room engine may report one entry for the room).
+    /// One entry per other member with a connection (a room engine may report one entry for the
+    /// room); in a call through the SFU, what came from each member.
     public var peers: [UserID: PeerStatistics]
+    /// In a call through the SFU, what this device sent on its publish connection: sent once for
+    /// all members, so in no member's entry. Nil otherwise.
+    public var published: PeerStatistics?
 
-    public init(localAudioLevel: Int = 0, peers: [UserID: PeerStatistics] = [:]) {
+    public init(localAudioLevel: Int = 0, peers: [UserID: PeerStatistics] = [:], published: PeerStatistics? = nil) {
         self.localAudioLevel = localAudioLevel
         self.peers = peers
+        self.published = published
     }
 }
 
@@ -105,7 +110,7 @@ extension PeerStatistics {
 public struct StatusSample: Equatable, Sendable {
     /// Received packets lost between the samples, % of those expected, the worst member's.
     public var packetLoss: Double
-    /// The longest round trip to any member, ms.
+    /// The longest round trip to any member (or to the SFU), ms.
     public var rtt: Int
     /// Everything sent between the samples, kbps.
     public var bitrate: Int
@@ -113,13 +118,15 @@ public struct StatusSample: Equatable, Sendable {
     public var audioLevel: Int
 
     /// The report for the interval from `previous` to `current`, `milliseconds` long. Counters that
-    /// went backwards (a connection was replaced) count from zero.
+    /// went backwards (a connection was replaced) count from zero. What went to the SFU
+    /// (``MediaStatistics/published``) counts as sent, once.
     public init(from previous: MediaStatistics?, to current: MediaStatistics, milliseconds: Int64) {
         var worstLoss = 0.0
         var sentBytes = 0
         var rtt = 0
-        for (peer, now) in current.peers {
-            let before = previous?.peers[peer]
+        var samples = current.peers.map { (now: $0.value, before: previous?.peers[$0.key]) }
+        if let published = current.published { samples.append((published, previous?.published)) }
+        for (now, before) in samples {
             var received = 0
             var lost = 0
             for kind in [\PeerStatistics.audio, \PeerStatistics.video, \PeerStatistics.screen] {

@@ -63,11 +63,17 @@ public struct StandardStatsReport: Sendable {
     /// (received less discarded); `level` is the received audio level (`audioLevel`, 0–1) × 100,
     /// `playoutLevel` the same at `playoutVolume` (0–100, 0 when the member is silenced here).
     public func peerStatistics(screenTrackIds: Set<String>, playoutVolume: Int = 100) -> PeerStatistics {
+        peerStatistics(playoutVolume: playoutVolume) { _, track in track.map { screenTrackIds.contains($0) } == true }
+    }
+
+    /// The same, with the video RTP streams `isScreen` picks (given the stream and its track's
+    /// id) counted as the shared screen.
+    func peerStatistics(playoutVolume: Int, isScreen: (StandardStats, String?) -> Bool) -> PeerStatistics {
         var result = PeerStatistics()
         for entry in stats {
             switch entry.type {
             case "inbound-rtp":
-                let kind = self.kind(of: entry, track: entry.string("trackIdentifier"), screenTrackIds: screenTrackIds)
+                let kind = self.kind(of: entry, track: entry.string("trackIdentifier"), isScreen: isScreen)
                 var track = result[keyPath: kind]
                 track.packetsReceived += entry.count("packetsReceived")
                 track.bytesReceived += entry.count("bytesReceived")
@@ -89,7 +95,7 @@ public struct StandardStatsReport: Sendable {
                 result[keyPath: kind] = track
             case "outbound-rtp":
                 let source = entry.string("mediaSourceId").flatMap { byId[$0] }
-                let kind = self.kind(of: entry, track: source?.string("trackIdentifier"), screenTrackIds: screenTrackIds)
+                let kind = self.kind(of: entry, track: source?.string("trackIdentifier"), isScreen: isScreen)
                 result[keyPath: kind].packetsSent += entry.count("packetsSent")
                 result[keyPath: kind].bytesSent += entry.count("bytesSent")
                 if result[keyPath: kind].codec == nil { result[keyPath: kind].codec = codec(of: entry) }
@@ -124,9 +130,11 @@ public struct StandardStatsReport: Sendable {
         return stats.first { $0.type == "candidate-pair" && $0.bool("nominated") == true && $0.string("state") == "succeeded" }
     }
 
-    private func kind(of entry: StandardStats, track: String?, screenTrackIds: Set<String>) -> WritableKeyPath<PeerStatistics, TrackStatistics> {
+    private func kind(
+        of entry: StandardStats, track: String?, isScreen: (StandardStats, String?) -> Bool
+    ) -> WritableKeyPath<PeerStatistics, TrackStatistics> {
         guard entry.string("kind") == "video" else { return \.audio }
-        return track.map { screenTrackIds.contains($0) } == true ? \.screen : \.video
+        return isScreen(entry, track) ? \.screen : \.video
     }
 
     /// `audio/opus` → `opus`, `video/VP8` → `VP8`.
