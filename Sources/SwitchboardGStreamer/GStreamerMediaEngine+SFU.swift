@@ -76,7 +76,9 @@ extension GStreamerMediaEngine.Core {
             logger.warning("an SFU connection outside a call", metadata: ["connection": "\(connection)"])
             return
         }
-        let ice = IcePolicy(servers: iceServers, relayOnly: configuration.relayOnly, loopbackOnly: configuration.loopbackOnly)
+        let ice = IcePolicy(
+            servers: iceServers, relayOnly: configuration.relayOnly, loopbackOnly: configuration.loopbackOnly,
+            acceptsAnyRemote: true)
         do {
             try await media.openSFU(connection, ice: ice, events: events)
         } catch {
