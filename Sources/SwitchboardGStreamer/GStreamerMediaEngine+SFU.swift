@@ -76,9 +76,10 @@ extension GStreamerMediaEngine.Core {
             logger.warning("an SFU connection outside a call", metadata: ["connection": "\(connection)"])
             return
         }
-        let ice = IcePolicy(
-            servers: iceServers, relayOnly: configuration.relayOnly, loopbackOnly: configuration.loopbackOnly,
-            acceptsAnyRemote: true)
+        // Never on loopback only: Janus does not gather on 127.0.0.1, and a packet from the host's
+        // own address to 127.0.0.1 is dropped, so the connections gather on the host's addresses
+        // (traffic with a Janus on the same host still stays on it).
+        let ice = IcePolicy(servers: iceServers, relayOnly: configuration.relayOnly, loopbackOnly: false)
         do {
             try await media.openSFU(connection, ice: ice, events: events)
         } catch {

@@ -13,15 +13,6 @@ struct IcePolicy: Sendable {
     var relayOnly: Bool
     /// Host candidates on 127.0.0.1 only, and only loopback candidates from peers (tests).
     var loopbackOnly: Bool
-    /// With `loopbackOnly`, the other side's candidates elsewhere are still taken: the SFU's (a
-    /// server the call's server chose; Janus gathers on the host's addresses, never on 127.0.0.1,
-    /// and those are reached from 127.0.0.1 on the same host).
-    var acceptsAnyRemote = false
-
-    /// Whether a candidate of the other side is dropped.
-    func drops(remote line: String) -> Bool {
-        loopbackOnly && !acceptsAnyRemote && CandidateLine(line)?.isLoopback != true
-    }
 }
 
 /// One WebRTC peer connection (a `webrtcbin`) inside the call's pipeline: to one other member
@@ -592,7 +583,7 @@ final class PeerConnection: @unchecked Sendable {
     /// receive-only transceiver limited to Opus or VP8.
     func setRemote(_ type: GstWebRTCSDPType, _ text: String) async throws {
         // webrtcbin also takes the candidates written in a description: keep those on loopback only.
-        let text = ice.loopbackOnly && !ice.acceptsAnyRemote ? SessionDescriptionText.keepingLoopbackCandidates(text) : text
+        let text = ice.loopbackOnly ? SessionDescriptionText.keepingLoopbackCandidates(text) : text
         let sdp = SessionDescriptionText(text)
         logger.trace("remote description", metadata: ["peer": "\(peer)", "sdp": "\(text)"])
         if type == GST_WEBRTC_SDP_TYPE_OFFER { prepare(for: sdp) }
@@ -662,7 +653,7 @@ final class PeerConnection: @unchecked Sendable {
 
     func addRemoteCandidate(_ candidate: IceCandidate) {
         guard !candidate.candidate.isEmpty else { return }
-        if ice.drops(remote: candidate.candidate) { return }
+        if ice.loopbackOnly, CandidateLine(candidate.candidate)?.isLoopback != true { return }
         let mline =
             candidate.sdpMLineIndex
             ?? candidate.sdpMid.flatMap { mid in
