@@ -81,7 +81,8 @@ final class CaptureChain: @unchecked Sendable {
 }
 
 /// The media of one connected call: one pipeline with the local tracks and one
-/// ``PeerConnection`` per other member. Used from the engine's job queue, one job at a time.
+/// ``PeerConnection`` per other member, or (through the SFU) a publish and a subscribe
+/// connection. Used from the engine's job queue, one job at a time.
 actor CallMedia {
     struct Slot {
         var connection: PeerConnection
@@ -99,6 +100,15 @@ actor CallMedia {
     private let logger: Logger
     private(set) var chains: [TrackKind: CaptureChain] = [:]
     private(set) var slots: [UserID: Slot] = [:]
+    /// The current SFU session's connections (`CallMedia+SFU.swift`).
+    var sfu: [SFUConnection: SFUSlot] = [:]
+    /// Whose each section of the subscribe connection is, as the SDK last said.
+    let sfuTracks = SFUTrackTable()
+    /// What earlier SFU sessions' subscribe connections received, per member, added to the
+    /// current one's numbers (bounded by the call's members).
+    var sfuCarried: [UserID: PeerStatistics] = [:]
+    /// SFU connections opened in this call, to name each webrtcbin apart.
+    var sfuOpened = 0
     private let localLevel = LockedLevel()
     private let transportFailures = TransportFailures()
     /// Connections whose transport failed and that were reported as failed (once each).
@@ -138,12 +148,22 @@ actor CallMedia {
     /// that connection without media for good: it counts as failed, as when ICE fails, and the
     /// SDK restarts ICE, for which this engine builds a new connection.
     private func elementFailed(at path: String) {
-        for (peer, slot) in slots {
-            let bin = "/GstWebRTCBin:\(slot.connection.name)"
-            guard path.hasSuffix(bin) || path.contains(bin + "/"), failed.insert(slot.connection.name).inserted else { continue }
-            logger.warning("a connection's transport failed: restarting it", metadata: ["peer": "\(peer)"])
-            slot.events.iceFailed()
+        for (connection, events) in allConnections {
+            let bin = "/GstWebRTCBin:\(connection.name)"
+            guard path.hasSuffix(bin) || path.contains(bin + "/"), failed.insert(connection.name).inserted else { continue }
+            logger.warning("a connection's transport failed: restarting it", metadata: ["peer": "\(connection.peer)"])
+            events.iceFailed()
         }
+    }
+
+    /// Every connection open: the mesh's and the SFU session's.
+    private var allConnections: [(PeerConnection, PeerConnectionEvents)] {
+        slots.values.map { ($0.connection, $0.events) } + sfu.values.map { ($0.connection, $0.events) }
+    }
+
+    /// The connections that send the local tracks: the mesh's, and the SFU's publish connection.
+    private var sendingConnections: [(PeerConnection, PeerConnectionEvents)] {
+        allConnections.filter { !$0.0.role.receivesOnly }
     }
 
     /// The microphone's level as sent (0 while muted or before audio starts).
@@ -158,18 +178,18 @@ actor CallMedia {
         guard chains[kind] == nil else { return }
         let chain = try CaptureChain(kind: kind, description: description, pipeline: pipeline)
         chains[kind] = chain
-        for slot in slots.values {
-            try slot.connection.attach(kind, tee: chain.tee)
-            slot.events.negotiationNeeded()
+        for (connection, events) in sendingConnections {
+            try connection.attach(kind, tee: chain.tee)
+            events.negotiationNeeded()
         }
     }
 
     /// Stops a local track: every peer stops sending it (and renegotiates).
     func removeTrack(_ kind: TrackKind) async {
         guard let chain = chains.removeValue(forKey: kind) else { return }
-        for slot in slots.values {
-            await slot.connection.detach(kind)
-            slot.events.negotiationNeeded()
+        for (connection, events) in sendingConnections {
+            await connection.detach(kind)
+            events.negotiationNeeded()
         }
         chain.remove(from: pipeline)
     }
@@ -178,6 +198,8 @@ actor CallMedia {
     func videoRoundTrips() async -> [UserID: Double] {
         var trips: [UserID: Double] = [:]
         for (peer, slot) in slots { trips[peer] = await slot.connection.videoRoundTrip() }
+        // Through the SFU, the SFU is the one receiver of the camera.
+        if let publish = sfu[.publish]?.connection { trips[publish.peer] = await publish.videoRoundTrip() }
         return trips
     }
 
@@ -197,10 +219,18 @@ actor CallMedia {
     private func makeConnection(
         _ peer: UserID, generation: Int, ice: IcePolicy, events: PeerConnectionEvents
     ) throws -> PeerConnection {
+        try makeConnection(peer, role: .peer(peer), name: "peer-\(peer.rawValue)-\(generation)", ice: ice, events: events)
+    }
+
+    /// A connection in the pipeline, sending the local tracks unless its role only receives.
+    func makeConnection(
+        _ peer: UserID, role: ConnectionRole, name: String, ice: IcePolicy, events: PeerConnectionEvents
+    ) throws -> PeerConnection {
         let connection = try PeerConnection(
-            peer: peer, name: "peer-\(peer.rawValue)-\(generation)", pipeline: pipeline, ice: ice, events: events,
+            peer: peer, role: role, name: name, pipeline: pipeline, ice: ice, events: events,
             router: router, recordDirectory: configuration.recordDirectory, playback: configuration.playback,
             blocking: blocking, logger: logger, emit: emit)
+        guard !role.receivesOnly else { return connection }
         for kind in TrackKind.allCases {
             if let chain = chains[kind] { try connection.attach(kind, tee: chain.tee) }
         }
@@ -212,7 +242,7 @@ actor CallMedia {
     func replaceConnection(_ peer: UserID) async throws -> PeerConnection {
         guard var slot = slots[peer] else { throw GStreamerError("no connection to \(peer)") }
         let old = slot.connection
-        slot.carried = slot.carried.adding(await old.statistics())
+        slot.carried = slot.carried.adding(await old.statistics()[peer] ?? PeerStatistics())
         slot.generation += 1
         slot.connection = try makeConnection(peer, generation: slot.generation, ice: slot.ice, events: slot.events)
         slots[peer] = slot
@@ -225,7 +255,7 @@ actor CallMedia {
     /// posted on the bus from inside its webrtcbin (for tests of what follows).
     func failTransport(of peer: UserID) throws {
         guard let slot = slots[peer] else { throw GStreamerError("no connection to \(peer)") }
-        sb_post_error(slot.connection.webrtc.pointer, "the transport failed (a test)")
+        slot.connection.failForTest()
     }
 
     func closePeer(_ peer: UserID) async {
@@ -234,20 +264,22 @@ actor CallMedia {
     }
 
     func setOutput(volume: Int, muted: Bool) {
-        for slot in slots.values { slot.connection.setOutput(volume: volume, muted: muted) }
+        for (connection, _) in allConnections { connection.setOutput(volume: volume, muted: muted) }
     }
 
     func statistics() async -> MediaStatistics {
         var peers: [UserID: PeerStatistics] = [:]
         for (peer, slot) in slots {
-            peers[peer] = slot.carried.adding(await slot.connection.statistics())
+            peers[peer] = slot.carried.adding(await slot.connection.statistics()[peer] ?? PeerStatistics())
         }
+        for (member, statistics) in await sfuStatistics() { peers[member] = statistics }
         return MediaStatistics(localAudioLevel: localAudioLevel, peers: peers)
     }
 
     /// Ends the call's media: every connection closes (recordings get their ends), then the pipeline.
     func close() async {
         for peer in Array(slots.keys) { await closePeer(peer) }
+        for connection in SFUConnection.allCases { await closeSFU(connection) }
         let pipeline = self.pipeline
         if await !blocking.run({ pipeline.setState(GST_STATE_NULL) }) {
             logger.error("the call's pipeline did not stop in time: left behind")

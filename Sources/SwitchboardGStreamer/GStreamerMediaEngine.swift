@@ -13,7 +13,9 @@ import SwitchboardProtocol
 /// measured (level, frames decoded, size) and may be recorded (WAV, WebM).
 ///
 /// Plug it into the SDK: `SwitchboardConfiguration(mediaEngine: GStreamerMediaEngine())`; the SDK
-/// runs the negotiation (``PeerLink``'s rules) and reports the statistics.
+/// runs the negotiation (``PeerLink``'s rules) and reports the statistics. Group calls on a server
+/// with an SFU go through it (``SFUMediaEngine``, `GStreamerMediaEngine+SFU.swift`): every local
+/// track is sent once, on one connection, and the members' tracks arrive on another.
 ///
 /// Where webrtcbin 1.22 falls short of the `PeerMediaEngine` contract, the engine bridges:
 /// - ICE restart: webrtcbin reuses its ICE credentials, so a restart (asked by the SDK, or a
@@ -154,11 +156,11 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
         }
     }
 
-    private func run(_ job: @escaping @Sendable (Core) async -> Void) {
+    func run(_ job: @escaping @Sendable (Core) async -> Void) {
         jobs.enqueue { [core] in await job(core) }
     }
 
-    private func perform<Value: Sendable>(_ job: @escaping @Sendable (Core) async throws -> Value) async throws -> Value {
+    func perform<Value: Sendable>(_ job: @escaping @Sendable (Core) async throws -> Value) async throws -> Value {
         try await jobs.perform { [core] in try await job(core) }
     }
 
@@ -263,11 +265,11 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
 extension GStreamerMediaEngine {
     /// The engine's state; reached only through the job queue, one job at a time.
     actor Core {
-        private let configuration: Configuration
-        private let logger: Logger
+        let configuration: Configuration
+        let logger: Logger
         private(set) var settings = Settings()
         private var callId: CallID?
-        private var media: CallMedia?
+        private(set) var media: CallMedia?
         private let emit: @Sendable (MediaEvent) -> Void
         /// The send rate towards each member sent video, following the round trip to it.
         private var rates: [UserID: SendRateController] = [:]

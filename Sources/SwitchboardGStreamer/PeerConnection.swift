@@ -15,9 +15,10 @@ struct IcePolicy: Sendable {
     var loopbackOnly: Bool
 }
 
-/// One WebRTC peer connection (a `webrtcbin`) to one other member inside the call's pipeline:
-/// a branch from each local track's tee into it, a receiving chain for each track it gets, the
-/// negotiation steps the SDK asks for, and its statistics.
+/// One WebRTC peer connection (a `webrtcbin`) inside the call's pipeline: to one other member
+/// (a mesh), or one of the two connections with the SFU (its ``ConnectionRole``). A branch from
+/// each local track's tee into it, a receiving chain for each track it gets (named after the
+/// member the role says it is from), the negotiation steps the SDK asks for, and its statistics.
 ///
 /// webrtcbin cannot restart ICE (its offers reuse the ICE credentials) nor roll back an offer,
 /// so the engine replaces the whole connection where WebRTC would do either (see
@@ -55,8 +56,11 @@ final class PeerConnection: @unchecked Sendable {
         /// This connection stands in for one whose offer crossed the peer's (see
         /// ``answerInPlaceOfRolledBackOffer()``) and has not answered yet.
         var standsInForRollback = false
-        /// Frames decoded by tracks that ended (a screen that stopped, a camera removed).
-        var endedFrames: [TrackKind: Int] = [:]
+        /// Frames decoded by tracks that ended (a screen that stopped, a camera removed), per member.
+        var endedFrames: [UserID: [TrackKind: Int]] = [:]
+        /// The mids of sections a receive-only transceiver was made for (``prepare(for:)``): a
+        /// later offer with the same section must not get a second one.
+        var receivingMids: Set<String> = []
         /// Tracks being ended (``replaceEnded(_:)``), so that the two signals of an end, webrtcbin's
         /// end of stream and the peer's description, end a track once.
         var ending: Set<ObjectIdentifier> = []
@@ -66,7 +70,10 @@ final class PeerConnection: @unchecked Sendable {
     static let opusPayloadType = 96
     static let vp8PayloadType = 97
 
+    /// Who the connection is with, for logs and events: the member, or `sfu-publish` and
+    /// `sfu-subscribe`.
     let peer: UserID
+    let role: ConnectionRole
     let webrtc: Element
     private let pipeline: Element
     private let events: PeerConnectionEvents
@@ -82,11 +89,12 @@ final class PeerConnection: @unchecked Sendable {
     private let state = NIOLockedValueBox(State())
 
     init(
-        peer: UserID, name: String, pipeline: Element, ice: IcePolicy, events: PeerConnectionEvents, router: LevelRouter,
+        peer: UserID, role: ConnectionRole, name: String, pipeline: Element, ice: IcePolicy, events: PeerConnectionEvents, router: LevelRouter,
         recordDirectory: URL?, playback: String?, blocking: BlockingCalls, logger: Logger,
         emit: @escaping @Sendable (MediaEvent) -> Void
     ) throws {
         self.peer = peer
+        self.role = role
         self.blocking = blocking
         self.emit = emit
         self.name = name
@@ -238,22 +246,28 @@ final class PeerConnection: @unchecked Sendable {
             ? .audio : .video
         if kind == .video, let mid, remote?.isScreen(mid: mid) == true { kind = .screen }
         do {
-            let track = try receiver(kind, pad: pad, mid: mid, number: count, output: output)
+            guard let (owner, named) = role.name(mid: mid, detected: kind) else {
+                logger.warning("a track nobody was named for: dropped", metadata: ["peer": "\(peer)", "mid": "\(mid ?? "?")"])
+                try discard(pad, number: count)
+                return
+            }
+            let track = try receiver(named, from: owner, pad: pad, mid: mid, number: count, output: output)
             try pad.link(to: try input(of: track))
             state.withLockedValue { $0.tracks.append((Int(bitPattern: raw), track)) }
-            logger.debug("receiving", metadata: ["peer": "\(peer)", "kind": "\(kind)", "mid": "\(mid ?? "?")"])
+            logger.debug(
+                "receiving", metadata: ["peer": "\(peer)", "from": "\(owner)", "kind": "\(named)", "mid": "\(mid ?? "?")"])
         } catch {
             logger.error("could not receive a track", metadata: ["peer": "\(peer)", "error": "\(error)"])
         }
     }
 
-    /// A receiving chain for `pad`, in the pipeline and started, not yet linked.
+    /// A receiving chain for `pad` carrying `owner`'s track, in the pipeline and started, not yet linked.
     private func receiver(
-        _ kind: TrackKind, pad: Pad, mid: String?, number: Int, output: (volume: Int, muted: Bool)
+        _ kind: TrackKind, from owner: UserID, pad: Pad, mid: String?, number: Int, output: (volume: Int, muted: Bool)
     ) throws -> ReceivedTrack {
-        let recording = recordDirectory.map { Self.recordingURL(in: $0, peer: peer, kind: kind) }
+        let recording = recordDirectory.map { Self.recordingURL(in: $0, peer: owner, kind: kind) }
         let track = try ReceivedTrack(
-            peer: peer, kind: kind, source: pad, mid: mid, name: "\(name)-in\(number)", recording: recording,
+            peer: owner, kind: kind, source: pad, mid: mid, name: "\(name)-in\(number)", recording: recording,
             playback: playback, router: router, emit: emit)
         track.setOutput(volume: output.volume, muted: output.muted)
         try pipeline.add(track.bin)
@@ -265,24 +279,41 @@ final class PeerConnection: @unchecked Sendable {
         return track
     }
 
+    /// A pad whose track nobody owns still needs a sink (data on an unlinked pad stops webrtcbin's
+    /// whole stream): it drains into a fakesink, counted by nothing. Its pad's removal or the
+    /// connection's end stops it with the pipeline.
+    private func discard(_ pad: Pad, number: Int) throws {
+        let bin = try Element.bin("queue leaky=downstream ! fakesink name=\(name)-drop\(number) sync=false async=false")
+        try pipeline.add(bin)
+        bin.syncStateWithParent()
+        guard let input = bin.staticPad("sink") else { throw GStreamerError("a drain without input") }
+        try pad.link(to: input)
+    }
+
     private func input(of track: ReceivedTrack) throws -> Pad {
         guard let input = track.bin.staticPad("sink") else { throw GStreamerError("a receiving chain without input") }
         return input
     }
 
     /// Received tracks that the peer's new description no longer sends (its section `recvonly`,
-    /// `inactive` or rejected: a shared screen it stopped) end now. webrtcbin also ends their
-    /// stream when their transceiver goes inactive, but not always: a browser's stopped screen
-    /// was seen to go on as a track that decoded nothing. A track that never decoded a frame is
-    /// left as it is (nothing of it was shown, and its chain is already a fresh one).
+    /// `inactive` or rejected: a shared screen it stopped, a member who left the SFU) end now, and
+    /// so do tracks whose section the role now names for someone else (the SFU gave a member's
+    /// old section to another). webrtcbin also ends their stream when their transceiver goes
+    /// inactive, but not always: a browser's stopped screen was seen to go on as a track that
+    /// decoded nothing. A track that never decoded a frame is left as it is (nothing of it was
+    /// shown, and its chain is already a fresh one).
     private func endTracksThePeerStopped(_ sdp: SessionDescriptionText) {
+        let role = self.role
         let stopped = state.withLockedValue { state in
             state.tracks.compactMap { entry -> ReceivedTrack? in
-                guard let mid = entry.track.mid, let section = sdp.media(mid: mid),
-                    section.rejected || section.direction == "recvonly" || section.direction == "inactive",
-                    entry.track.snapshot.firstFrame != nil
-                else { return nil }
-                return entry.track
+                guard let mid = entry.track.mid, let section = sdp.media(mid: mid) else { return nil }
+                let named = role.name(mid: mid, detected: entry.track.kind)
+                let stopped =
+                    section.rejected || section.direction == "recvonly" || section.direction == "inactive" || named == nil
+                // A chain named for someone else is replaced even if it decoded nothing yet: what
+                // it decodes next is the new member's.
+                let renamed = named.map { $0.owner != entry.track.peer || $0.kind != entry.track.kind } ?? false
+                return (stopped && entry.track.snapshot.firstFrame != nil) || renamed ? entry.track : nil
             }
         }
         for track in stopped { Task { await self.replaceEnded(track) } }
@@ -300,7 +331,10 @@ final class PeerConnection: @unchecked Sendable {
         }
         guard let (count, output) = current else { return }
         do {
-            let next = try receiver(ended.kind, pad: ended.source, mid: ended.mid, number: count, output: output)
+            // The fresh chain is named as the role names the section now; a section named for
+            // nobody any more keeps the old name until it carries something again.
+            let (owner, kind) = role.name(mid: ended.mid, detected: ended.kind) ?? (ended.peer, ended.kind)
+            let next = try receiver(kind, from: owner, pad: ended.source, mid: ended.mid, number: count, output: output)
             let (oldInput, newInput) = (try input(of: ended), try input(of: next))
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 ended.source.whenIdle {
@@ -317,7 +351,7 @@ final class PeerConnection: @unchecked Sendable {
         }
         state.withLockedValue { _ = $0.ending.remove(ObjectIdentifier(ended)) }
         let frames = ended.snapshot.framesDecoded
-        state.withLockedValue { $0.endedFrames[ended.kind, default: 0] += frames }
+        state.withLockedValue { $0.endedFrames[ended.peer, default: [:]][ended.kind, default: 0] += frames }
         await ended.finish()
         pipeline.remove(ended.bin)
     }
@@ -365,8 +399,9 @@ final class PeerConnection: @unchecked Sendable {
         pad.set("msid", kind == .screen ? "switchboard-screen" : "switchboard")
         guard let raw = sb_get_object(pad.raw, "transceiver") else { throw GStreamerError("pad without a transceiver") }
         let transceiver = OpaqueObject(adopting: raw)
-        // A screen only goes out: the peer's own screen comes in a section of its own.
-        if kind == .screen { transceiver.set("direction", "sendonly") }
+        // A screen only goes out: the peer's own screen comes in a section of its own. Nothing
+        // comes back on the SFU's publish connection.
+        if kind == .screen || role.sendsOnly { transceiver.set("direction", "sendonly") }
         transceiver.set("codec-preferences", caps: Self.caps(kind, payloadType: payloadType, ssrc: ssrc))
         let sender = Sender(pad: pad, transceiver: transceiver, payloadType: payloadType, ssrc: ssrc, tee: tee, branch: nil)
         state.withLockedValue { $0.senders[kind] = sender }
@@ -585,7 +620,7 @@ final class PeerConnection: @unchecked Sendable {
         var claimed = Set(senders.values.compactMap { $0.transceiver.string("mid") })
         var unassigned = senders.filter { $0.value.transceiver.string("mid") == nil && $0.value.branch == nil }
         // Existing transceivers of ours that were made for receiving keep their sections too.
-        claimed.formUnion(receivingMids())
+        claimed.formUnion(state.withLockedValue { $0.receivingMids.union($0.tracks.compactMap(\.track.mid)) })
         for section in offer.media where !section.rejected {
             guard let mid = section.mid, !claimed.contains(mid), section.kind == "audio" || section.kind == "video" else {
                 continue
@@ -610,14 +645,10 @@ final class PeerConnection: @unchecked Sendable {
                     gst_object_unref(UnsafeMutableRawPointer(transceiver))
                 }
                 if let caps { gst_caps_unref(caps) }
+                state.withLockedValue { _ = $0.receivingMids.insert(mid) }
             }
             claimed.insert(mid)
         }
-    }
-
-    /// The mids of transceivers that only receive (made for earlier offers).
-    private func receivingMids() -> Set<String> {
-        Set(state.withLockedValue { $0.tracks.compactMap(\.track.mid) })
     }
 
     func addRemoteCandidate(_ candidate: IceCandidate) {
@@ -641,8 +672,11 @@ final class PeerConnection: @unchecked Sendable {
         for track in tracks { track.setOutput(volume: volume, muted: muted) }
     }
 
-    /// The statistics of this connection, plus the received tracks' own measurements.
-    func statistics() async -> PeerStatistics {
+    /// The statistics of this connection, plus the received tracks' own measurements, per member:
+    /// the one a mesh connection is with (what it sends counts there too), or each member whose
+    /// tracks the SFU's subscribe connection carries. The connection's round trip and candidate
+    /// type go to every member it reports.
+    func statistics() async -> [UserID: PeerStatistics] {
         let entries =
             (try? await awaitPromise(
                 extract: { WebRTCStatsEntry.parse($0) }, start: { sb_webrtc_get_stats(webrtc.pointer, $0) })) ?? []
@@ -650,49 +684,69 @@ final class PeerConnection: @unchecked Sendable {
             (state.senders.mapValues { (ssrc: $0.ssrc, active: $0.branch != nil) }, state.tracks.map(\.track),
              state.endedFrames)
         }
-        var result = PeerStatistics()
+        var members = Set(tracks.map(\.peer)).union(endedFrames.keys)
+        if let peer = role.sendsTo { members.insert(peer) }
         var rtt: Double?
-        for kind in TrackKind.allCases {
-            var stats = TrackStatistics(framesDecoded: endedFrames[kind] ?? 0)
-            if let sender = senders[kind] {
-                if let outbound = entries.first(GST_WEBRTC_STATS_OUTBOUND_RTP, ssrc: sender.ssrc) {
+        for sender in senders.values {
+            if let remote = entries.first(GST_WEBRTC_STATS_REMOTE_INBOUND_RTP, ssrc: sender.ssrc),
+                let seconds = remote.roundTripTime, seconds > 0
+            {
+                rtt = max(rtt ?? 0, seconds)
+            }
+        }
+        var results: [UserID: PeerStatistics] = [:]
+        for member in members {
+            var result = PeerStatistics()
+            for kind in TrackKind.allCases {
+                var stats = TrackStatistics(framesDecoded: endedFrames[member]?[kind] ?? 0)
+                if member == role.sendsTo, let sender = senders[kind],
+                    let outbound = entries.first(GST_WEBRTC_STATS_OUTBOUND_RTP, ssrc: sender.ssrc)
+                {
                     stats.packetsSent = outbound.packetsSent
                     stats.bytesSent = outbound.bytesSent
                 }
-                if let remote = entries.first(GST_WEBRTC_STATS_REMOTE_INBOUND_RTP, ssrc: sender.ssrc),
-                    let seconds = remote.roundTripTime, seconds > 0
-                {
-                    rtt = max(rtt ?? 0, seconds)
+                for track in tracks where track.kind == kind && track.peer == member {
+                    let counters = track.snapshot
+                    if let inbound = entries.first(GST_WEBRTC_STATS_INBOUND_RTP, ssrc: track.ssrc) {
+                        stats.packetsReceived += inbound.packetsReceived
+                        stats.bytesReceived += inbound.bytesReceived
+                        stats.packetsLost += inbound.packetsLost
+                        stats.jitterMs = max(stats.jitterMs, inbound.jitter * 1000)
+                    }
+                    stats.framesDecoded += counters.framesDecoded
+                    stats.level = max(stats.level, counters.level)
+                    stats.playoutLevel = max(stats.playoutLevel, counters.outputLevel)
+                    if counters.width > 0 {
+                        stats.frameWidth = counters.width
+                        stats.frameHeight = counters.height
+                    }
+                }
+                if stats.packetsSent > 0 || stats.packetsReceived > 0 || stats.framesDecoded > 0 {
+                    stats.codec = kind == .audio ? "opus" : "VP8"
+                }
+                switch kind {
+                case .audio: result.audio = stats
+                case .video: result.video = stats
+                case .screen: result.screen = stats
                 }
             }
-            for track in tracks where track.kind == kind {
-                let counters = track.snapshot
-                if let inbound = entries.first(GST_WEBRTC_STATS_INBOUND_RTP, ssrc: track.ssrc) {
-                    stats.packetsReceived += inbound.packetsReceived
-                    stats.bytesReceived += inbound.bytesReceived
-                    stats.packetsLost += inbound.packetsLost
-                    stats.jitterMs = max(stats.jitterMs, inbound.jitter * 1000)
-                }
-                stats.framesDecoded += counters.framesDecoded
-                stats.level = max(stats.level, counters.level)
-                stats.playoutLevel = max(stats.playoutLevel, counters.outputLevel)
-                if counters.width > 0 {
-                    stats.frameWidth = counters.width
-                    stats.frameHeight = counters.height
-                }
-            }
-            if stats.packetsSent > 0 || stats.packetsReceived > 0 || stats.framesDecoded > 0 {
-                stats.codec = kind == .audio ? "opus" : "VP8"
-            }
-            switch kind {
-            case .audio: result.audio = stats
-            case .video: result.video = stats
-            case .screen: result.screen = stats
-            }
+            result.roundTripTimeMs = rtt.map { Int(($0 * 1000).rounded()) }
+            result.localCandidateType = entries.selectedLocalCandidateType
+            results[member] = result
         }
-        result.roundTripTimeMs = rtt.map { Int(($0 * 1000).rounded()) }
-        result.localCandidateType = entries.selectedLocalCandidateType
-        return result
+        return results
+    }
+
+    /// The round trip (ms) the latest receiver report gave and the kind of local candidate in
+    /// use: the path's figures, which the SFU's publish connection lends to every member it
+    /// reaches through the SFU.
+    func path() async -> (roundTripTimeMs: Int?, localCandidateType: String?) {
+        let entries =
+            (try? await awaitPromise(
+                extract: { WebRTCStatsEntry.parse($0) }, start: { sb_webrtc_get_stats(webrtc.pointer, $0) })) ?? []
+        let seconds = entries.filter { $0.type == GST_WEBRTC_STATS_REMOTE_INBOUND_RTP }.compactMap(\.roundTripTime)
+            .filter { $0 > 0 }.max()
+        return (seconds.map { Int(($0 * 1000).rounded()) }, entries.selectedLocalCandidateType)
     }
 
     /// The round trip to the peer the latest receiver report gave (the longest of its streams'),
@@ -708,6 +762,12 @@ final class PeerConnection: @unchecked Sendable {
     /// When the first audio frame from the peer was decoded.
     var firstAudioFrame: ContinuousClock.Instant? {
         state.withLockedValue { $0.tracks.map(\.track) }.filter { $0.kind == .audio }.compactMap { $0.snapshot.firstFrame }.min()
+    }
+
+    /// Posts an error from inside this connection's webrtcbin, as its transport's elements do
+    /// when they fail (for tests of what follows).
+    func failForTest() {
+        sb_post_error(webrtc.pointer, "the transport failed (a test)")
     }
 
     // MARK: - closing

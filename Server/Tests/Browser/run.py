@@ -425,14 +425,15 @@ class SwiftCall:
     call. Commands go to its stdin; its JSON lines (events, a status each second, the summary
     last) are collected as they come."""
 
-    def __init__(self, user, *arguments, relay=False):
+    def __init__(self, user, *arguments, relay=False, port=None):
         self.user = user
-        with urllib.request.urlopen(f"http://127.0.0.1:{SERVER.port}/v1/dev/usersig?userID={user}") as response:
+        port = port or SERVER.port
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/dev/usersig?userID={user}") as response:
             credentials = json.load(response)
         self.lines = []
         self.log = open(os.path.join(SERVER.directory, f"call-{user}.log"), "w")
         self.process = subprocess.Popen(
-            [ARGS.binary, "call", "--server", f"ws://127.0.0.1:{SERVER.port}/v1/ws",
+            [ARGS.binary, "call", "--server", f"ws://127.0.0.1:{port}/v1/ws",
              "--app-id", str(credentials["sdkAppID"]), "--user-sig", credentials["userSig"], "--user", user,
              "--json", "--loopback", "--log-level", os.environ.get("SWITCHBOARD_CALL_LOG", "warning"),
              *(["--relay"] if relay else []), *arguments],
@@ -539,8 +540,8 @@ class Harness(unittest.TestCase):
             page.log_in()
         return pages
 
-    def swift(self, user, *arguments, relay=False):
-        call = SwiftCall(user, *arguments, relay=relay)
+    def swift(self, user, *arguments, relay=False, port=None):
+        call = SwiftCall(user, *arguments, relay=relay, port=port)
         self.calls.append(call)
         return call
 
@@ -1938,6 +1939,56 @@ class SFUTests(Harness):
             wait_until(lambda: leaver.user not in page.stats(), timeout=60, what=f"{leaver.user}'s tracks gone at {page.user}")
         for page in [p for p in pages.values() if p is not leaver][:-1]:
             page.click("hangup")
+
+    def test_switchboard_call_in_a_group_call_through_janus(self):
+        """The GStreamer engine as an SFU member: `switchboard call` calls two pages; each page
+        decodes its audio and video from Janus, it decodes and records theirs, and it publishes its
+        camera once."""
+        users = ["sfq", "sfr"]
+        pages = {user: self.sfu_page(user) for user in users}
+        record = tempfile.mkdtemp(prefix="switchboard-sfu-record-")
+        self.addCleanup(shutil.rmtree, record, ignore_errors=True)
+        swift = self.swift("sfs", "--to", ",".join(users), "--video", "--record", record, port=self.janus.port)
+        for page in pages.values():
+            wait_until(lambda: page.visible("incoming"), what=f"{page.user}'s incoming call screen")
+            page.click("accept")
+        for page in pages.values():
+            wait_until(lambda: page.visible("call-view"), what=f"{page.user} in the call")
+            self.assertEqual(page.js("return window.switchboard.activeCall().info.media"), "sfu")
+
+        # Every page decodes the engine's tone and picture through the SFU.
+        for page in pages.values():
+            wait_until(lambda: (lambda now: now.get("sfs", {}).get("framesDecoded", {}).get("video", 0) > 0
+                                and now["sfs"]["totalSamplesReceived"] > 0 and now["sfs"]["totalAudioEnergy"] > 0)(
+                page.stats()), timeout=90, interval=1, what=f"{page.user} decoding sfs's audio and video through the SFU")
+        # The engine decodes every page's audio and video, each under its member's name.
+        for user in users:
+            grows_by(lambda: swift.value(user, "audioFrames"), f"sfs's decoded audio from {user}", timeout=60)
+            grows_by(lambda: swift.value(user, "videoFrames"), f"sfs's decoded video from {user}", timeout=60)
+        # It publishes once: every page is offered exactly one microphone and one camera of it.
+        for page in pages.values():
+            sections = [t for t in page.js("return window.switchboard.sfuTracks()") if t["userId"] == "sfs"]
+            self.assertEqual(sorted(t["source"] for t in sections), ["camera", "microphone"], f"{page.user}: {sections}")
+
+        # A member leaves: the engine's tracks of that member end; the other's go on.
+        leaver, stayer = pages[users[1]], users[0]
+        leaver.click("hangup")
+        swift.saw(f"{leaver.user}'s video ended")
+        swift.saw(f"{leaver.user}'s audio ended")
+        grows_by(lambda: swift.value(stayer, "videoFrames"), f"sfs's decoded video from {stayer} after {leaver.user} left")
+
+        swift.send("hangup")
+        status, summary = swift.finish()
+        self.assertEqual(status, 0, summary)
+        for user in users:
+            member = summary["members"][user]
+            self.assertGreater(member["audio"]["framesDecoded"], 0, user)
+            self.assertGreater(member["video"]["framesDecoded"], 0, user)
+            self.assertGreater(member["video"]["packetsReceived"], 0, user)
+            self.assertEqual(member["candidateType"], "host", user)
+            # Recorded as a mesh peer's tracks are: <member>-audio.wav and <member>-video.webm.
+            for name in (f"{user}-audio.wav", f"{user}-video.webm"):
+                self.assertGreater(os.path.getsize(os.path.join(record, name)), 10_000, name)
 
 class NamespacedServer:
     """The Switchboard server inside the test network's `server` host, with a 1 s heartbeat and an

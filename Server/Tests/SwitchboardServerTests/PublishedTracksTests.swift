@@ -31,6 +31,18 @@ struct PublishedTracksTests {
         #expect(PublishedTracks.tracks(inOffer: stopped).count == 2)
     }
 
+    /// webrtcbin's max-bundle offers (the GStreamer engine): sections after the first have port 0
+    /// and `a=bundle-only` (RFC 8843), which is on the bundle's transport, not rejected. Port 0
+    /// without it is rejected.
+    @Test func aBundleOnlySectionWithPortZeroSends() {
+        let bundled = Self.offer.replacingOccurrences(
+            of: "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:1", with: "m=video 0 UDP/TLS/RTP/SAVPF 96\r\na=bundle-only\r\na=mid:1")
+        #expect(PublishedTracks.tracks(inOffer: bundled)["1"] == PublishedTrack(source: .camera, layers: 2))
+        let rejected = Self.offer.replacingOccurrences(
+            of: "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:1", with: "m=video 0 UDP/TLS/RTP/SAVPF 96\r\na=mid:1")
+        #expect(PublishedTracks.tracks(inOffer: rejected)["1"] == nil)
+    }
+
     @Test func descriptionsTheSFUCannotTakeAreRefusedWithTheirCodes() {
         #expect(SFULimits.descriptionError(Self.offer, connection: .publish) == nil)
         let cases: [(String, SwitchboardError.Code)] = [

@@ -19,15 +19,18 @@ enum PublishedTracks {
             var stream: Substring?
             var sends = true
             var rids = 0
+            /// Port 0 with `a=bundle-only` (RFC 8843): on the bundle's transport, not rejected.
+            var portZero = false
+            var bundleOnly = false
         }
         var sections: [Section] = []
         for raw in sdp.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline) {
             let line = raw
             if line.hasPrefix("m=") {
                 let kind = line.dropFirst(2).prefix { $0 != " " }
-                // A rejected section (port 0) sends nothing.
+                // A rejected section (port 0 without a=bundle-only) sends nothing.
                 let port = line.dropFirst(2).drop { $0 != " " }.dropFirst().prefix { $0 != " " }
-                sections.append(Section(kind: kind, sends: port != "0"))
+                sections.append(Section(kind: kind, portZero: port == "0"))
                 continue
             }
             guard !sections.isEmpty else { continue }
@@ -43,12 +46,14 @@ enum PublishedTracks {
                 sections[last].rids += 1
             } else if line == "a=inactive" || line == "a=recvonly" {
                 sections[last].sends = false
+            } else if line == "a=bundle-only" {
+                sections[last].bundleOnly = true
             }
         }
         let audioStream = sections.first { $0.kind == "audio" }?.stream
         var tracks: [String: PublishedTrack] = [:]
         var cameraSeen = false
-        for section in sections where section.sends {
+        for section in sections where section.sends && (!section.portZero || section.bundleOnly) {
             guard let mid = section.mid else { continue }
             switch section.kind {
             case "audio":

@@ -1110,6 +1110,8 @@ window.switchboard = {
   stats: async () => (media ? media.stats() : {}),
   /** Through the SFU: what this page sends (one connection; the camera's layers), else null. */
   publishStats: async () => (media?.route === "sfu" ? media.publishStats() : null),
+  /** Through the SFU: whose each section of the subscribe connection is ({mid, userId, source}), else null. */
+  sfuTracks: () => (media?.route === "sfu" ? [...media.tracks.values()] : null),
   /** Through the SFU: the current session's number (null before the first), else null. */
   sfuSession: () => (media?.route === "sfu" ? media.session : null),
   /** The layers this page asked for, by member. */
