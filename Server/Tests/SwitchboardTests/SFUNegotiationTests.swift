@@ -12,8 +12,8 @@ import Testing
 /// server's `sfuSession` opens the engine's two connections, the publish offer goes out and Janus's
 /// answer comes back, and a Janus that dies gives every member a new session (the old connections
 /// closed first). The engines are fakes with a browser-like publish offer (Janus checks its ICE
-/// credentials and fingerprint); media itself is for a real engine (no engine shipped with the SDK
-/// implements ``SFUMediaEngine`` yet).
+/// credentials and fingerprint); media through Janus is tested with the GStreamer engine
+/// (GStreamerSFUTests) and in Chromium (Tests/Browser/run.py, SFUTests).
 @Suite(.serialized, .enabled(if: JanusProcess.isAvailable, "needs janus (scripts/test installs it)"))
 struct SFUNegotiationTests {
     struct Member {
