@@ -76,9 +76,10 @@ public final class FakeMediaEngine: SFUMediaEngine {
     /// Everything asked so far.
     public let calls: Recorder<Call>
 
-    /// A publish offer a real SFU takes (Janus checks its ICE credentials and fingerprint): the
-    /// microphone and the camera, `sendonly`, as a browser offers them; no media follows.
-    public static let browserLikePublishOffer: String = {
+    /// A publish offer a real SFU takes (Janus checks its ICE credentials, fingerprint and codecs):
+    /// the microphone and the camera (and a screen in a stream of its own), `sendonly`, as a
+    /// browser offers them; no media follows.
+    public static func browserLikePublishOffer(screen: Bool = false) -> String {
         let fingerprint = "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")
         func section(_ kind: String, _ mid: String, _ payload: Int, _ codec: String, _ msid: String, _ ssrc: Int) -> [String] {
             [
@@ -88,11 +89,15 @@ public final class FakeMediaEngine: SFUMediaEngine {
                 "a=rtcp-mux", "a=rtpmap:\(payload) \(codec)", "a=ssrc:\(ssrc) cname:test",
             ]
         }
-        var lines = ["v=0", "o=- 4611731400430051336 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE 0 1"]
+        var lines = [
+            "v=0", "o=- 4611731400430051336 2 IN IP4 127.0.0.1", "s=-", "t=0 0",
+            "a=group:BUNDLE 0 1" + (screen ? " 2" : ""), "a=msid-semantic: WMS local",
+        ]
         lines += section("audio", "0", 111, "opus/48000/2", "local microphone", 1001)
         lines += section("video", "1", 96, "VP8/90000", "local camera", 2001)
+        if screen { lines += section("video", "2", 96, "VP8/90000", "shared screen", 3001) }
         return lines.joined(separator: "\r\n") + "\r\n"
-    }()
+    }
 
     /// Whether `call` is the SFU's answer to the publish offer (Janus receives what the member sends).
     public static func isPublishAnswer(_ call: Call) -> Bool {

@@ -22,7 +22,7 @@ struct ClusterSFUTests {
     }
 
     static func member(_ node: TestServer, _ user: String) async throws -> Member {
-        let media = FakeMediaEngine(name: user, publishSDP: FakeMediaEngine.browserLikePublishOffer)
+        let media = FakeMediaEngine(name: user, publishSDP: FakeMediaEngine.browserLikePublishOffer())
         let client = try await node.client(user, mediaEngine: media)
         return Member(client: client, media: media, events: Recorder(client.callStore.events))
     }

@@ -84,25 +84,7 @@ struct SFURoomTests {
     }
 
     /// A publish offer as a browser makes one (Janus checks ICE credentials, fingerprint, codecs).
-    static func publishOffer(screen: Bool = false) -> String {
-        let fingerprint = "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")
-        func section(_ kind: String, _ mid: String, _ payload: Int, _ codec: String, _ msid: String, _ ssrc: Int) -> [String] {
-            [
-                "m=\(kind) 9 UDP/TLS/RTP/SAVPF \(payload)", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0",
-                "a=ice-ufrag:abcd", "a=ice-pwd:abcdefghijklmnopqrstuvwx", "a=ice-options:trickle",
-                "a=fingerprint:\(fingerprint)", "a=setup:actpass", "a=mid:\(mid)", "a=sendonly", "a=msid:\(msid)",
-                "a=rtcp-mux", "a=rtpmap:\(payload) \(codec)", "a=ssrc:\(ssrc) cname:test",
-            ]
-        }
-        var lines = [
-            "v=0", "o=- 4611731400430051336 2 IN IP4 127.0.0.1", "s=-", "t=0 0",
-            "a=group:BUNDLE 0 1" + (screen ? " 2" : ""), "a=msid-semantic: WMS local",
-        ]
-        lines += section("audio", "0", 111, "opus/48000/2", "local microphone", 1001)
-        lines += section("video", "1", 96, "VP8/90000", "local camera", 2001)
-        if screen { lines += section("video", "2", 96, "VP8/90000", "shared screen", 3001) }
-        return lines.joined(separator: "\r\n") + "\r\n"
-    }
+    static func publishOffer(screen: Bool = false) -> String { FakeMediaEngine.browserLikePublishOffer(screen: screen) }
 
     /// Sends a publish offer for `session` and returns Janus's answer.
     static func publish(_ client: RawClient, _ callId: CallID, session: Int, id: String) async throws -> SFUSignalEvent {

@@ -23,7 +23,7 @@ struct SFUNegotiationTests {
     }
 
     static func member(_ server: TestServer, _ user: String) async throws -> Member {
-        let media = FakeMediaEngine(name: user, publishSDP: FakeMediaEngine.browserLikePublishOffer)
+        let media = FakeMediaEngine(name: user, publishSDP: FakeMediaEngine.browserLikePublishOffer())
         let client = try await server.client(user, mediaEngine: media)
         return Member(client: client, media: media, events: Recorder(client.callStore.events))
     }
