@@ -61,9 +61,6 @@ final class ProfileDirectory: Sendable {
     /// Profiles cached now.
     var cachedCount: Int { cache.withLockedValue { $0.profiles.count } }
 
-    /// The profile cached for `user`, if any.
-    func cached(_ user: UserKey) -> UserProfile? { cache.withLockedValue { $0.profiles.value(for: user) } }
-
     /// Sessions waiting for the next read.
     var waitingCount: Int { loads.withLockedValue { $0.waiting.count } }
 
