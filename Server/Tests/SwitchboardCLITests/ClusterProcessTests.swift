@@ -258,6 +258,20 @@ import FoundationNetworking
         }
     }
 
+    /// A hang-up as a call screen makes it (`CallKitCoordinator` does the same): made again after a
+    /// passing failure, with the SDK's `RetryPolicy`; a call the server already ended, because an
+    /// earlier try reached it before the connection was lost, counts as ended. The caller then
+    /// checks who ended it and why.
+    static func hangup(_ client: SwitchboardClient) async throws {
+        do {
+            try await RetryPolicy(attempts: 8, firstDelay: .milliseconds(200)).run(clock: SystemClock()) {
+                try await client.callStore.hangup()
+            }
+        } catch let error as SwitchboardError where [.callNotFound, .callAlreadyEnded].contains(error.code) {
+            print("hang-up: the call was over already (\(error.code)): an earlier try reached the server")
+        }
+    }
+
     /// 200 calls connected across three nodes; each node restarted in turn (SIGTERM, then started
     /// again on its port), then the leader killed with -9. Every call goes on: both members hear
     /// each other's reports after each step, nobody hears a call end, and each call ends at the

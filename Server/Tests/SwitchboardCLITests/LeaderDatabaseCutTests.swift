@@ -143,7 +143,7 @@ struct CallPair {
 
     /// The callee hangs up; the caller hears it.
     func hangUp() async throws {
-        try await callee.callStore.hangup()
+        try await ClusterProcessTests.hangup(callee)
         let ended = try await events.0.first(where: isEnded)
         #expect(ended == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: UserID(rawValue: names.1)))
     }

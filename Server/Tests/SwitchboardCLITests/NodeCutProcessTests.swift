@@ -182,7 +182,8 @@ import FoundationNetworking
         try await expectTheCallAgreed(rtt: 600)
         print("database cut \(seconds) s: call state agreed after the cut ended (\(ContinuousClock.now - start) after it began)")
         #expect(!aliceEvents.values.contains(where: isEnded) && !bobEvents.values.contains(where: isEnded))
-        try await bob.callStore.hangup()
+        try await ClusterProcessTests.hangup(bob)
+        print("database cut \(seconds) s: bob hung up \(ContinuousClock.now - start) after the cut began")
         #expect(try await aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
 
         try? await alice.loginStore.logout()
