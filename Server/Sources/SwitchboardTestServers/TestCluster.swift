@@ -51,6 +51,18 @@ public final class TestCluster: Sendable {
         return cluster
     }
 
+    /// Starts one more node, `node<index>`, on the cluster's database and clock, and waits for its
+    /// first heartbeat (it is in the table then); the others learn of it at their next look. Not
+    /// in ``nodes``: the caller stops it.
+    public func startNode(_ index: Int) async throws -> TestServer {
+        let node = try await TestServer.start(clock: clock) { [databaseURL] configuration in
+            configuration.database = .postgres(url: databaseURL)
+            configuration.nodeId = "node\(index)"
+        }
+        await node.node.clusterHeartbeat()
+        return node
+    }
+
     /// One heartbeat on every node, in order: each notes it is alive, looks for messages it missed,
     /// and leads or learns who does.
     public func tick() async {

@@ -122,6 +122,26 @@ import Testing
         await pair.stop()
     }
 
+    /// A message for every other node goes to the nodes in the table when it is written, not the
+    /// ones the sender knew: "b" and "c" registered without the sender ever looking. Each gets it
+    /// once, in its place among the messages sent to it alone; the sender gets none.
+    @Test(.timeLimit(.minutes(1))) func aMessageForEveryNodeReachesTheNodesInTheTableWhenWritten() async throws {
+        let pair = try await Pair()
+        let store = ClusterStore(client: pair.storage.client, logger: Logger(label: "test.bus"))
+        for node in ["a", "b", "c"] { #expect(try await store.heartbeat(node, startedAt: 1, now: 1) == .joined) }
+        #expect(try await store.heartbeat("b", startedAt: 1, now: 2) == .present)
+        pair.sender.send(Self.message(1), to: "b")
+        pair.sender.sendToEveryOtherNode(.appsChanged)
+        pair.sender.send(Self.message(2), to: "b")
+        await pair.inbox.wait(for: 3)
+        #expect(pair.inbox.messages == [Self.message(1), .appsChanged, Self.message(2)])
+        // "c" does not run: its message waits in the table, the only row left.
+        while try await Self.rowCount(pair.storage) > 1 { await Task.yield() }
+        let left = try await Self.scalar(pair.storage, "SELECT count(*)::bigint FROM switchboard_messages WHERE target = 'c'")
+        #expect(left == 1)
+        await pair.stop()
+    }
+
     /// Without its `LISTEN` connection (here it cannot connect at all), a node still gets its
     /// messages when it looks (as every heartbeat does): the take borrows a pool connection.
     @Test(.timeLimit(.minutes(1))) func withoutItsListenConnectionANodeTakesFromThePool() async throws {

@@ -208,17 +208,23 @@ import FoundationNetworking
         let bob = try await Self.client(cluster, 1, "bob")
         let carol = try await Self.client(cluster, 2, "carol")
         let aliceEvents = Recorder(alice.callStore.events)
-        let carolEvents = Recorder(carol.callStore.events)
-        // A profile cached on node 2 before the change...
-        _ = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
-        try await aliceEvents.first(where: isReceived)
+        // alice's profile, cached on node 2 (where carol's call reads its invitees') before she
+        // changes it on node 0...
+        let first = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
+        try await aliceEvents.first { if case .onCallReceived(first.callId, _, _, _, _) = $0 { true } else { false } }
         try await carol.callStore.hangup()
+        try await aliceEvents.first { if case .onCallEnded(first.callId, _, _, _) = $0 { true } else { false } }
+        let aliceOnNode2 = UserKey(app: cluster.nodes[2].app.sdkAppID, user: "alice")
+        #expect(cluster.nodes[2].node.context.profiles.cached(aliceOnNode2) != nil)
         try await alice.loginStore.setSelfInfo(nickname: "Alice on node 0")
-        // ...is the new one there after it.
-        let second = try await alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
-        try await carolEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        // ...is forgotten there when node 0's message arrives (at a look, at the latest)...
+        for _ in 0..<500 where cluster.nodes[2].node.context.profiles.cached(aliceOnNode2) != nil { await cluster.tick() }
+        // ...so carol's next call, its profiles read on node 2 again, shows the new one.
+        let second = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
+        try await aliceEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
         #expect(carol.callStore.state.allParticipants.first { $0.userId == "alice" }?.nickname == "Alice on node 0")
-        try await alice.callStore.hangup()
+        try await carol.callStore.hangup()
+        try await aliceEvents.first { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
 
         // bob blocks alice on node 1; her call from node 0 never rings there.
         _ = try await bob.callStore.blockUsers(["alice"])
@@ -239,6 +245,61 @@ import FoundationNetworking
         func policy() -> BusyPolicy? { cluster.nodes[0].node.context.apps.app(cluster.nodes[0].app.sdkAppID)?.settings.busyPolicy }
         for _ in 0..<500 where policy() != .callWaiting { await cluster.tick() }
         #expect(policy() == .callWaiting)
+        await cluster.stop()
+    }
+
+    /// A node that joined since the others last looked at the table (they look at every heartbeat;
+    /// here node 0 never looks again) still forgets a profile changed on another node: a message
+    /// for every node goes to the nodes in the table when it is written. It went to the nodes the
+    /// sender knew, and the new node showed the old profile for as long as it kept it cached.
+    @Test func aNodeThatJustJoinedForgetsAProfileChangedElsewhere() async throws {
+        let cluster = try await TestCluster.start(nodes: 1)
+        let late = try await cluster.startNode(1)
+        let alice = try await Self.client(cluster, 0, "alice")
+        let carol = try await late.client("carol")
+        let aliceEvents = Recorder(alice.callStore.events)
+        let aliceThere = UserKey(app: late.app.sdkAppID, user: "alice")
+        // alice's profile, cached on the new node (where carol's call reads its invitees')...
+        let first = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
+        try await aliceEvents.first { if case .onCallReceived(first.callId, _, _, _, _) = $0 { true } else { false } }
+        try await carol.callStore.hangup()
+        try await aliceEvents.first { if case .onCallEnded(first.callId, _, _, _) = $0 { true } else { false } }
+        #expect(late.node.context.profiles.cached(aliceThere) != nil)
+        // ...is forgotten there once node 0's message arrives (at its look, at the latest)...
+        try await alice.loginStore.setSelfInfo(nickname: "Alice on node 0")
+        for _ in 0..<500 where late.node.context.profiles.cached(aliceThere) != nil { await late.node.clusterHeartbeat() }
+        #expect(late.node.context.profiles.cached(aliceThere) == nil)
+        // ...and carol's next call shows the new one.
+        let second = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
+        try await aliceEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        #expect(carol.callStore.state.allParticipants.first { $0.userId == "alice" }?.nickname == "Alice on node 0")
+        try await carol.callStore.hangup()
+        try await aliceEvents.first { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
+        await late.stop()
+        await cluster.stop()
+    }
+
+    /// A node out of the table (the leader removes a node it takes for dead) gets no message for
+    /// every node, a profile's change included. When its heartbeat puts it back, it forgets every
+    /// profile it cached (and reads the apps again), so the profile changed meanwhile reads new.
+    @Test func aNodeBackInTheTableForgetsTheProfilesItCached() async throws {
+        let cluster = try await TestCluster.start(nodes: 2)
+        let alice = try await Self.client(cluster, 0, "alice")
+        let node1 = cluster.nodes[1].node.context
+        let aliceThere = UserKey(app: cluster.nodes[1].app.sdkAppID, user: "alice")
+        _ = try await node1.profiles.profiles(app: aliceThere.app, users: ["alice"])
+        #expect(node1.profiles.cached(aliceThere) != nil)
+
+        let storage = try #require(cluster.nodes[0].node.context.storage as? PostgresStorage)
+        try await ClusterStore(client: storage.client, logger: Logger(label: "test.cluster")).remove(node: "node1")
+        try await alice.loginStore.setSelfInfo(nickname: "Alice while node 1 was out")
+        // Node 0's message is written (to nobody: node 1 is out)...
+        let bus = try #require(cluster.nodes[0].node.context.cluster?.bus)
+        while bus.hasOutgoing { await Task.yield() }
+        await cluster.nodes[1].node.clusterHeartbeat()
+        #expect(node1.profiles.cached(aliceThere) == nil)
+        let read = try await node1.profiles.profiles(app: aliceThere.app, users: ["alice"])
+        #expect(read["alice"]?.nickname == "Alice while node 1 was out")
         await cluster.stop()
     }
 

@@ -41,6 +41,10 @@ struct BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         shards[shard].older[key] = nil
     }
 
+    mutating func removeAll() {
+        shards = Array(repeating: Generations(), count: layout.count)
+    }
+
     mutating func insert(_ value: Value, for key: Key) {
         insert(value, for: key, in: shard(of: key))
     }

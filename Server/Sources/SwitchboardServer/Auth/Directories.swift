@@ -61,6 +61,9 @@ final class ProfileDirectory: Sendable {
     /// Profiles cached now.
     var cachedCount: Int { cache.withLockedValue { $0.profiles.count } }
 
+    /// The profile cached for `user`, if any.
+    func cached(_ user: UserKey) -> UserProfile? { cache.withLockedValue { $0.profiles.value(for: user) } }
+
     /// Sessions waiting for the next read.
     var waitingCount: Int { loads.withLockedValue { $0.waiting.count } }
 
@@ -129,6 +132,14 @@ final class ProfileDirectory: Sendable {
     func forget(_ user: UserKey) {
         cache.withLockedValue { cache in
             cache.profiles.remove(user)
+            cache.changes &+= 1
+        }
+    }
+
+    /// Forgets every cached profile (this node may have missed other nodes' changes).
+    func forgetAll() {
+        cache.withLockedValue { cache in
+            cache.profiles.removeAll()
             cache.changes &+= 1
         }
     }

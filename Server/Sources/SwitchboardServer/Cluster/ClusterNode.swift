@@ -218,6 +218,7 @@ final class ClusterNode: CallRouter, Service {
     private func heartbeat() async {
         let now = clock.now()
         do {
+            // This look also waits out a cut, so that the time below is the write's.
             if try await !store.isRegistered(id), state.withLockedValue({ $0.nodes.contains(id) }) {
                 // The leader took this node for dead: its devices were dropped. Start clean.
                 logger.warning("this node was taken for dead; closing its connections")
@@ -226,7 +227,7 @@ final class ClusterNode: CallRouter, Service {
             // The time of the write, not of the start: a heartbeat that waited out a cut must not
             // note the node alive as of before it (the leader would take it for dead again).
             let written = clock.now()
-            try await store.heartbeat(id, startedAt: startedAt, now: written)
+            if try await store.heartbeat(id, startedAt: startedAt, now: written) == .joined { await joined() }
             if state.withLockedValue({ $0.database.heartbeatSucceeded(at: written) }) == .serve {
                 logger.notice("this node reaches its database again")
             }
@@ -254,6 +255,21 @@ final class ClusterNode: CallRouter, Service {
         failStalePending(now: now)
     }
 
+    /// This node's row was just written into the table, at its start or after the leader took it
+    /// for dead and removed it: until then no other node's messages for every node reached it. So
+    /// what it cached of them (profiles, apps) is read afresh; a read that began before is not
+    /// cached (``ProfileDirectory/forgetAll()``).
+    private func joined() async {
+        profiles.forgetAll()
+        await reloadApps()
+    }
+
+    /// Reads the apps afresh (another node changed them).
+    private func reloadApps() async {
+        if let loaded = try? await storage.loadApps() { apps.replace(loaded) }
+        await onAppsChanged.function?()
+    }
+
     /// The graceful end of this node: its devices were closed (by the lifecycle); tell the leader,
     /// let go of the lock, and leave the table.
     private func leave() async {
@@ -264,7 +280,7 @@ final class ClusterNode: CallRouter, Service {
         if leading {
             await stepDown(reason: "shutting down")
             // The lock is free: the others need not wait for their next heartbeat to take it.
-            for node in state.withLockedValue({ $0.nodes }) where node != id { bus.send(.leaderLeaving(node: id), to: node) }
+            broadcast(.leaderLeaving(node: id))
         } else if let leader = leader {
             bus.send(.nodeLeaving(node: id), to: leader)
         }
@@ -555,9 +571,11 @@ final class ClusterNode: CallRouter, Service {
         return users.map { ($0.key, $0.value.sorted { $0.0 < $1.0 }) }.sorted { $0.0 < $1.0 }
     }
 
-    /// Tells every other live node (profiles, apps).
+    /// Tells every other node in the table when the message is written (profiles, apps), a node
+    /// that joined since this one last looked included. One that joins later reads everything
+    /// afresh as it joins (``joined()``).
     func broadcast(_ message: BusMessage) {
-        for node in state.withLockedValue({ $0.nodes }) where node != id { bus.send(message, to: node) }
+        bus.sendToEveryOtherNode(message)
     }
 
     // MARK: - messages
@@ -609,8 +627,7 @@ final class ClusterNode: CallRouter, Service {
             case .profileChanged(let user):
                 profiles.forget(user)
             case .appsChanged:
-                if let loaded = try? await storage.loadApps() { apps.replace(loaded) }
-                await onAppsChanged.function?()
+                await reloadApps()
             }
         }
     }

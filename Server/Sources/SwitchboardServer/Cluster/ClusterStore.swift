@@ -19,12 +19,24 @@ struct ClusterStore: Sendable {
     // MARK: - nodes
 
     /// Notes that `node` is alive at `now` (inserting it the first time).
-    func heartbeat(_ node: String, startedAt: Int64, now: Int64) async throws {
-        try await client.query(
+    func heartbeat(_ node: String, startedAt: Int64, now: Int64) async throws -> Heartbeat {
+        // `xmax` is 0 in the row an upsert inserted, the id of this transaction in one it updated.
+        let inserted = try await client.query(
             """
             INSERT INTO switchboard_nodes (node_id, started_at, heartbeat_at) VALUES (\(node), \(startedAt), \(now))
             ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
-            """, logger: logger)
+            RETURNING xmax = 0
+            """, logger: logger
+        ).decode(Bool.self).first { _ in true }
+        return inserted == true ? .joined : .present
+    }
+
+    /// What a heartbeat found in the table.
+    enum Heartbeat: Sendable {
+        /// The node was not in it (it starts, or the leader took it for dead and removed it).
+        case joined
+        /// It was.
+        case present
     }
 
     /// Whether `node` is still in the table (a node presumed dead and removed must not carry on).

@@ -12,23 +12,36 @@ import SwitchboardProtocol
 /// keeps one plan for it. A connection through a pooler must keep prepared statements (PgBouncer
 /// in session mode, or transaction mode with `max_prepared_statements`): docs/OPERATIONS.md.
 enum PostgresStatements {
-    /// Inserts messages for other nodes and wakes each target (``ClusterBus``).
+    /// Inserts messages for other nodes and wakes each target (``ClusterBus``). A message whose
+    /// target is empty goes to every node in `switchboard_nodes` but the sender, as the table is
+    /// when the statement runs: a node that registered since the sender last read the table gets it
+    /// too. Rows go in the order of the arrays (a broadcast's rows in its place), so each target
+    /// takes them in the order they were sent.
     struct SendMessages: PostgresPreparedStatement {
         static let name = "sb_send_messages"
         static let sql = """
-            WITH inserted AS (
-                INSERT INTO switchboard_messages (target, body) SELECT * FROM unnest($1::text[], $2::text[])
+            WITH sent AS (
+                SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(target, body, position)
+            ), addressed AS (
+                SELECT position, target, body FROM sent WHERE target <> ''
+                UNION ALL
+                SELECT sent.position, nodes.node_id, sent.body
+                FROM sent JOIN switchboard_nodes AS nodes ON sent.target = '' AND nodes.node_id <> $3
+            ), inserted AS (
+                INSERT INTO switchboard_messages (target, body) SELECT target, body FROM addressed ORDER BY position
+                RETURNING target
             )
-            SELECT pg_notify(c, '') FROM unnest($3::text[]) AS c
+            SELECT pg_notify('sb_' || replace(target, '-', '_'), '') FROM (SELECT DISTINCT target FROM inserted) AS woken
             """
         typealias Row = Void
 
+        /// A node's id, or `""` for every other node.
         var targets: [String]
         var bodies: [String]
-        var channels: [String]
+        var sender: String
 
         func makeBindings() -> PostgresBindings {
-            PostgresBindings(targets, bodies, channels)
+            PostgresBindings(targets, bodies, sender)
         }
 
     }
