@@ -97,19 +97,24 @@ final class ClusterNode: CallRouter, Service {
     }
 
     private struct State {
-        /// Who leads, as far as this node knows.
-        var leader: String?
-        var term: Int64 = 0
+        /// Who leads, as far as this node knows, and whether this node is leaving.
+        var leadership: Leadership
         /// This node's lock connection while it leads (or tries to).
         var lockConnection: PostgresConnection?
-        var leading = false
         var pending: [UInt64: Pending] = [:]
         var nextToken: UInt64 = 0
         /// The live nodes, from the last heartbeat.
         var nodes: [String] = []
-        var stopping = false
         /// Whether the heartbeats reach the database.
         var database: DatabaseWatch
+
+        /// The lock connection, for a node that no longer leads to close (taken in the same
+        /// critical section as the transition that says so: a takeover attempt that follows opens
+        /// its own).
+        mutating func takeLockConnection() -> PostgresConnection? {
+            defer { lockConnection = nil }
+            return lockConnection
+        }
     }
 
     private let state: NIOLockedValueBox<State>
@@ -141,7 +146,9 @@ final class ClusterNode: CallRouter, Service {
         let startedAt = clock.now()
         self.startedAt = startedAt
         self.state = NIOLockedValueBox(
-            State(database: DatabaseWatch(timeout: configuration.nodeTimeout.milliseconds, startedAt: startedAt)))
+            State(
+                leadership: Leadership(node: id),
+                database: DatabaseWatch(timeout: configuration.nodeTimeout.milliseconds, startedAt: startedAt)))
     }
 
     /// Called when another node changed the apps, their settings or their webhook endpoints
@@ -149,10 +156,10 @@ final class ClusterNode: CallRouter, Service {
     let onAppsChanged = LockedCallback<(@Sendable () async -> Void)?>(nil)
 
     /// Whether this node leads now.
-    var isLeader: Bool { state.withLockedValue { $0.leading } }
+    var isLeader: Bool { state.withLockedValue { $0.leadership.isLeader } }
 
     /// The leader as far as this node knows.
-    var leader: String? { state.withLockedValue { $0.leader } }
+    var leader: String? { state.withLockedValue { $0.leadership.leader } }
 
     /// Whether this node takes itself for cut off from the database (``DatabaseWatch``).
     var isCutOff: Bool { state.withLockedValue { $0.database.isCutOff } }
@@ -273,12 +280,12 @@ final class ClusterNode: CallRouter, Service {
     /// The graceful end of this node: its devices were closed (by the lifecycle); tell the leader,
     /// let go of the lock, and leave the table.
     private func leave() async {
-        let leading = state.withLockedValue { state -> Bool in
-            state.stopping = true
-            return state.leading
+        let (led, connection) = state.withLockedValue { state in
+            let led = state.leadership.leave()
+            return (led, led ? state.takeLockConnection() : nil)
         }
-        if leading {
-            await stepDown(reason: "shutting down")
+        if led {
+            await release(connection, reason: "shutting down")
             // The lock is free: the others need not wait for their next heartbeat to take it.
             broadcast(.leaderLeaving(node: id))
         } else if let leader = leader {
@@ -310,7 +317,7 @@ final class ClusterNode: CallRouter, Service {
             try await $0.query("SELECT pg_try_advisory_lock(\(Self.leaderLock))", logger: self.logger)
                 .decode(Bool.self).first { _ in true }
         }
-        if acquired == true, !state.withLockedValue({ $0.stopping }) { try await becomeLeader() }
+        if acquired == true, !state.withLockedValue({ $0.leadership.isLeaving }) { try await becomeLeader() }
     }
 
     private func checkLock() async throws {
@@ -337,10 +344,14 @@ final class ClusterNode: CallRouter, Service {
         await engine.recover(journal, lastAlive: try await storage.lastAlive(), grace: grace)
         let live = try await liveNodes()
         directory.reset(try await store.devices().filter { live.contains($0.node) })
-        state.withLockedValue { state in
-            state.leading = true
-            state.leader = id
-            state.term = term
+        let (took, connection) = state.withLockedValue { state in
+            let took = state.leadership.tookLead(term: term)
+            return (took, took ? nil : state.takeLockConnection())
+        }
+        guard took else {
+            // It began to leave during the takeover.
+            await release(connection, reason: "shutting down")
+            return
         }
         logger.notice("this node leads the cluster", metadata: ["term": "\(term)", "calls": "\(journal.count)"])
         // A device that went away between the read and now: its message came while this node did
@@ -377,31 +388,34 @@ final class ClusterNode: CallRouter, Service {
 
     /// Stops leading: the calls are the journal's, for the next leader.
     func stepDown(reason: String) async {
-        let connection = state.withLockedValue { state -> PostgresConnection? in
-            guard state.leading else { return nil }
-            state.leading = false
-            state.leader = nil
-            defer { state.lockConnection = nil }
-            return state.lockConnection
+        let (led, connection) = state.withLockedValue { state in
+            let led = state.leadership.stepDown()
+            return (led, led ? state.takeLockConnection() : nil)
         }
-        guard let connection else { return }
+        guard led else { return }
+        await release(connection, reason: reason)
+    }
+
+    /// Lets go of what this node held as leader, once ``Leadership`` says it no longer leads: the
+    /// lock (its connection closed), the fence, the engine's calls and the directory.
+    private func release(_ connection: PostgresConnection?, reason: String) async {
         logger.notice("this node no longer leads", metadata: ["reason": "\(reason)"])
         writer.fence = nil
         await engine.reset()
         directory.reset([])
-        try? await connection.close()
+        try? await connection?.close()
     }
 
     private func learnLeader(_ node: String, term: Int64) {
-        let changed = state.withLockedValue { state -> Bool in
-            guard term > state.term || state.leader == nil else { return false }
-            state.term = term
-            state.leader = node
-            return true
+        let (learned, connection) = state.withLockedValue { state in
+            let learned = state.leadership.learn(node, term: term)
+            return (learned, learned == .deposed ? state.takeLockConnection() : nil)
         }
-        if changed {
-            logger.info("the cluster has a new leader", metadata: ["leader": "\(node)", "term": "\(term)"])
-            Task { await self.pendingFollow(leader: node) }
+        guard learned != .ignored else { return }
+        logger.info("the cluster has a new leader", metadata: ["leader": "\(node)", "term": "\(term)"])
+        Task {
+            if learned == .deposed { await self.release(connection, reason: "a newer term leads") }
+            await self.pendingFollow(leader: node)
         }
     }
 
@@ -439,14 +453,12 @@ final class ClusterNode: CallRouter, Service {
     /// The leader; when this node does not know one (it just started, or the last one left), it
     /// looks for it (a heartbeat now) first. Callers waiting together look once.
     private func findLeader() async -> String? {
-        if let leader = currentLeader { return leader }
+        if let leader = leader { return leader }
         await ticks.run {
-            if self.currentLeader == nil { await self.heartbeat() }
+            if self.leader == nil { await self.heartbeat() }
         }
-        return currentLeader
+        return leader
     }
-
-    private var currentLeader: String? { state.withLockedValue { $0.leading ? id : $0.leader } }
 
     @discardableResult
     func handle(_ event: CallEvent, reply: (@Sendable (CallReply) -> Void)?) async -> CallReply? {
@@ -610,12 +622,7 @@ final class ClusterNode: CallRouter, Service {
             case .nodeLeaving(let node):
                 if isLeader { await dropDevices(on: node) }
             case .leaderLeaving(let node):
-                let wasLeader = state.withLockedValue { state -> Bool in
-                    guard state.leader == node, !state.leading else { return false }
-                    state.leader = nil
-                    return true
-                }
-                if wasLeader { Task { await self.tick() } }
+                if state.withLockedValue({ $0.leadership.leaderLeft(node) }) { Task { await self.tick() } }
             case .reply(let token, let reply):
                 answered(token, reply)
             case .deliver(let frame, let recipient):
