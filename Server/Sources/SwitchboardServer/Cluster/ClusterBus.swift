@@ -7,9 +7,9 @@ import PostgresNIO
 import SwitchboardProtocol
 
 /// Messages between the nodes of a cluster, through PostgreSQL: a message is a row of the unlogged
-/// table `switchboard_messages` for its target node (one per node, for a message to every other
-/// node), and a `NOTIFY` on the target's channel (`sb_<node>`) wakes the target, which takes (deletes) every row for it, oldest first. So the
-/// payload has no size limit (PostgreSQL's notifications hold 8,000 bytes), and nothing relies on a
+/// table `switchboard_messages` for its target node (a row per node for a message to every other
+/// node), and a `NOTIFY` on the target's channel (`sb_<node>`) wakes the target, which takes
+/// (deletes) every row for it, oldest first. So the payload has no size limit (PostgreSQL's notifications hold 8,000 bytes), and nothing relies on a
 /// notification arriving: a node also looks every second, and again each time its `LISTEN`
 /// connection comes back, for rows it was not woken for.
 ///
@@ -79,7 +79,7 @@ final class ClusterBus: Sendable {
 
     /// Queues a message for every other node in the table when it is written, not the nodes this
     /// one knew when it sent it: a node that joined since this one last looked gets it too
-    /// (``PostgresStatements/SendMessages``). Never waits.
+    /// (``PostgresStatements/SendMessagesToEveryNode``). Never waits.
     func sendToEveryOtherNode(_ message: BusMessage) {
         queue(message, to: Self.everyOtherNode)
     }
@@ -149,7 +149,14 @@ final class ClusterBus: Sendable {
     /// less CPU on a node that does not lead, and a quarter off the invitation's median at 300
     /// calls/s: docs/BENCHMARKS.md, "Cluster"). Without it, a connection from the pool.
     private func write(_ batch: [(target: String, body: String)]) async throws {
-        _ = try await run(PostgresStatements.SendMessages(targets: batch.map(\.target), bodies: batch.map(\.body), sender: node))
+        let targets = batch.map(\.target)
+        if targets.contains(Self.everyOtherNode) {
+            _ = try await run(PostgresStatements.SendMessagesToEveryNode(targets: targets, bodies: batch.map(\.body), sender: node))
+        } else {
+            let statement = PostgresStatements.SendMessages(
+                targets: targets, bodies: batch.map(\.body), channels: Array(Set(targets)).map(Self.channel(of:)))
+            _ = try await run(statement)
+        }
     }
 
     /// Runs `statement` on the `LISTEN` connection while it is up, on a pool connection otherwise.

@@ -234,7 +234,11 @@ final class ClusterNode: CallRouter, Service {
             // The time of the write, not of the start: a heartbeat that waited out a cut must not
             // note the node alive as of before it (the leader would take it for dead again).
             let written = clock.now()
-            if try await store.heartbeat(id, startedAt: startedAt, now: written) == .joined { await joined() }
+            // Joined: this node's row is new (it starts, or the leader took it for dead and removed
+            // it), so no message for every node reached it before. It forgets every cached profile
+            // now (a read under way is not cached) and reads the apps again below.
+            let joined = try await store.heartbeat(id, startedAt: startedAt, now: written) == .joined
+            if joined { profiles.forgetAll() }
             if state.withLockedValue({ $0.database.heartbeatSucceeded(at: written) }) == .serve {
                 logger.notice("this node reaches its database again")
             }
@@ -254,21 +258,14 @@ final class ClusterNode: CallRouter, Service {
                     learnLeader(found.node, term: found.term)
                 }
             }
+            // After the lead: a node that starts takes it first (the first to look leads).
+            if joined { await reloadApps() }
         } catch {
             logger.warning("cluster heartbeat failed", metadata: ["error": "\(error)"])
             if isLeader, (try? await checkLock()) == nil { await stepDown(reason: "lock connection failed") }
         }
         bus.drainSoon()
         failStalePending(now: now)
-    }
-
-    /// This node's row was just written into the table, at its start or after the leader took it
-    /// for dead and removed it: until then no other node's messages for every node reached it. So
-    /// what it cached of them (profiles, apps) is read afresh; a read that began before is not
-    /// cached (``ProfileDirectory/forgetAll()``).
-    private func joined() async {
-        profiles.forgetAll()
-        await reloadApps()
     }
 
     /// Reads the apps afresh (another node changed them).
@@ -585,7 +582,7 @@ final class ClusterNode: CallRouter, Service {
 
     /// Tells every other node in the table when the message is written (profiles, apps), a node
     /// that joined since this one last looked included. One that joins later reads everything
-    /// afresh as it joins (``joined()``).
+    /// afresh as it joins (``heartbeat()``).
     func broadcast(_ message: BusMessage) {
         bus.sendToEveryOtherNode(message)
     }

@@ -12,13 +12,36 @@ import SwitchboardProtocol
 /// keeps one plan for it. A connection through a pooler must keep prepared statements (PgBouncer
 /// in session mode, or transaction mode with `max_prepared_statements`): docs/OPERATIONS.md.
 enum PostgresStatements {
-    /// Inserts messages for other nodes and wakes each target (``ClusterBus``). A message whose
-    /// target is empty goes to every node in `switchboard_nodes` but the sender, as the table is
-    /// when the statement runs: a node that registered since the sender last read the table gets it
-    /// too. Rows go in the order of the arrays (a broadcast's rows in its place), so each target
-    /// takes them in the order they were sent.
+    /// Inserts messages for other nodes and wakes each target (``ClusterBus``).
     struct SendMessages: PostgresPreparedStatement {
         static let name = "sb_send_messages"
+        static let sql = """
+            WITH inserted AS (
+                INSERT INTO switchboard_messages (target, body) SELECT * FROM unnest($1::text[], $2::text[])
+            )
+            SELECT pg_notify(c, '') FROM unnest($3::text[]) AS c
+            """
+        typealias Row = Void
+
+        var targets: [String]
+        var bodies: [String]
+        var channels: [String]
+
+        func makeBindings() -> PostgresBindings {
+            PostgresBindings(targets, bodies, channels)
+        }
+
+    }
+
+    /// ``SendMessages`` for a batch with a message to every other node (an empty target): that one
+    /// goes to every node in `switchboard_nodes` but the sender, as the table is when the
+    /// statement runs, so a node that registered since the sender last read the table gets it too.
+    /// Rows go in the order of the arrays (a broadcast's rows in its place), so each target takes
+    /// them in the order they were sent. A statement of its own: the join and the distinct targets
+    /// cost about 0.06 ms more per write (pgbench, docs/BENCHMARKS.md, "Cluster"), and broadcasts
+    /// are rare (profiles, apps).
+    struct SendMessagesToEveryNode: PostgresPreparedStatement {
+        static let name = "sb_send_messages_to_every_node"
         static let sql = """
             WITH sent AS (
                 SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(target, body, position)
