@@ -71,10 +71,8 @@ struct GStreamerSFUTests {
         alice.client.deviceStore.startScreenShare(.testPattern)
         try await GStreamerEngineTests.expect(bob, .frameSize("alice", .screen, width: 480, height: 270))
         alice.client.deviceStore.stopScreenShare()
-        // Known open bug (issue 31): the screen's end does not reach bob yet.
-        await withKnownIssue("a stopped screen does not end at the subscriber yet") {
-            try await bob.media.first(timeout: GStreamerEngineTests.wait) { $0 == .trackEnded("alice", .screen) }
-        }
+        // The server takes the stopped stream out of bob's subscription: its section goes inactive.
+        try await GStreamerEngineTests.expect(bob, .trackEnded("alice", .screen))
         // Her camera goes on.
         let camera = await GStreamerEngineTests.frames(bob, alice.id, .video)
         try await GStreamerEngineTests.barrier(bob, from: alice.id)
