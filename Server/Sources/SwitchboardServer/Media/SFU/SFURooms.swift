@@ -502,9 +502,9 @@ actor SFURooms {
 
     /// Subscribes the member to the streams of these feeds it does not receive yet (its own left
     /// out), and takes out of its subscription the streams these feeds no longer send (a screen
-    /// its publisher stopped: Janus marks the stream `disabled` in its news to the room but keeps
-    /// forwarding nothing on the subscribers' sections; taking it out gives them an offer in which
-    /// its section is inactive, which is how their devices learn that the track ended).
+    /// its publisher stopped: Janus marks the stream `disabled` in its news to the room but leaves
+    /// it in every subscription, with no new offer; taken out, the member's next offer has its
+    /// section inactive, which is how the member's device learns that the track ended).
     private func subscribe(_ callId: CallID, _ user: UserID, to publishers: [VideoRoomEvent.Publisher]) async {
         guard let room = rooms[callId], let server = room.server, let member = room.members[user] else { return }
         if member.offerOut {
