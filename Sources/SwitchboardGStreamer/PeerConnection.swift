@@ -572,7 +572,8 @@ final class PeerConnection: @unchecked Sendable {
                 )
             }
         }
-        let sent = SessionDescriptionText.addingMsid(streams, to: text)
+        var sent = SessionDescriptionText.addingMsid(streams, to: text)
+        if type == GST_WEBRTC_SDP_TYPE_ANSWER { sent = answeringInactive(sent) }
         logger.trace("local description", metadata: ["peer": "\(peer)", "sdp": "\(sent)"])
         state.withLockedValue { $0.localText = type == GST_WEBRTC_SDP_TYPE_OFFER ? sent : nil }
         return sent
@@ -588,7 +589,7 @@ final class PeerConnection: @unchecked Sendable {
         logger.trace("remote description", metadata: ["peer": "\(peer)", "sdp": "\(text)"])
         if type == GST_WEBRTC_SDP_TYPE_OFFER { prepare(for: sdp) }
         state.withLockedValue { $0.remoteSDP = sdp }
-        try await apply(type, text, local: false)
+        try await apply(type, type == GST_WEBRTC_SDP_TYPE_OFFER ? keepingReceiving(text, sdp) : text, local: false)
         endTracksThePeerStopped(sdp)
         if type == GST_WEBRTC_SDP_TYPE_ANSWER {
             // The answerer took one role; this side has the other.
@@ -598,6 +599,30 @@ final class PeerConnection: @unchecked Sendable {
                 state.dtlsRole = role ?? state.dtlsRole
             }
         }
+    }
+
+    /// The SFU's offer as webrtcbin gets it on the subscribe connection: its inactive sections
+    /// (a member who left, a screen stopped) are read as sending. webrtcbin 1.22 refuses any
+    /// change of a negotiated transceiver's direction but to inactive ("transceiver direction
+    /// changes are not implemented"), and Janus gives an inactive section to the next track of
+    /// its kind (a member who comes back, a screen shared again): so its transceivers stay
+    /// `recvonly` for good. The track's end is the engine's own, from the offer as sent
+    /// (``endTracksThePeerStopped(_:)``), and the answer says `inactive` where the offer did
+    /// (``answeringInactive(_:)``).
+    private func keepingReceiving(_ text: String, _ sdp: SessionDescriptionText) -> String {
+        guard role.receivesOnly else { return text }
+        return SessionDescriptionText.settingDirection("sendonly", ofSections: Self.inactiveMids(sdp), in: text)
+    }
+
+    /// The answer as sent to the SFU: `inactive` for each section its offer made inactive
+    /// (webrtcbin answered `recvonly`, see ``keepingReceiving(_:_:)``).
+    private func answeringInactive(_ answer: String) -> String {
+        guard role.receivesOnly, let offer = state.withLockedValue({ $0.remoteSDP }) else { return answer }
+        return SessionDescriptionText.settingDirection("inactive", ofSections: Self.inactiveMids(offer), in: answer)
+    }
+
+    private static func inactiveMids(_ sdp: SessionDescriptionText) -> Set<String> {
+        Set(sdp.media.filter { !$0.rejected && $0.direction == "inactive" }.compactMap(\.mid))
     }
 
     private func apply(_ type: GstWebRTCSDPType, _ text: String, local: Bool) async throws {

@@ -138,6 +138,31 @@ struct SessionDescriptionText: Equatable, Sendable {
         return output.joined(separator: "\r\n")
     }
 
+    /// `sdp` with the direction of the sections whose mid is in `mids` set to `direction`.
+    static func settingDirection(_ direction: String, ofSections mids: Set<String>, in sdp: String) -> String {
+        guard !mids.isEmpty else { return sdp }
+        let directions: Set<String> = ["a=sendrecv", "a=sendonly", "a=recvonly", "a=inactive"]
+        var lines = sdp.components(separatedBy: "\r\n")
+        let trailing = lines.last == "" ? lines.removeLast() : nil
+        var output: [String] = []
+        var section: [String] = []
+        func flush() {
+            let mid = section.first { $0.hasPrefix("a=mid:") }.map { String($0.dropFirst("a=mid:".count)) }
+            if section.first?.hasPrefix("m=") == true, let mid, mids.contains(mid) {
+                section = section.map { directions.contains($0) ? "a=\(direction)" : $0 }
+            }
+            output += section
+            section = []
+        }
+        for line in lines {
+            if line.hasPrefix("m=") { flush() }
+            section.append(line)
+        }
+        flush()
+        if let trailing { output.append(trailing) }
+        return output.joined(separator: "\r\n")
+    }
+
     /// `sdp` without the `a=candidate` lines of addresses outside 127.0.0.0/8.
     static func keepingLoopbackCandidates(_ sdp: String) -> String {
         sdp.components(separatedBy: "\r\n").filter { line in

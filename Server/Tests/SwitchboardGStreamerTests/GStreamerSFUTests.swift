@@ -71,10 +71,13 @@ struct GStreamerSFUTests {
         alice.client.deviceStore.startScreenShare(.testPattern)
         try await GStreamerEngineTests.expect(bob, .frameSize("alice", .screen, width: 480, height: 270))
         alice.client.deviceStore.stopScreenShare()
-        // Known open bug (issue 31): the screen's end does not reach bob yet.
-        await withKnownIssue("a stopped screen does not end at the subscriber yet") {
-            try await bob.media.first(timeout: GStreamerEngineTests.wait) { $0 == .trackEnded("alice", .screen) }
-        }
+        // The server takes the stopped stream out of bob's subscription: its section goes inactive.
+        try await GStreamerEngineTests.expect(bob, .trackEnded("alice", .screen))
+        // Shared again, it comes in the section Janus made inactive, which bob receives again.
+        let mark = bob.media.values.count
+        alice.client.deviceStore.startScreenShare(.testPattern)
+        try await bob.media.first(from: mark, timeout: GStreamerEngineTests.wait) { $0 == .trackStarted("alice", .screen) }
+        alice.client.deviceStore.stopScreenShare()
         // Her camera goes on.
         let camera = await GStreamerEngineTests.frames(bob, alice.id, .video)
         try await GStreamerEngineTests.barrier(bob, from: alice.id)
@@ -97,11 +100,10 @@ struct GStreamerSFUTests {
         let (bobMark, aliceMark) = (bob.media.values.count, alice.media.values.count)
 
         try await alice.engine.failTransport(of: .publish)
-        // Known open bug (issue 31): media does not come back in the new session yet.
-        await withKnownIssue("the new session's media does not flow yet") {
-            try await bob.media.first(from: bobMark, timeout: GStreamerEngineTests.wait) { $0 == .trackStarted(alice.id, .video) }
-            try await alice.media.first(from: aliceMark, timeout: GStreamerEngineTests.wait) { $0 == .trackStarted(bob.id, .audio) }
-        }
+        // bob's subscription keeps its sections: Janus gives alice's new tracks the ones her old
+        // tracks left inactive.
+        try await bob.media.first(from: bobMark, timeout: GStreamerEngineTests.wait) { $0 == .trackStarted(alice.id, .video) }
+        try await alice.media.first(from: aliceMark, timeout: GStreamerEngineTests.wait) { $0 == .trackStarted(bob.id, .audio) }
         // The failure did start a new session: both connections were opened again.
         #expect(await alice.engine.connectionNames().sfuOpened == 4)
         await server.stop()

@@ -55,6 +55,18 @@ struct SessionDescriptionTextTests {
         #expect(SessionDescriptionText("m=video 9 RTP 96\r\na=ssrc:22 msid:screen t\r\n").media[0].streamId == "screen")
     }
 
+    /// The subscribe connection keeps its transceivers receiving (webrtcbin 1.22 cannot make an
+    /// inactive one receive again): only the named sections change, the rest is left as it was.
+    @Test func setsTheDirectionOfNamedSections() {
+        let changed = SessionDescriptionText.settingDirection("inactive", ofSections: ["1", "2"], in: Self.chromium)
+        let sdp = SessionDescriptionText(changed)
+        #expect(sdp.media.map(\.direction) == ["sendrecv", "inactive", "inactive"])
+        #expect(changed.components(separatedBy: "\r\n").count == Self.chromium.components(separatedBy: "\r\n").count)
+        #expect(changed.hasSuffix("\r\n"))
+        #expect(SessionDescriptionText.settingDirection("sendonly", ofSections: [], in: Self.chromium) == Self.chromium)
+        #expect(SessionDescriptionText.settingDirection("sendonly", ofSections: ["0"], in: changed).contains("a=mid:0\r\na=sendonly"))
+    }
+
     @Test func readsCandidates() {
         let host = CandidateLine("candidate:1 1 UDP 2015363327 127.0.0.1 40000 typ host")
         #expect(host == CandidateLine(address: "127.0.0.1", type: "host"))

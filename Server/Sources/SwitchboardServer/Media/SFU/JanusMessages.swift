@@ -52,7 +52,7 @@ struct JanusCandidate: Codable, Equatable, Sendable {
 
 /// A VideoRoom request (the `body` of a `message`). Fields left nil are not sent.
 struct VideoRoomRequest: Encodable, Sendable {
-    /// `create`, `destroy`, `join`, `publish`, `configure`, `subscribe`, `start`, `leave`.
+    /// `create`, `destroy`, `join`, `publish`, `configure`, `subscribe`, `update`, `start`, `leave`.
     var request: String
     var room: UInt64?
     var admin_key: String?
@@ -67,13 +67,16 @@ struct VideoRoomRequest: Encodable, Sendable {
     var ptype: String?
     var display: String?
     var streams: [VideoRoomStreamRequest]?
+    /// `update`: the streams to add to a subscription and to take out of it.
+    var subscribe: [VideoRoomStreamRequest]?
+    var unsubscribe: [VideoRoomStreamRequest]?
     var use_msid: Bool?
     var autoupdate: Bool?
     var private_id: UInt64?
     var restart: Bool?
 }
 
-/// A stream in `join` (subscriber), `subscribe` and `configure` requests.
+/// A stream in `join` (subscriber), `subscribe`, `update` and `configure` requests.
 struct VideoRoomStreamRequest: Encodable, Equatable, Sendable {
     var feed: UInt64?
     var mid: String?

@@ -500,7 +500,11 @@ actor SFURooms {
 
     // MARK: - subscriptions
 
-    /// Subscribes the member to the streams of these feeds it does not receive yet (its own left out).
+    /// Subscribes the member to the streams of these feeds it does not receive yet (its own left
+    /// out), and takes out of its subscription the streams these feeds no longer send (a screen
+    /// its publisher stopped: Janus marks the stream `disabled` in its news to the room but leaves
+    /// it in every subscription, with no new offer; taken out, the member's next offer has its
+    /// section inactive, which is how the member's device learns that the track ended).
     private func subscribe(_ callId: CallID, _ user: UserID, to publishers: [VideoRoomEvent.Publisher]) async {
         guard let room = rooms[callId], let server = room.server, let member = room.members[user] else { return }
         if member.offerOut {
@@ -513,25 +517,39 @@ actor SFURooms {
             return
         }
         var streams: [VideoRoomStreamRequest] = []
+        var stopped: [VideoRoomStreamRequest] = []
         for publisher in publishers where publisher.id != member.feed {
             // A feed nobody in the room owns now is a session's that is being dropped.
             guard let owner = room.members.values.first(where: { $0.feed == publisher.id }) else { continue }
-            for stream in publisher.streams ?? [] where stream.disabled != true && stream.type != "data" {
-                guard let mid = stream.mid, member.subscribed[FeedStream(feed: publisher.id, mid: mid)] == nil else { continue }
+            for stream in publisher.streams ?? [] where stream.type != "data" {
+                guard let mid = stream.mid else { continue }
+                let subscribed = member.subscribed[FeedStream(feed: publisher.id, mid: mid)] != nil
+                if stream.disabled == true {
+                    if subscribed { stopped.append(VideoRoomStreamRequest(feed: publisher.id, mid: mid)) }
+                    continue
+                }
+                guard !subscribed else { continue }
                 let layer = member.layers[owner.key.user] ?? .small
                 streams.append(
                     VideoRoomStreamRequest(
                         feed: publisher.id, mid: mid, substream: owner.tracks[mid].flatMap { Self.substream(layer, of: $0) }))
             }
         }
-        guard !streams.isEmpty else { return }
+        guard !streams.isEmpty || !stopped.isEmpty else { return }
         do {
             let answer: JanusMessage
             if let handle = member.subscriber {
-                var subscribe = VideoRoomRequest(request: "subscribe")
-                subscribe.streams = streams
-                answer = try await servers[server].request("message", handle: handle, body: subscribe, completion: .event)
+                var change = VideoRoomRequest(request: stopped.isEmpty ? "subscribe" : "update")
+                if stopped.isEmpty {
+                    change.streams = streams
+                } else {
+                    change.subscribe = streams.isEmpty ? nil : streams
+                    change.unsubscribe = stopped
+                }
+                answer = try await servers[server].request("message", handle: handle, body: change, completion: .event)
             } else {
+                // Nothing subscribed yet, so nothing to take out.
+                guard !streams.isEmpty else { return }
                 let handle = try await attach(server)
                 handles[HandleKey(server: server, handle: handle)] = Owner(
                     callId: callId, user: user, session: member.session, role: .subscriber)
