@@ -110,16 +110,8 @@ struct SessionDescriptionText: Equatable, Sendable {
     /// Adds `a=msid:<stream> <track>` to the sections that send these SSRCs and have none:
     /// browsers take stream ids from `a=msid`, which webrtcbin 1.22 does not write.
     static func addingMsid(_ streams: [UInt32: (stream: String, track: String)], to sdp: String) -> String {
-        var lines = sdp.components(separatedBy: "\r\n")
-        let trailing = lines.last == "" ? lines.removeLast() : nil
-        var output: [String] = []
-        var section: [String] = []
-        func flush() {
-            defer {
-                output += section
-                section = []
-            }
-            guard section.first?.hasPrefix("m=") == true, !section.contains(where: { $0.hasPrefix("a=msid:") }),
+        rewritingSections(of: sdp) { section in
+            guard !section.contains(where: { $0.hasPrefix("a=msid:") }),
                 let ssrcLine = section.firstIndex(where: { line in
                     line.hasPrefix("a=ssrc:")
                         && UInt32(line.dropFirst("a=ssrc:".count).prefix { $0 != " " }).map { streams[$0] != nil } == true
@@ -129,28 +121,29 @@ struct SessionDescriptionText: Equatable, Sendable {
             else { return }
             section.insert("a=msid:\(stream.stream) \(stream.track)", at: ssrcLine)
         }
-        for line in lines {
-            if line.hasPrefix("m=") { flush() }
-            section.append(line)
-        }
-        flush()
-        if let trailing { output.append(trailing) }
-        return output.joined(separator: "\r\n")
     }
 
     /// `sdp` with the direction of the sections whose mid is in `mids` set to `direction`.
     static func settingDirection(_ direction: String, ofSections mids: Set<String>, in sdp: String) -> String {
         guard !mids.isEmpty else { return sdp }
         let directions: Set<String> = ["a=sendrecv", "a=sendonly", "a=recvonly", "a=inactive"]
+        return rewritingSections(of: sdp) { section in
+            guard let mid = section.first(where: { $0.hasPrefix("a=mid:") }).map({ String($0.dropFirst("a=mid:".count)) }),
+                mids.contains(mid)
+            else { return }
+            section = section.map { directions.contains($0) ? "a=\(direction)" : $0 }
+        }
+    }
+
+    /// `sdp` with each media section's lines (from its `m=` line to the next) passed through
+    /// `rewrite`; the session part and the line endings are kept as they were.
+    private static func rewritingSections(of sdp: String, _ rewrite: (inout [String]) -> Void) -> String {
         var lines = sdp.components(separatedBy: "\r\n")
         let trailing = lines.last == "" ? lines.removeLast() : nil
         var output: [String] = []
         var section: [String] = []
         func flush() {
-            let mid = section.first { $0.hasPrefix("a=mid:") }.map { String($0.dropFirst("a=mid:".count)) }
-            if section.first?.hasPrefix("m=") == true, let mid, mids.contains(mid) {
-                section = section.map { directions.contains($0) ? "a=\(direction)" : $0 }
-            }
+            if section.first?.hasPrefix("m=") == true { rewrite(&section) }
             output += section
             section = []
         }
