@@ -31,15 +31,25 @@ extension CallMedia {
             events: events)
     }
 
-    /// Closes `connection`; what the subscribe connection received carries on into the next session's numbers.
+    /// Closes `connection`; what it sent or received carries on into the next session's numbers.
     func closeSFU(_ connection: SFUConnection) async {
         guard let slot = sfu.removeValue(forKey: connection) else { return }
-        if connection == .subscribe {
+        switch connection {
+        case .publish:
+            sfuPublishedCarried = (sfuPublishedCarried ?? PeerStatistics()).adding(await slot.connection.sentStatistics())
+        case .subscribe:
             for (member, statistics) in await slot.connection.statistics() {
                 sfuCarried[member] = (sfuCarried[member] ?? PeerStatistics()).adding(statistics)
             }
         }
         await slot.connection.close()
+    }
+
+    /// What the publish connections of this call sent, the current one's added to the closed
+    /// ones'; nil in a call that never went through the SFU.
+    func sfuPublished() async -> PeerStatistics? {
+        guard let publish = sfu[.publish]?.connection else { return sfuPublishedCarried }
+        return (sfuPublishedCarried ?? PeerStatistics()).adding(await publish.sentStatistics())
     }
 
     /// Per member: what the subscribe connections received, with the path's round trip and

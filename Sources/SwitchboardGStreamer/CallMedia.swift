@@ -107,6 +107,8 @@ actor CallMedia {
     /// What earlier SFU sessions' subscribe connections received, per member, added to the
     /// current one's numbers (bounded by the call's members).
     var sfuCarried: [UserID: PeerStatistics] = [:]
+    /// What earlier SFU sessions' publish connections sent; nil until the call's first session.
+    var sfuPublishedCarried: PeerStatistics?
     /// SFU connections opened in this call, to name each webrtcbin apart.
     var sfuOpened = 0
     private let localLevel = LockedLevel()
@@ -273,7 +275,7 @@ actor CallMedia {
             peers[peer] = slot.carried.adding(await slot.connection.statistics()[peer] ?? PeerStatistics())
         }
         for (member, statistics) in await sfuStatistics() { peers[member] = statistics }
-        return MediaStatistics(localAudioLevel: localAudioLevel, peers: peers)
+        return MediaStatistics(localAudioLevel: localAudioLevel, peers: peers, published: await sfuPublished())
     }
 
     /// Ends the call's media: every connection closes (recordings get their ends), then the pipeline.
@@ -309,6 +311,24 @@ private final class LockedLevel: Sendable {
 }
 
 extension PeerStatistics {
+    /// The numbers of one kind of track.
+    subscript(kind: TrackKind) -> TrackStatistics {
+        get {
+            switch kind {
+            case .audio: audio
+            case .video: video
+            case .screen: screen
+            }
+        }
+        set {
+            switch kind {
+            case .audio: audio = newValue
+            case .video: video = newValue
+            case .screen: screen = newValue
+            }
+        }
+    }
+
     /// Counters summed (a replaced connection's and its successor's); the latest levels, sizes and times.
     func adding(_ later: PeerStatistics) -> PeerStatistics {
         PeerStatistics(

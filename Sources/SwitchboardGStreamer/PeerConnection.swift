@@ -702,34 +702,19 @@ final class PeerConnection: @unchecked Sendable {
     /// tracks the SFU's subscribe connection carries. The connection's round trip and candidate
     /// type go to every member it reports.
     func statistics() async -> [UserID: PeerStatistics] {
-        let entries =
-            (try? await awaitPromise(
-                extract: { WebRTCStatsEntry.parse($0) }, start: { sb_webrtc_get_stats(webrtc.pointer, $0) })) ?? []
-        let (senders, tracks, endedFrames) = state.withLockedValue { state in
-            (state.senders.mapValues { (ssrc: $0.ssrc, active: $0.branch != nil) }, state.tracks.map(\.track),
-             state.endedFrames)
-        }
+        let entries = await statsEntries()
+        let (tracks, endedFrames) = state.withLockedValue { ($0.tracks.map(\.track), $0.endedFrames) }
         var members = Set(tracks.map(\.peer)).union(endedFrames.keys)
-        if let peer = role.sendsTo { members.insert(peer) }
-        var rtt: Double?
-        for sender in senders.values {
-            if let remote = entries.first(GST_WEBRTC_STATS_REMOTE_INBOUND_RTP, ssrc: sender.ssrc),
-                let seconds = remote.roundTripTime, seconds > 0
-            {
-                rtt = max(rtt ?? 0, seconds)
-            }
+        let sent = role.sendsTo.map { peer in
+            members.insert(peer)
+            return sentStatistics(entries)
         }
         var results: [UserID: PeerStatistics] = [:]
         for member in members {
-            var result = PeerStatistics()
+            var result = member == role.sendsTo ? sent ?? PeerStatistics() : PeerStatistics()
             for kind in TrackKind.allCases {
-                var stats = TrackStatistics(framesDecoded: endedFrames[member]?[kind] ?? 0)
-                if member == role.sendsTo, let sender = senders[kind],
-                    let outbound = entries.first(GST_WEBRTC_STATS_OUTBOUND_RTP, ssrc: sender.ssrc)
-                {
-                    stats.packetsSent = outbound.packetsSent
-                    stats.bytesSent = outbound.bytesSent
-                }
+                var stats = result[kind]
+                stats.framesDecoded += endedFrames[member]?[kind] ?? 0
                 for track in tracks where track.kind == kind && track.peer == member {
                     let counters = track.snapshot
                     if let inbound = entries.first(GST_WEBRTC_STATS_INBOUND_RTP, ssrc: track.ssrc) {
@@ -749,38 +734,60 @@ final class PeerConnection: @unchecked Sendable {
                 if stats.packetsSent > 0 || stats.packetsReceived > 0 || stats.framesDecoded > 0 {
                     stats.codec = kind == .audio ? "opus" : "VP8"
                 }
-                switch kind {
-                case .audio: result.audio = stats
-                case .video: result.video = stats
-                case .screen: result.screen = stats
-                }
+                result[kind] = stats
             }
-            result.roundTripTimeMs = rtt.map { Int(($0 * 1000).rounded()) }
+            result.roundTripTimeMs = Self.roundTripMs(entries)
             result.localCandidateType = entries.selectedLocalCandidateType
             results[member] = result
         }
         return results
     }
 
+    /// What this connection sends, per kind, with the path's round trip and local candidate type:
+    /// the SFU's publish connection's numbers (``MediaStatistics/published``).
+    func sentStatistics() async -> PeerStatistics {
+        sentStatistics(await statsEntries())
+    }
+
+    private func sentStatistics(_ entries: [WebRTCStatsEntry]) -> PeerStatistics {
+        let senders = state.withLockedValue { $0.senders.mapValues(\.ssrc) }
+        var result = PeerStatistics(
+            roundTripTimeMs: Self.roundTripMs(entries), localCandidateType: entries.selectedLocalCandidateType)
+        for (kind, ssrc) in senders {
+            guard let outbound = entries.first(GST_WEBRTC_STATS_OUTBOUND_RTP, ssrc: ssrc) else { continue }
+            result[kind].packetsSent = outbound.packetsSent
+            result[kind].bytesSent = outbound.bytesSent
+            if outbound.packetsSent > 0 { result[kind].codec = kind == .audio ? "opus" : "VP8" }
+        }
+        return result
+    }
+
     /// The round trip (ms) the latest receiver report gave and the kind of local candidate in
     /// use: the path's figures, which the SFU's publish connection lends to every member it
     /// reaches through the SFU.
     func path() async -> (roundTripTimeMs: Int?, localCandidateType: String?) {
-        let entries =
-            (try? await awaitPromise(
-                extract: { WebRTCStatsEntry.parse($0) }, start: { sb_webrtc_get_stats(webrtc.pointer, $0) })) ?? []
+        let entries = await statsEntries()
+        return (Self.roundTripMs(entries), entries.selectedLocalCandidateType)
+    }
+
+    /// The longest round trip (ms) the latest receiver reports of the sent streams gave; nil before any.
+    private static func roundTripMs(_ entries: [WebRTCStatsEntry]) -> Int? {
         let seconds = entries.filter { $0.type == GST_WEBRTC_STATS_REMOTE_INBOUND_RTP }.compactMap(\.roundTripTime)
             .filter { $0 > 0 }.max()
-        return (seconds.map { Int(($0 * 1000).rounded()) }, entries.selectedLocalCandidateType)
+        return seconds.map { Int(($0 * 1000).rounded()) }
+    }
+
+    /// webrtcbin's statistics now (none if it does not answer).
+    private func statsEntries() async -> [WebRTCStatsEntry] {
+        (try? await awaitPromise(
+            extract: { WebRTCStatsEntry.parse($0) }, start: { sb_webrtc_get_stats(webrtc.pointer, $0) })) ?? []
     }
 
     /// The round trip to the peer the latest receiver report gave (the longest of its streams'),
     /// in seconds; nil before any, or when nothing video is sent (the send rate has nothing to adapt).
     func videoRoundTrip() async -> Double? {
         guard state.withLockedValue({ $0.senders.contains { $0.key.isVideo && $0.value.branch != nil } }) else { return nil }
-        let entries =
-            (try? await awaitPromise(
-                extract: { WebRTCStatsEntry.parse($0) }, start: { sb_webrtc_get_stats(webrtc.pointer, $0) })) ?? []
+        let entries = await statsEntries()
         return entries.filter { $0.type == GST_WEBRTC_STATS_REMOTE_INBOUND_RTP }.compactMap(\.roundTripTime).max()
     }
 
