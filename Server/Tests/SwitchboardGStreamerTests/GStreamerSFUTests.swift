@@ -12,8 +12,8 @@ import Testing
 
 /// The GStreamer engine in group calls through a real Janus (``SFUMediaEngine``): two engines
 /// publish to the SFU and receive each other from it, named by the server's track lists; a shared
-/// screen comes and goes as its own track; a failed transport gives a new session whose media
-/// flows again. Media is real time: the tests wait for what the engines observe.
+/// screen comes and goes as its own track; what each sends is counted once, as published; a
+/// failed transport gives a new session whose media flows again. Media is real time: the tests wait for what the engines observe.
 @Suite(.tags(.gstreamer), .serialized, .enabled(if: JanusProcess.isAvailable, "needs janus (scripts/test installs it)"))
 struct GStreamerSFUTests {
     typealias Member = GStreamerEngineTests.Member
@@ -62,6 +62,12 @@ struct GStreamerSFUTests {
             // Nobody else: the SFU's own connections are not members.
             #expect(Set(await member.engine.statistics().peers.keys) == [other])
         }
+        // What alice sends goes to the SFU once: it is `published`, in no member's entry.
+        let published = try #require(await alice.engine.statistics().published)
+        #expect(published.audio.bytesSent > 0)
+        #expect(published.video.bytesSent > 0)
+        #expect(published.localCandidateType == "host")
+        #expect(try #require(await alice.engine.statistics().peers[bob.id]).video.bytesSent == 0)
         // No connection per member in an SFU call.
         let connections = await alice.engine.connectionNames()
         #expect(connections.peers.isEmpty)
@@ -70,6 +76,7 @@ struct GStreamerSFUTests {
         // alice shares a screen: bob receives it as her screen, a track of its own, until she stops.
         alice.client.deviceStore.startScreenShare(.testPattern)
         try await GStreamerEngineTests.expect(bob, .frameSize("alice", .screen, width: 480, height: 270))
+        #expect(try #require(await alice.engine.statistics().published).screen.bytesSent > 0)
         alice.client.deviceStore.stopScreenShare()
         // The server takes the stopped stream out of bob's subscription: its section goes inactive.
         try await GStreamerEngineTests.expect(bob, .trackEnded("alice", .screen))
@@ -77,6 +84,16 @@ struct GStreamerSFUTests {
         let mark = bob.media.values.count
         alice.client.deviceStore.startScreenShare(.testPattern)
         try await bob.media.first(from: mark, timeout: GStreamerEngineTests.wait) { $0 == .trackStarted("alice", .screen) }
+        alice.client.deviceStore.stopScreenShare()
+        try await bob.media.first(from: mark, timeout: GStreamerEngineTests.wait) { $0 == .trackEnded("alice", .screen) }
+        // A third share would be a fifth section on alice's publish connection (webrtcbin cannot
+        // send in a stopped one), more than the SFU takes: her SDK starts a new session instead,
+        // whose publish connection has a section per track, and bob receives her screen from it.
+        let opened = await alice.engine.connectionNames().sfuOpened
+        let third = bob.media.values.count
+        alice.client.deviceStore.startScreenShare(.testPattern)
+        try await bob.media.first(from: third, timeout: GStreamerEngineTests.wait) { $0 == .trackStarted("alice", .screen) }
+        #expect(await alice.engine.connectionNames().sfuOpened == opened + 2)
         alice.client.deviceStore.stopScreenShare()
         // Her camera goes on.
         let camera = await GStreamerEngineTests.frames(bob, alice.id, .video)
@@ -98,6 +115,7 @@ struct GStreamerSFUTests {
         try await GStreamerEngineTests.expect(bob, .trackStarted(alice.id, .video))
         try await GStreamerEngineTests.expect(alice, .trackStarted(bob.id, .video))
         let (bobMark, aliceMark) = (bob.media.values.count, alice.media.values.count)
+        let sentBefore = try #require(await alice.engine.statistics().published).video.bytesSent
 
         try await alice.engine.failTransport(of: .publish)
         // bob's subscription keeps its sections: Janus gives alice's new tracks the ones her old
@@ -106,6 +124,8 @@ struct GStreamerSFUTests {
         try await alice.media.first(from: aliceMark, timeout: GStreamerEngineTests.wait) { $0 == .trackStarted(bob.id, .audio) }
         // The failure did start a new session: both connections were opened again.
         #expect(await alice.engine.connectionNames().sfuOpened == 4)
+        // What the old publish connection sent carries on: the count only grows.
+        #expect(try #require(await alice.engine.statistics().published).video.bytesSent > sentBefore)
         await server.stop()
     }
 }

@@ -12,6 +12,10 @@ import SwitchboardProtocol
 ///   each is answered.
 /// - ICE failing on either connection asks the server for a new session (`restart`): the SFU's
 ///   side of a connection cannot be restarted by the client alone.
+/// - So does a publish offer with more sections than the SFU takes
+///   (``SFULimits/maxPublishedSections``): an engine that cannot send a new track in a section an
+///   old one left (webrtcbin) adds one per screen shared; the new session's connection has a
+///   section per current track only.
 actor SFULink {
     nonisolated let session: Int
     private let callId: CallID
@@ -47,6 +51,11 @@ actor SFULink {
         do {
             let offer = try await engine.setLocalDescription(sfu: .publish)
             guard offer.kind == .offer, !closed else { return }
+            if let error = SFULimits.descriptionError(offer.sdp, connection: .publish), error.code == .tooManyPublishedTracks {
+                logger.info("the publish connection ran out of sections: a new session", metadata: ["callId": "\(callId)"])
+                await askForNewSession(.publish)
+                return
+            }
             await send(signal(.publish, .offer, sdp: offer.sdp))
         } catch {
             logger.info("the publish offer failed", metadata: ["callId": "\(callId)", "error": "\(error)"])
@@ -87,8 +96,13 @@ actor SFULink {
         await send(signal(connection, .candidate, candidate: candidate))
     }
 
-    /// ICE failed on a connection: a new session (asked once per session).
+    /// ICE failed on a connection: a new session.
     func iceFailed(_ connection: SFUConnection) async {
+        await askForNewSession(connection)
+    }
+
+    /// Asks the server for a new session, once per session.
+    private func askForNewSession(_ connection: SFUConnection) async {
         guard !closed, !restartAsked else { return }
         restartAsked = true
         await send(signal(connection, .restart))

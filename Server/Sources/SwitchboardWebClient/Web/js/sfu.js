@@ -228,16 +228,26 @@ export class SFUSession {
     this.screenStream = stream;
     this.screenTrack = stream.getVideoTracks()[0];
     this.screenTrack.addEventListener("ended", () => this.onScreenShareEnded?.());
-    if (this.publisher) {
+    if (!this.publisher) return;
+    // A screen shared again goes out in the section the last one left inactive: a new section
+    // each time would soon pass the SFU's limit of sections per publish offer (7006).
+    const transceiver = this.publisher.getTransceivers().find((t) => t.sender === this.senders.screen);
+    if (transceiver) {
+      await transceiver.sender.replaceTrack(this.screenTrack);
+      transceiver.sender.setStreams(stream);
+      transceiver.direction = "sendonly";
+    } else {
       this.senders.screen = this.publisher.addTransceiver(this.screenTrack, { direction: "sendonly", streams: [stream] }).sender;
     }
   }
 
   stopScreenShare() {
     if (!this.screenTrack) return;
-    if (this.senders?.screen && this.publisher) {
-      this.publisher.removeTrack(this.senders.screen);
-      delete this.senders.screen;
+    // The section stays, inactive, for the next share (the SFU then stops forwarding it).
+    const transceiver = this.publisher?.getTransceivers().find((t) => t.sender === this.senders?.screen);
+    if (transceiver && !transceiver.stopped) {
+      transceiver.direction = "inactive";
+      transceiver.sender.replaceTrack(null);
     }
     this.screenTrack.stop();
     this.screenTrack = null;
@@ -301,12 +311,12 @@ export class SFUSession {
 
   /**
    * What this member sends: one entry per RTP stream of the publish connection (a simulcast
-   * camera has one per layer), with its source, layer (rid) and size, and how many connections
-   * send at all.
+   * camera has one per layer), with its source, layer (rid) and size, how many connections
+   * send at all, and how many media sections the publish connection has.
    */
   async publishStats() {
     const out = { connections: this.publisher ? 1 : 0, streams: [], rtt: 0, packetLoss: 0, audioLevel: 0, bytesSent: 0,
-      iceConnectionState: this.publisher?.iceConnectionState ?? null };
+      iceConnectionState: this.publisher?.iceConnectionState ?? null, sections: this.publisher?.getTransceivers().length ?? 0 };
     if (!this.publisher) return out;
     const report = await this.publisher.getStats();
     const screenId = this.screenTrack?.id;
