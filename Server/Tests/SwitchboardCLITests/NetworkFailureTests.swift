@@ -105,9 +105,9 @@ struct NetworkFailureTests {
     /// No path between the members' addresses and no relay: the server hands out no TURN, or a
     /// TURN server neither client can reach (blackholed, as behind a firewall). The call connects
     /// on signaling, each side's engine reports its media connection failed (`connection to …:
-    /// failed`), and once the SDK has given up restarting ICE (three restarts in a row) each side
-    /// shows the other's network quality as `down`, with no audio decoded, instead of a call that
-    /// is silent without a word. Prints how long that took.
+    /// failed`), and from the first failure each side shows the other's network quality as
+    /// `down`, with no audio decoded, instead of a call that is silent without a word. Prints how
+    /// long that took.
     @Test(arguments: [false, true]) func noMediaPathIsReportedOnBothSides(unreachableTURN: Bool) async throws {
         let call = try await NetworkCall.start(isolated: true, unreachableTURN: unreachableTURN)
         defer { call.stop() }

@@ -120,10 +120,11 @@ struct PeerLinkTests {
         #expect(aliceOut.last?.sdp == "offer alice→bob #3 ice=alice-3")
     }
 
-    /// No path between the two: after three restarts in a row that did not connect, neither side
-    /// restarts on its own failures and each reports the peer unreachable, once; the offerer still
-    /// honours a request (the asking side bounds those). ICE connecting after all makes the peer
-    /// reachable; a network change restarts afresh.
+    /// No path between the two: each side reports the peer unreachable at its first failure, or
+    /// (the offerer, whose checks the requests start over) at the first request while it has no
+    /// path of its own, once; after three restarts in a row that did not connect, neither side
+    /// restarts on its own failures; the offerer still honours a request (the asking side bounds
+    /// those). ICE connecting after all makes the peer reachable; a network change restarts afresh.
     @Test func restartsStopAtTheBoundUntilICEConnectsOrTheNetworkChanges() async throws {
         let (alice, _, aliceOut) = Self.link("alice", "bob")
         let (bob, _, bobOut) = Self.link("bob", "alice")
@@ -134,19 +135,22 @@ struct PeerLinkTests {
         for round in 1...PeerLink.iceRestartLimit {
             await bob.iceFailed()
             #expect(bobOut.kinds.filter { $0 == .restart }.count == round)
+            // Unreachable from the first failure on, reported once.
+            #expect(bobOut.reachability.withLockedValue { $0 } == [false])
             await alice.receive(Self.signal("bob", bobOut.last!))
+            // alice never connected either: bob's first request says there is no path.
+            #expect(aliceOut.reachability.withLockedValue { $0 } == [false])
             #expect(aliceOut.kinds.filter { $0 == .offer }.count == 1 + round)
             await bob.receive(Self.signal("alice", aliceOut.last!))
             await alice.receive(Self.signal("bob", bobOut.last!))
         }
-        // bob's bound: no fourth request, and alice is unreachable for him (once).
+        // bob's bound: no fourth request, and alice is still unreachable for him (said once).
         await bob.iceFailed()
         await bob.iceFailed()
         #expect(bobOut.kinds.filter { $0 == .restart }.count == PeerLink.iceRestartLimit)
         #expect(bobOut.reachability.withLockedValue { $0 } == [false])
-        // alice's bound: her three restarts were bob's requests; her own failure now changes
-        // nothing but her report.
-        #expect(aliceOut.reachability.withLockedValue { $0 }.isEmpty)
+        // alice's bound: her three restarts were bob's requests; her own failure now restarts
+        // nothing, and bob stays unreachable for her (said once).
         await alice.iceFailed()
         #expect(aliceOut.kinds.filter { $0 == .offer }.count == 1 + PeerLink.iceRestartLimit)
         #expect(aliceOut.reachability.withLockedValue { $0 } == [false])
@@ -156,6 +160,7 @@ struct PeerLinkTests {
         #expect(bobOut.reachability.withLockedValue { $0 } == [false, true])
         await bob.iceFailed()
         #expect(bobOut.kinds.filter { $0 == .restart }.count == PeerLink.iceRestartLimit + 1)
+        #expect(bobOut.reachability.withLockedValue { $0 } == [false, true, false])
 
         // bob's request still makes alice restart (his network may have changed).
         await alice.receive(Self.signal("bob", bobOut.last!))
@@ -163,15 +168,38 @@ struct PeerLinkTests {
         await bob.receive(Self.signal("alice", aliceOut.last!))
         await alice.receive(Self.signal("bob", bobOut.last!))
 
-        // alice's network changes: she restarts at once, with a fresh count.
+        // alice's network changes: she restarts at once, with a fresh count; a change is no
+        // failure, so it reports nothing.
         await alice.networkChanged()
         #expect(aliceOut.kinds.filter { $0 == .offer }.count == 3 + PeerLink.iceRestartLimit)
         #expect(aliceOut.reachability.withLockedValue { $0 } == [false])
     }
 
-    /// A link that gave up and then closes (the member left, the call ended) no longer holds the
-    /// member down.
-    @Test func closingALinkThatGaveUpReportsThePeerReachable() async {
+    /// A request for a restart while this side's ICE is connected (the peer's network changed,
+    /// or its signaling came back) restarts ICE and reports nothing: the path may well hold.
+    @Test func aRequestOverAConnectedPathReportsNothing() async throws {
+        let (alice, _, aliceOut) = Self.link("alice", "bob")
+        let (bob, _, bobOut) = Self.link("bob", "alice")
+        await alice.start()
+        await bob.receive(Self.signal("alice", aliceOut.last!))
+        await alice.receive(Self.signal("bob", bobOut.last!))
+        await alice.iceConnected()
+        await bob.iceConnected()
+
+        await bob.networkChanged()
+        #expect(bobOut.last?.kind == .restart)
+        await alice.receive(Self.signal("bob", bobOut.last!))
+        #expect(aliceOut.kinds.filter { $0 == .offer }.count == 2)
+        #expect(aliceOut.reachability.withLockedValue { $0 }.isEmpty)
+        #expect(bobOut.reachability.withLockedValue { $0 }.isEmpty)
+        // Her own failure later does report it.
+        await alice.iceFailed()
+        #expect(aliceOut.reachability.withLockedValue { $0 } == [false])
+    }
+
+    /// A link that shows its peer down and then closes (the member left, the call ended) no
+    /// longer holds the member down.
+    @Test func closingALinkWithThePeerDownReportsThePeerReachable() async {
         let (bob, _, bobOut) = Self.link("bob", "alice")
         for _ in 0...PeerLink.iceRestartLimit { await bob.iceFailed() }
         #expect(bobOut.reachability.withLockedValue { $0 } == [false])

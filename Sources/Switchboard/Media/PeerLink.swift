@@ -15,13 +15,15 @@ import SwitchboardProtocol
 ///   back and answers: W3C's "perfect negotiation", so neither side has to retry.
 /// - ICE restart: the side that sees ICE fail restarts it if it is the offerer, or asks the
 ///   offerer to (a `restart` signal), so one side drives every restart.
+/// - ICE failing reports the peer unreachable for media at once (the member shows `down` while no
+///   media path exists), and reachable again when ICE connects; restarts go on meanwhile.
 /// - At most ``iceRestartLimit`` restarts in a row that do not connect, on each side: with no path
 ///   between the two and no relay, each restart would start the other side's checks over and
 ///   neither would ever settle. Each side counts the restarts it makes or asks for; at the bound
-///   it stops on its own failures and reports the peer unreachable for media. The offerer still
-///   honours a request (counting it): the asking side bounds its requests, and one that follows
-///   its network change is how the pair recovers. ICE connecting after all, or a change of
-///   network (``networkChanged()``), starts the count again.
+///   it stops on its own failures. The offerer still honours a request (counting it): the asking
+///   side bounds its requests, and one that follows its network change is how the pair recovers.
+///   ICE connecting after all, or a change of network (``networkChanged()``), starts the count
+///   again.
 /// - An agreed media-type change adds (or removes) a camera on both sides at once: the polite
 ///   side waits for the offerer's offer again, which carries both changes, instead of making the
 ///   collision certain. (Not every engine can roll back: GStreamer's webrtcbin cannot.)
@@ -42,8 +44,8 @@ actor PeerLink {
     private var negotiationWaiting = false
     /// ICE restarts made (offerer) or asked for (polite) since ICE last connected.
     private var restartsInARow = 0
-    /// The link gave up restarting: the peer is unreachable for media.
-    private var unreachable = false
+    /// What this side knows of the media path to the peer.
+    private var path = MediaPath.unknown
     /// Told when the peer becomes unreachable for media (false) and reachable again (true).
     private let reachability: @Sendable (Bool) -> Void
 
@@ -80,10 +82,8 @@ actor PeerLink {
     /// The connection is closing: it no longer speaks for the peer's reachability.
     func close() {
         closed = true
-        if unreachable {
-            unreachable = false
-            reachability(true)
-        }
+        if path == .down { reachability(true) }
+        path = .unknown
     }
 
     /// Both sides are about to change their tracks together: the polite side's own needs for
@@ -114,8 +114,25 @@ actor PeerLink {
         }
     }
 
-    /// ICE failed on this side: restart it, or ask the offerer to.
+    /// ICE failed on this side: the peer is unreachable until ICE connects; restart it, or ask the
+    /// offerer to.
     func iceFailed() async {
+        guard !closed else { return }
+        pathDown()
+        await restart()
+    }
+
+    /// The path is down: reported once, until ICE connects.
+    private func pathDown() {
+        guard path != .down else { return }
+        path = .down
+        logger.warning(
+            "no media path to the peer", metadata: ["callId": "\(callId)", "peer": "\(peer)", "restarts": "\(restartsInARow)"])
+        reachability(false)
+    }
+
+    /// Restarts ICE, or asks the offerer to, unless the restarts in a row reached the bound.
+    private func restart() async {
         guard !closed, takeRestart() else { return }
         if polite {
             await send(SendMediaSignalRequest(callId: callId, to: peer, kind: .restart))
@@ -171,6 +188,9 @@ actor PeerLink {
                 }
             }
         case .restart:
+            // The peer's ICE failed. Unless this side's ICE is connected (the peer's network
+            // changed, or its signaling came back, and the path may well hold), there is none.
+            if path != .up { pathDown() }
             restartsInARow += 1
             await negotiate(iceRestart: true)
         }
@@ -179,8 +199,10 @@ actor PeerLink {
     /// ICE connected: the peer is reachable, and restarts count from zero again.
     func iceConnected() {
         restartsInARow = 0
-        guard unreachable, !closed else { return }
-        unreachable = false
+        guard !closed else { return }
+        let wasDown = path == .down
+        path = .up
+        guard wasDown else { return }
         logger.info("media path to the peer is back", metadata: ["callId": "\(callId)", "peer": "\(peer)"])
         reachability(true)
     }
@@ -189,19 +211,13 @@ actor PeerLink {
     /// even if none did, so the link restarts ICE with a fresh count.
     func networkChanged() async {
         restartsInARow = 0
-        await iceFailed()
+        await restart()
     }
 
-    /// Counts one more restart in a row; false (and the peer reported unreachable, once) at the bound.
+    /// Counts one more restart in a row; false at the bound.
     private func takeRestart() -> Bool {
         guard restartsInARow < Self.iceRestartLimit else {
-            if !unreachable {
-                unreachable = true
-                logger.warning(
-                    "no media path to the peer: ICE restarts stop",
-                    metadata: ["callId": "\(callId)", "peer": "\(peer)", "restarts": "\(restartsInARow)"])
-                reachability(false)
-            }
+            logger.info("ICE restarts stop at the bound", metadata: ["callId": "\(callId)", "peer": "\(peer)"])
             return false
         }
         restartsInARow += 1
@@ -213,4 +229,15 @@ actor PeerLink {
         guard !closed else { return }
         await send(SendMediaSignalRequest(callId: callId, to: peer, kind: .candidate, candidate: candidate))
     }
+}
+
+/// The media path to the peer as one side of a ``PeerLink`` knows it.
+enum MediaPath: Equatable, Sendable {
+    /// ICE has not connected yet (and has not failed).
+    case unknown
+    /// ICE connected, and has not failed since.
+    case up
+    /// ICE failed here, or the peer's did while this side had no path: the peer is reported
+    /// unreachable until ICE connects.
+    case down
 }

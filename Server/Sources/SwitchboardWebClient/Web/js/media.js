@@ -8,10 +8,13 @@
 //   back and answers (W3C "perfect negotiation").
 // - ICE restart: the side that sees ICE fail restarts it when it is the offerer, or asks the
 //   offerer with a `restart` signal.
+// - ICE failing reports the member unreachable at once (`onReachability`), who then shows as
+//   `down` until ICE connects again; restarts go on meanwhile. So does a `restart` request while
+//   this side's ICE is not connected (the offerer's own checks start over at each request).
 // - At most ICE_RESTART_LIMIT restarts in a row that do not connect, on each side (each counts
-//   the restarts it makes or asks for): at the bound a side stops on its own failures and reports
-//   the member unreachable (`onReachability`), who then shows as `down`. The offerer still honours
-//   a request. ICE connecting, or the signaling connection coming back, starts the count again.
+//   the restarts it makes or asks for): at the bound a side stops on its own failures. The
+//   offerer still honours a request. ICE connecting, or the signaling connection coming back,
+//   starts the count again.
 // - An agreed media-type change adds (or removes) a camera on both sides at once: the polite
 //   side waits for the offerer's offer again, which carries both changes.
 // - A shared screen is a second video track in a stream of its own; the microphone and camera
@@ -82,7 +85,8 @@ class Peer {
     this.makingOffer = false;
     this.ignoreOffer = false;
     this.settingRemoteAnswerPending = false;
-    // ICE restarts made or asked for since ICE last connected, and whether this side gave up.
+    // ICE restarts made or asked for since ICE last connected, and whether the member is shown down
+    // (ICE failed and has not connected since).
     this.restartsInARow = 0;
     this.unreachable = false;
     this.disconnectedTimer = null;
@@ -145,13 +149,20 @@ class Peer {
   }
 
   async iceFailed() {
-    if (this.restartsInARow >= ICE_RESTART_LIMIT) {
-      if (!this.unreachable) {
-        this.unreachable = true;
-        this.session.onReachability?.(this.id, false);
-      }
-      return;
-    }
+    this.pathDown();
+    await this.restart();
+  }
+
+  /** No media path to the member: said once, until ICE connects. */
+  pathDown() {
+    if (this.unreachable) return;
+    this.unreachable = true;
+    this.session.onReachability?.(this.id, false);
+  }
+
+  /** Restarts ICE, or asks the offerer to, unless the restarts in a row reached the bound. */
+  async restart() {
+    if (this.restartsInARow >= ICE_RESTART_LIMIT) return;
     this.restartsInARow += 1;
     if (this.polite) {
       this.session.send(this.id, { kind: "restart" });
@@ -170,7 +181,7 @@ class Peer {
   /** The network changed: restart ICE with a fresh count. */
   async networkChanged() {
     this.restartsInARow = 0;
-    await this.iceFailed();
+    await this.restart();
   }
 
   async receive(signal) {
@@ -199,6 +210,9 @@ class Peer {
         if (!this.ignoreOffer) throw error;
       }
     } else if (signal.kind === "restart") {
+      // The member's ICE failed: unless this side's is connected (the member's network changed,
+      // or its signaling came back, and the path may well hold), there is no path.
+      if (pc.iceConnectionState !== "connected" && pc.iceConnectionState !== "completed") this.pathDown();
       // The asking side bounds its requests; one after its network changed is how the pair recovers.
       this.restartsInARow += 1;
       pc.restartIce();
