@@ -77,7 +77,37 @@ def wait_until(predicate, timeout=20.0, interval=0.2, what="condition"):
     raise AssertionError(f"timed out waiting for {what}" + (f" (last error: {last_error})" if last_error else ""))
 
 
-class Servers:
+class ServerProcesses:
+    """Processes in a directory of their own (logs, configuration, database), the Switchboard
+    server among them on `self.port`: the page's address, the logs' tails, and a stop that ends
+    them all and removes the directory."""
+
+    def url(self, query=""):
+        return f"http://127.0.0.1:{self.port}/?loopback=1{query}"
+
+    def stop(self):
+        for process in reversed(self.processes):
+            process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for file in self.files:
+            file.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def tails(self, names, lines):
+        text = []
+        for name in names:
+            path = os.path.join(self.directory, name)
+            if os.path.exists(path):
+                with open(path) as f:
+                    text.append(f"--- {name} (last lines)\n" + "".join(f.readlines()[-lines:]))
+        return "\n".join(text)
+
+
+class Servers(ServerProcesses):
     """coturn and the Switchboard server, each in its own process, on free loopback ports."""
 
     def __init__(self):
@@ -134,43 +164,10 @@ class Servers:
     def healthy(self):
         return self.health() is not None
 
-    def url(self, query=""):
-        return f"http://127.0.0.1:{self.port}/?loopback=1{query}"
 
-    def restart_janus(self):
-        """kill -9 of Janus, then a new one with the same configuration on the same port."""
-        janus = self.processes[0]
-        janus.kill()
-        janus.wait(timeout=15)
-        self.processes[0] = subprocess.Popen(
-            ["janus", "-F", self.directory, "-C", os.path.join(self.directory, "janus.jcfg")],
-            stdout=self.files[0], stderr=subprocess.STDOUT)
-
-    def rooms_placed(self):
-        """How often the server placed a call's room on Janus (its log says each)."""
-        with open(os.path.join(self.directory, "server.log")) as f:
-            return f.read().count("a call's room is on an SFU")
-
-    def stop(self):
-        for process in reversed(self.processes):
-            process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        for file in self.files:
-            file.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
 
     def logs(self):
-        text = []
-        for name in ("server.log", "turn.log"):
-            path = os.path.join(self.directory, name)
-            if os.path.exists(path):
-                with open(path) as f:
-                    text.append(f"--- {name} (last lines)\n" + "".join(f.readlines()[-30:]))
-        return "\n".join(text)
+        return self.tails(("server.log", "turn.log"), 30)
 
 
 def browser(autoplay=True, place=None):
@@ -1698,7 +1695,7 @@ class WebPushTests(Harness):
 JANUS_SECRET = "browser-test-janus-secret"
 
 
-class JanusServer:
+class JanusServer(ServerProcesses):
     """Debian's janus with the configuration scripts/janus writes (VideoRoom and WebSockets only,
     ICE on loopback), and a second Switchboard server that sends group calls through it
     (`serve --sfu`)."""
@@ -1737,8 +1734,6 @@ class JanusServer:
                 return response.status == 200
         wait_until(healthy, timeout=30, what="the SFU server to answer /health")
 
-    def url(self, query=""):
-        return f"http://127.0.0.1:{self.port}/?loopback=1{query}"
 
     def restart_janus(self):
         """kill -9 of Janus, then a new one with the same configuration on the same port."""
@@ -1754,26 +1749,9 @@ class JanusServer:
         with open(os.path.join(self.directory, "server.log")) as f:
             return f.read().count("a call's room is on an SFU")
 
-    def stop(self):
-        for process in reversed(self.processes):
-            process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        for file in self.files:
-            file.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
 
     def logs(self):
-        text = []
-        for name in ("server.log", "janus.log"):
-            path = os.path.join(self.directory, name)
-            if os.path.exists(path):
-                with open(path) as f:
-                    text.append(f"--- {name} (last lines)\n" + "".join(f.readlines()[-40:]))
-        return "\n".join(text)
+        return self.tails(("server.log", "janus.log"), 40)
 
 
 class SFUTests(Harness):

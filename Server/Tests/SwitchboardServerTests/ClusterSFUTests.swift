@@ -15,18 +15,6 @@ import Testing
     .enabled(if: JanusProcess.isAvailable, "needs janus (scripts/test installs it)"),
     .enabled(if: PostgresTestDatabase.isAvailable, "needs PostgreSQL (scripts/test starts it)"))
 struct ClusterSFUTests {
-    struct Member {
-        var client: SwitchboardClient
-        var media: FakeMediaEngine
-        var events: Recorder<CallStoreEvent>
-    }
-
-    static func member(_ node: TestServer, _ user: String) async throws -> Member {
-        let media = FakeMediaEngine(name: user, publishSDP: FakeMediaEngine.browserLikePublishOffer())
-        let client = try await node.client(user, mediaEngine: media)
-        return Member(client: client, media: media, events: Recorder(client.callStore.events))
-    }
-
     /// When the leader leaves (a deploy), the next one takes the call back from the journal, and
     /// each member's device, still connected to its own node, gets a new session in a room the new
     /// leader placed: its old connections close, new ones open, and Janus answers the new publish
@@ -39,9 +27,9 @@ struct ClusterSFUTests {
         }
         let leader = try #require(cluster.leaderIndex)
         let others = (0..<3).filter { $0 != leader }
-        let alice = try await Self.member(cluster.nodes[others[0]], "alice")
-        let bob = try await Self.member(cluster.nodes[others[1]], "bob")
-        let carol = try await Self.member(cluster.nodes[others[0]], "carol")
+        let alice = try await SFUTestMember.logIn("alice", to: cluster.nodes[others[0]])
+        let bob = try await SFUTestMember.logIn("bob", to: cluster.nodes[others[1]])
+        let carol = try await SFUTestMember.logIn("carol", to: cluster.nodes[others[0]])
         let call = try await alice.client.callStore.calls(participantIds: ["bob", "carol"], mediaType: .video)
         for member in [bob, carol] {
             try await member.events.first(where: isReceived)

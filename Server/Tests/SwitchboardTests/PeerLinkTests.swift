@@ -29,6 +29,16 @@ struct PeerLinkTests {
         return (link, engine, outbox)
     }
 
+    /// alice's link to bob and his to her, after her first offer and his answer.
+    static func negotiatedPair() async -> (alice: PeerLink, aliceOut: Outbox, bob: PeerLink, bobOut: Outbox) {
+        let (alice, _, aliceOut) = link("alice", "bob")
+        let (bob, _, bobOut) = link("bob", "alice")
+        await alice.start()
+        await bob.receive(signal("alice", aliceOut.last!))
+        await alice.receive(signal("bob", bobOut.last!))
+        return (alice, aliceOut, bob, bobOut)
+    }
+
     static func signal(_ from: UserID, _ request: SendMediaSignalRequest) -> MediaSignalEvent {
         MediaSignalEvent(callId: "c1", from: from, kind: request.kind, sdp: request.sdp, candidate: request.candidate)
     }
@@ -102,11 +112,7 @@ struct PeerLinkTests {
     }
 
     @Test func aRestartRequestMakesTheOffererRestart() async throws {
-        let (alice, _, aliceOut) = Self.link("alice", "bob")
-        let (bob, _, bobOut) = Self.link("bob", "alice")
-        await alice.start()
-        await bob.receive(Self.signal("alice", aliceOut.last!))
-        await alice.receive(Self.signal("bob", bobOut.last!))
+        let (alice, aliceOut, bob, bobOut) = await Self.negotiatedPair()
 
         await bob.iceFailed()
         #expect(bobOut.kinds == [.answer, .restart])
@@ -126,11 +132,7 @@ struct PeerLinkTests {
     /// restarts on its own failures; the offerer still honours a request (the asking side bounds
     /// those). ICE connecting after all makes the peer reachable; a network change restarts afresh.
     @Test func restartsStopAtTheBoundUntilICEConnectsOrTheNetworkChanges() async throws {
-        let (alice, _, aliceOut) = Self.link("alice", "bob")
-        let (bob, _, bobOut) = Self.link("bob", "alice")
-        await alice.start()
-        await bob.receive(Self.signal("alice", aliceOut.last!))
-        await alice.receive(Self.signal("bob", bobOut.last!))
+        let (alice, aliceOut, bob, bobOut) = await Self.negotiatedPair()
 
         for round in 1...PeerLink.iceRestartLimit {
             await bob.iceFailed()
@@ -178,11 +180,7 @@ struct PeerLinkTests {
     /// A request for a restart while this side's ICE is connected (the peer's network changed,
     /// or its signaling came back) restarts ICE and reports nothing: the path may well hold.
     @Test func aRequestOverAConnectedPathReportsNothing() async throws {
-        let (alice, _, aliceOut) = Self.link("alice", "bob")
-        let (bob, _, bobOut) = Self.link("bob", "alice")
-        await alice.start()
-        await bob.receive(Self.signal("alice", aliceOut.last!))
-        await alice.receive(Self.signal("bob", bobOut.last!))
+        let (alice, aliceOut, bob, bobOut) = await Self.negotiatedPair()
         await alice.iceConnected()
         await bob.iceConnected()
 

@@ -16,27 +16,15 @@ import Testing
 /// (GStreamerSFUTests) and in Chromium (Tests/Browser/run.py, SFUTests).
 @Suite(.serialized, .enabled(if: JanusProcess.isAvailable, "needs janus (scripts/test installs it)"))
 struct SFUNegotiationTests {
-    struct Member {
-        var client: SwitchboardClient
-        var media: FakeMediaEngine
-        var events: Recorder<CallStoreEvent>
-    }
-
-    static func member(_ server: TestServer, _ user: String) async throws -> Member {
-        let media = FakeMediaEngine(name: user, publishSDP: FakeMediaEngine.browserLikePublishOffer())
-        let client = try await server.client(user, mediaEngine: media)
-        return Member(client: client, media: media, events: Recorder(client.callStore.events))
-    }
-
     @Test func everyMemberPublishesToJanusAndStartsOverWhenJanusComesBack() async throws {
         let janus = try await JanusProcess.start()
         defer { janus.stop() }
         let server = try await TestServer.start { configuration in
             configuration.sfu = SFUConfiguration(urls: [janus.url], secret: JanusProcess.secret)
         }
-        let alice = try await Self.member(server, "alice")
-        let bob = try await Self.member(server, "bob")
-        let carol = try await Self.member(server, "carol")
+        let alice = try await SFUTestMember.logIn("alice", to: server)
+        let bob = try await SFUTestMember.logIn("bob", to: server)
+        let carol = try await SFUTestMember.logIn("carol", to: server)
         _ = try await alice.client.callStore.calls(participantIds: ["bob", "carol"], mediaType: .video)
         for member in [bob, carol] {
             try await member.events.first { if case .onCallReceived = $0 { true } else { false } }

@@ -81,10 +81,19 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     private var heardSincePing = true
     private var pinger: Scheduled<Void>?
     private var framesWhileUnwritable = 0
-    /// A close frame was sent (or the channel is closing): nothing more is written or read.
-    private var closed = false
-    /// Frames waiting for a login answer to go first (``hold()``); bounded by the outgoing budget.
-    private var held: [String]?
+    /// Where frames go: out; held back until a login answer goes first (``hold()``, bounded by the
+    /// outgoing budget); or nowhere, once a close frame was sent or the channel is closing (nothing
+    /// more is written or read then).
+    private enum Output {
+        case open
+        case holding([String])
+        case closed
+    }
+
+    private var output = Output.open
+    private var closed: Bool {
+        if case .closed = output { true } else { false }
+    }
 
     /// The longest header of an unmasked frame (RFC 6455: 2 bytes, 2 more for a 16-bit length or
     /// 8 more for a 64-bit one).
@@ -122,7 +131,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        closed = true
+        output = .closed
         pinger?.cancel()
         runner?.disconnected()
         context.fireChannelInactive()
@@ -224,12 +233,15 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     // MARK: - writing
 
     func hold() {
-        if held == nil { held = [] }
+        if case .open = output { output = .holding([]) }
     }
 
     func release(after first: String?) {
-        let waiting = held ?? []
-        held = nil
+        guard case .holding(let waiting) = output else {
+            if let first { send(first) }
+            return
+        }
+        output = .open
         if let first { send(first) }
         for text in waiting { send(text) }
     }
@@ -238,14 +250,17 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     /// for its socket, or the frames sent since the socket stopped taking more, are over budget.
     func send(_ text: String) {
         guard !closed, let context else { return }
-        if held != nil {
-            held?.append(text)
-            if (held?.count ?? 0) > limits.outgoingBudgetFrames {
+        if case .holding(var waiting) = output {
+            // Out of the value while it grows, so that appending does not copy it.
+            output = .open
+            waiting.append(text)
+            guard waiting.count <= limits.outgoingBudgetFrames else {
                 // Nobody answers the login in time and frames pile up: as for a peer that does not read.
-                held = nil
-                closed = true
+                output = .closed
                 context.close(promise: nil)
+                return
             }
+            output = .holding(waiting)
             return
         }
         // Room before the text for the frame's header, which NIO's encoder then writes in place:
@@ -267,7 +282,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
                 "closing a connection that does not read",
                 metadata: ["waitingBytes": "\(waiting)", "frames": "\(framesWhileUnwritable)"])
             // Its socket takes nothing: a close frame would wait behind the rest. Drop it all now.
-            closed = true
+            output = .closed
             context.close(promise: nil)
         }
     }
@@ -296,7 +311,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     /// Sends a close frame with `code` and closes the connection once it is written.
     private func close(_ context: ChannelHandlerContext, code: WebSocketErrorCode) {
         guard !closed else { return }
-        closed = true
+        output = .closed
         var data = context.channel.allocator.buffer(capacity: 2)
         data.write(webSocketErrorCode: code)
         let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
@@ -318,7 +333,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
         guard !closed, let context else { return }
         guard heardSincePing else {
             logger.debug("closing a connection that stopped answering pings")
-            closed = true
+            output = .closed
             context.close(promise: nil)
             return
         }
