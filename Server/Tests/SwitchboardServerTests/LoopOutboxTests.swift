@@ -29,8 +29,7 @@ struct LoopOutboxTests {
         let counter = FlushCounter()
         let connection = try await loop.submit {
             let handler = WebSocketConnectionHandler(
-                limits: ConnectionLimits(), pingInterval: .seconds(10), maxMessageBytes: 1 << 20, metrics: ServerMetrics(),
-                outbox: outbox,
+                limits: ConnectionLimits(), pingInterval: .seconds(10), metrics: ServerMetrics(), outbox: outbox,
                 logger: Logger(label: "test"))
             try channel.pipeline.syncOperations.addHandler(counter)
             try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())

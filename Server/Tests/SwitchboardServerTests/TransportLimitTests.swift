@@ -194,6 +194,24 @@ struct TransportLimitTests {
         await server.stop()
     }
 
+    /// A message in fragments, with a ping between them, is one message: answered once, and the
+    /// ping answered in between.
+    @Test func aFragmentedMessageIsOneMessage() async throws {
+        let server = try await TestServer.start()
+        let socket = try await RawWebSocket.connect(port: server.port)
+        let ping = Array(#"{"id":"1","type":"ping"}"#.utf8)
+        try await socket.send(.text, Array(ping[..<5]), fin: false)
+        try await socket.send(.ping, [7])
+        try await socket.send(.continuation, Array(ping[5..<10]), fin: false)
+        try await socket.send(.continuation, Array(ping[10...]))
+        let answer = try #require(try await socket.waitForText { $0.contains(#""id":"1""#) })
+        #expect(RawClient.object(answer)?["id"] as? String == "1")
+        #expect(socket.frames.contains { $0.opcode == RawWebSocket.Opcode.pong.rawValue && $0.payload == [7] })
+        #expect(socket.frames.filter { $0.opcode == RawWebSocket.Opcode.text.rawValue }.count == 1)
+        #expect(socket.closeCode == nil)
+        await server.stop()
+    }
+
     /// Finding 7: protocol violations close with RFC 6455's codes, not 1000.
     @Test(arguments: [
         ("an unmasked frame", 1002 as UInt16),
@@ -201,6 +219,8 @@ struct TransportLimitTests {
         ("text that is not UTF-8", 1007),
         ("a continuation with no message", 1002),
         ("fragments beyond the hard limit", 1009),
+        ("more fragments than a message may have", 1009),
+        ("a new message inside a fragmented one", 1002),
         ("a frame beyond the hard limit", 1009),
     ])
     func protocolViolationsCloseWithTheirCode(violation: String, code: UInt16) async throws {
@@ -216,6 +236,12 @@ struct TransportLimitTests {
             let piece = [UInt8](repeating: 0x20, count: 256 << 10)
             try await socket.send(.text, piece, fin: false)
             for _ in 0..<4 { try await socket.send(.continuation, piece, fin: false) }
+        case "more fragments than a message may have":
+            try await socket.send(.text, Array(ping.prefix(1)), fin: false)
+            for _ in 0..<WebSocketConnectionHandler.maxFragments { try await socket.send(.continuation, [0x20], fin: false) }
+        case "a new message inside a fragmented one":
+            try await socket.send(.text, Array(ping.prefix(5)), fin: false)
+            try await socket.send(.text, ping)
         default:
             try await socket.send(.text, [UInt8](repeating: 0x20, count: NodeContext.hardMessageLimit + 1))
         }

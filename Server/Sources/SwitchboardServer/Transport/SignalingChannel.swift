@@ -88,15 +88,15 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
                     let outbox = node.outboxes.outbox(for: channel.eventLoop)
                     let handler = WebSocketConnectionHandler(
                         limits: limits, pingInterval: .seconds(node.configuration.heartbeatInterval),
-                        maxMessageBytes: NodeContext.hardMessageLimit, metrics: node.metrics,
-                        outbox: outbox, logger: logger)
+                        metrics: node.metrics, outbox: outbox, logger: logger)
                     let connection = Connection(
                         id: id, remoteAddress: address, channel: channel, handler: handler, outbox: outbox)
                     let session = SignalingSession(node: node, connection: connection, logger: logger)
                     let runner = SessionRunner(session: session, channel: channel)
                     session.runner = runner
                     handler.attach(runner)
-                    try channel.pipeline.syncOperations.addHandler(handler)
+                    try channel.pipeline.syncOperations.addHandlers(
+                        WebSocketConnectionHandler.frameHandlers(maxMessageBytes: NodeContext.hardMessageLimit) + [handler])
                     // From the upgrade on, the connection has this long to log in.
                     node.deadlines.arm(id, after: limits.loginTimeout) {
                         connection.close(SwitchboardError(.loginTimeout))

@@ -55,15 +55,18 @@ final class Connection: EventSink {
     }
 }
 
-/// The WebSocket protocol for one connection, on its event loop (RFC 6455): reassembles fragmented
-/// messages up to the hard limit, checks that client frames are masked and that text is UTF-8,
-/// answers pings and the close handshake, pings the peer, and keeps the connection's outgoing
-/// budget. Complete messages go to the connection's ``SessionRunner``.
+/// The WebSocket protocol for one connection, on its event loop (RFC 6455), after
+/// ``ClientFrameCheck`` (masked frames, no reserved bits) and NIO's `NIOWebSocketFrameAggregator`
+/// (fragments reassembled up to the hard limit): checks that text is UTF-8, answers pings and the
+/// close handshake, pings the peer, keeps the connection's outgoing budget, and closes with the
+/// code for what the handlers before it found. Complete messages go to the connection's
+/// ``SessionRunner``.
 ///
 /// Close codes: 1002 for protocol violations (unmasked or reserved-bit frames, bad fragments,
-/// unknown opcodes), 1007 for text that is not UTF-8, 1009 for a message above the hard limit,
-/// 1008 for a peer that does not read (over its outgoing budget) or did not log in in time,
-/// 1012 (service restart: come back) when the server shuts down, 1000 otherwise.
+/// unknown opcodes), 1007 for text that is not UTF-8, 1009 for a message above the hard limit or
+/// in more than ``maxFragments`` fragments, 1008 for a peer that does not read (over its outgoing
+/// budget) or did not log in in time, 1012 (service restart: come back) when the server shuts
+/// down, 1000 otherwise.
 final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
@@ -71,13 +74,10 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     private let limits: ConnectionLimits
     /// The heartbeat interval: a connection silent for a whole one is closed.
     private let pingInterval: Duration
-    private let maxMessageBytes: Int
     private let metrics: ServerMetrics
     private let logger: Logger
     private var context: ChannelHandlerContext?
     private var runner: SessionRunner?
-    /// A fragmented message being reassembled.
-    private var partial: (opcode: WebSocketOpcode, data: ByteBuffer)?
     private var heardSincePing = true
     private var pinger: Scheduled<Void>?
     private var framesWhileUnwritable = 0
@@ -104,13 +104,11 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     private var awaitingFlush = false
 
     init(
-        limits: ConnectionLimits, pingInterval: Duration, maxMessageBytes: Int, metrics: ServerMetrics, outbox: LoopOutbox,
-        logger: Logger
+        limits: ConnectionLimits, pingInterval: Duration, metrics: ServerMetrics, outbox: LoopOutbox, logger: Logger
     ) {
         self.limits = limits
         self.pingInterval = pingInterval
         self.outbox = outbox
-        self.maxMessageBytes = maxMessageBytes
         self.metrics = metrics
         self.logger = logger
     }
@@ -155,11 +153,27 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
         }
     }
 
+    /// Most fragments one message may come in (NIO's aggregator holds them until the last).
+    static let maxFragments = 4_096
+
+    /// The handlers that go before this one on a connection's pipeline, in order.
+    static func frameHandlers(maxMessageBytes: Int) -> [any ChannelHandler] {
+        [
+            ClientFrameCheck(),
+            NIOWebSocketFrameAggregator(
+                minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: maxFragments, maxAccumulatedFrameSize: maxMessageBytes),
+        ]
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        switch error as? NIOWebSocketError {
-        case .invalidFrameLength: close(context, code: .messageTooLarge)
-        case .some: close(context, code: .protocolError)
-        case .none:
+        switch error {
+        case NIOWebSocketError.invalidFrameLength,
+            NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge,
+            NIOWebSocketFrameAggregator.Error.tooManyFragments:
+            close(context, code: .messageTooLarge)
+        case is NIOWebSocketError, is NIOWebSocketFrameAggregator.Error, is ClientFrameError:
+            close(context, code: .protocolError)
+        default:
             logger.debug("connection error", metadata: ["error": "\(error)"])
             context.close(promise: nil)
         }
@@ -170,41 +184,11 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !closed else { return }
         heardSincePing = true
+        // A whole message (the aggregator joined its fragments) or a control frame.
         let frame = unwrapInboundIn(data)
-        // Clients must mask every frame (RFC 6455 §5.1); no extension is negotiated, so no reserved bit.
-        guard frame.maskKey != nil, !frame.rsv1, !frame.rsv2, !frame.rsv3 else {
-            close(context, code: .protocolError)
-            return
-        }
         switch frame.opcode {
         case .text, .binary:
-            guard partial == nil else {
-                close(context, code: .protocolError)  // a new message inside a fragmented one
-                return
-            }
-            if frame.fin {
-                deliver(context, opcode: frame.opcode, frame.unmaskedData)
-            } else {
-                partial = (frame.opcode, frame.unmaskedData)
-            }
-        case .continuation:
-            guard var message = partial else {
-                close(context, code: .protocolError)
-                return
-            }
-            var piece = frame.unmaskedData
-            guard message.data.readableBytes + piece.readableBytes <= maxMessageBytes else {
-                partial = nil
-                close(context, code: .messageTooLarge)
-                return
-            }
-            partial = nil  // so the buffer is uniquely referenced while it grows
-            message.data.writeBuffer(&piece)
-            if frame.fin {
-                deliver(context, opcode: message.opcode, message.data)
-            } else {
-                partial = message
-            }
+            deliver(context, opcode: frame.opcode, frame.unmaskedData)
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
