@@ -142,6 +142,30 @@ import Testing
         await pair.stop()
     }
 
+    /// A node that leaves waits for what it queued to be written (`drained`), and not past the
+    /// bound when the database cannot take it.
+    @Test(.timeLimit(.minutes(1))) func drainedReturnsOnceTheQueuedMessagesAreWritten() async throws {
+        let pair = try await Pair()
+        // To a node that does not run: every row stays in the table.
+        for number in 1...200 { pair.sender.send(Self.message(number), to: "z") }
+        await pair.sender.drained(within: .seconds(60))
+        #expect(try await Self.rowCount(pair.storage) == 200)
+        await pair.sender.drained(within: .seconds(60))  // nothing queued: at once
+
+        // A bus whose database refuses every connection keeps its messages; drained ends at its bound.
+        let logger = Logger(label: "test.bus")
+        var nowhere = try #require(PostgresStorage.Location(url: try await PostgresTestDatabase.create()))
+        nowhere.port = 1
+        let client = PostgresClient(configuration: nowhere.configuration, backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        let stranded = ClusterBus(node: "x", client: client, location: nowhere, logger: logger)
+        stranded.send(Self.message(1), to: "b")
+        await stranded.drained(within: .milliseconds(50))
+        runner.cancel()
+        await runner.value
+        await pair.stop()
+    }
+
     /// Without its `LISTEN` connection (here it cannot connect at all), a node still gets its
     /// messages when it looks (as every heartbeat does): the take borrows a pool connection.
     @Test(.timeLimit(.minutes(1))) func withoutItsListenConnectionANodeTakesFromThePool() async throws {

@@ -295,7 +295,7 @@ import FoundationNetworking
         try await alice.loginStore.setSelfInfo(nickname: "Alice while node 1 was out")
         // Node 0's message is written (to nobody: node 1 is out)...
         let bus = try #require(cluster.nodes[0].node.context.cluster?.bus)
-        while bus.hasOutgoing { await Task.yield() }
+        await bus.drained(within: .seconds(60))
         await cluster.nodes[1].node.clusterHeartbeat()
         #expect(node1.profiles.cached(aliceThere) == nil)
         let read = try await node1.profiles.profiles(app: aliceThere.app, users: ["alice"])

@@ -36,6 +36,11 @@ final class ClusterBus: Sendable {
         var messages: [(target: String, body: String)] = []
         var flushing = false
         var dropped = 0
+        /// Who waits for the messages queued so far to be written (``drained(within:)``), by a
+        /// number of their own; each is resumed once, when the outbox empties or its bound passes
+        /// (so there are never more than the callers waiting at once).
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
     }
 
     private struct Inbox {
@@ -69,8 +74,32 @@ final class ClusterBus: Sendable {
 
     // MARK: - sending
 
-    /// Whether messages wait to be written.
-    var hasOutgoing: Bool { outbox.withLockedValue { !$0.messages.isEmpty } }
+    /// Returns once every message queued so far is written (the outbox is empty), or after
+    /// `bound` of real time (a node that leaves without its database must not wait for it, and a
+    /// test clock would never move).
+    func drained(within bound: Duration) async {
+        let timer = NIOLockedValueBox<Task<Void, Never>?>(nil)
+        await withCheckedContinuation { continuation in
+            let id = outbox.withLockedValue { outbox -> UInt64? in
+                guard !outbox.messages.isEmpty else { return nil }
+                defer { outbox.nextWaiter += 1 }
+                outbox.waiters[outbox.nextWaiter] = continuation
+                return outbox.nextWaiter
+            }
+            guard let id else { return continuation.resume() }
+            timer.withLockedValue {
+                $0 = Task {
+                    try? await Task.sleep(for: bound)
+                    self.resumeWaiter(id)
+                }
+            }
+        }
+        timer.withLockedValue { $0 }?.cancel()
+    }
+
+    private func resumeWaiter(_ id: UInt64) {
+        outbox.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
+    }
 
     /// Queues a message for `target`; never waits.
     func send(_ message: BusMessage, to target: String) {
@@ -120,13 +149,15 @@ final class ClusterBus: Sendable {
             }
             if dropped > 0 { logger.error("cluster messages dropped: the database did not take them", metadata: ["count": "\(dropped)"]) }
             guard !batch.isEmpty else {
-                let done = outbox.withLockedValue { outbox -> Bool in
-                    guard outbox.messages.isEmpty else { return false }
+                let waiters = outbox.withLockedValue { outbox -> [CheckedContinuation<Void, Never>]? in
+                    guard outbox.messages.isEmpty else { return nil }
                     outbox.flushing = false
-                    return true
+                    defer { outbox.waiters.removeAll() }
+                    return Array(outbox.waiters.values)
                 }
-                if done { return }
-                continue
+                guard let waiters else { continue }
+                for waiter in waiters { waiter.resume() }
+                return
             }
             do {
                 try await write(batch)

@@ -290,7 +290,7 @@ final class ClusterNode: CallRouter, Service {
         }
         try? await store.remove(node: id)
         // Give the bus a moment to send what the closing sessions left.
-        for _ in 0..<50 where bus.hasOutgoing { try? await Task.sleep(for: .milliseconds(20)) }
+        await bus.drained(within: .seconds(1))
         await bus.stop()
     }
 
