@@ -161,6 +161,9 @@ import Testing
         let stranded = ClusterBus(node: "x", client: client, location: nowhere, logger: logger)
         stranded.send(Self.message(1), to: "b")
         await stranded.drained(within: .milliseconds(50))
+        // Stopped, it gives up on the message instead of retrying for good.
+        await stranded.stop()
+        await stranded.drained(within: .seconds(60))
         runner.cancel()
         await runner.value
         await pair.stop()

@@ -136,6 +136,10 @@ struct PerDevicePushTests {
         // The barrier: a second call, to carol's phone, pushed after the first ended.
         try await PushTests().registerToken(
             cluster.nodes[leader], user: "carol", device: "carol-phone", token: PerDevicePushTests.carolToken)
+        // As for bob's phone: until the leader's directory has carol's phone gone, a call rings
+        // its dead connection instead of pushing (the node's own registry learns it first).
+        let carol = UserKey(app: cluster.nodes[leader].app.sdkAppID, user: "carol")
+        try await eventually("the leader learns that carol's phone left") { !presence.connectedDevices(carol).contains("carol-phone") }
         let later = try await step("the second call is placed") {
             try await alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
         }

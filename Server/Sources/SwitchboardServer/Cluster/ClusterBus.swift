@@ -41,6 +41,8 @@ final class ClusterBus: Sendable {
         /// (so there are never more than the callers waiting at once).
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter: UInt64 = 0
+        /// The bus stopped: what is still queued is dropped, and nothing is written any more.
+        var stopped = false
     }
 
     private struct Inbox {
@@ -122,6 +124,7 @@ final class ClusterBus: Sendable {
             return
         }
         let start = outbox.withLockedValue { outbox -> Bool in
+            guard !outbox.stopped else { return false }
             outbox.messages.append((target, body))
             if outbox.messages.count > Self.maxOutbox {
                 outbox.messages.removeFirst(outbox.messages.count - Self.maxOutbox)
@@ -143,6 +146,12 @@ final class ClusterBus: Sendable {
     private func flushLoop() async {
         var delay: Duration = .milliseconds(50)
         while true {
+            // Stopped (``stop()`` dropped what was queued): a write that was under way is done.
+            let stopped = outbox.withLockedValue { outbox in
+                if outbox.stopped { outbox.flushing = false }
+                return outbox.stopped
+            }
+            if stopped { return }
             let (batch, dropped) = outbox.withLockedValue { outbox -> ([(target: String, body: String)], Int) in
                 defer { outbox.dropped = 0 }
                 return (Array(outbox.messages.prefix(2_000)), outbox.dropped)
@@ -209,7 +218,19 @@ final class ClusterBus: Sendable {
         inbox.withLockedValue { $0.listener = listener }
     }
 
+    /// Stops listening, and writing: a flush that waits for the database gives up, and what it
+    /// still held is dropped (a node that stops has given the bus its moment in ``drained(within:)``).
     func stop() async {
+        let (left, waiters) = outbox.withLockedValue { outbox in
+            outbox.stopped = true
+            defer {
+                outbox.messages.removeAll()
+                outbox.waiters.removeAll()
+            }
+            return (outbox.messages.count, Array(outbox.waiters.values))
+        }
+        if left > 0 { logger.warning("cluster messages dropped: the bus stopped", metadata: ["count": "\(left)"]) }
+        for waiter in waiters { waiter.resume() }
         let listener = inbox.withLockedValue { inbox -> Task<Void, Never>? in
             inbox.stopped = true
             return inbox.listener
