@@ -53,21 +53,20 @@ extension CallMedia {
     }
 
     /// Per member: what the subscribe connections received, with the path's round trip and
-    /// candidate type from the publish connection where the subscribe connection has none (it
-    /// sends nothing, so no receiver report tells it a round trip).
-    func sfuStatistics() async -> [UserID: PeerStatistics] {
+    /// candidate type from `published` (the publish connection's numbers) where the subscribe
+    /// connection has none (it sends nothing, so no receiver report tells it a round trip).
+    func sfuStatistics(published: PeerStatistics?) async -> [UserID: PeerStatistics] {
         var members = sfuCarried
         if let subscribe = sfu[.subscribe]?.connection {
             for (member, statistics) in await subscribe.statistics() {
                 members[member] = (sfuCarried[member] ?? PeerStatistics()).adding(statistics)
             }
         }
-        guard !members.isEmpty, let publish = sfu[.publish]?.connection else { return members }
-        let path = await publish.path()
+        guard let published, sfu[.publish] != nil else { return members }
         return members.mapValues { statistics in
             var statistics = statistics
-            statistics.roundTripTimeMs = statistics.roundTripTimeMs ?? path.roundTripTimeMs
-            statistics.localCandidateType = statistics.localCandidateType ?? path.localCandidateType
+            statistics.roundTripTimeMs = statistics.roundTripTimeMs ?? published.roundTripTimeMs
+            statistics.localCandidateType = statistics.localCandidateType ?? published.localCandidateType
             return statistics
         }
     }

@@ -274,8 +274,10 @@ actor CallMedia {
         for (peer, slot) in slots {
             peers[peer] = slot.carried.adding(await slot.connection.statistics()[peer] ?? PeerStatistics())
         }
-        for (member, statistics) in await sfuStatistics() { peers[member] = statistics }
-        return MediaStatistics(localAudioLevel: localAudioLevel, peers: peers, published: await sfuPublished())
+        // One look at the publish connection: what it sent, and the path every member's numbers use.
+        let published = await sfuPublished()
+        for (member, statistics) in await sfuStatistics(published: published) { peers[member] = statistics }
+        return MediaStatistics(localAudioLevel: localAudioLevel, peers: peers, published: published)
     }
 
     /// Ends the call's media: every connection closes (recordings get their ends), then the pipeline.

@@ -762,14 +762,6 @@ final class PeerConnection: @unchecked Sendable {
         return result
     }
 
-    /// The round trip (ms) the latest receiver report gave and the kind of local candidate in
-    /// use: the path's figures, which the SFU's publish connection lends to every member it
-    /// reaches through the SFU.
-    func path() async -> (roundTripTimeMs: Int?, localCandidateType: String?) {
-        let entries = await statsEntries()
-        return (Self.roundTripMs(entries), entries.selectedLocalCandidateType)
-    }
-
     /// The longest round trip (ms) the latest receiver reports of the sent streams gave; nil before any.
     private static func roundTripMs(_ entries: [WebRTCStatsEntry]) -> Int? {
         let seconds = entries.filter { $0.type == GST_WEBRTC_STATS_REMOTE_INBOUND_RTP }.compactMap(\.roundTripTime)
