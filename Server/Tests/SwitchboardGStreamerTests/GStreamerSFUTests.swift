@@ -95,7 +95,9 @@ struct GStreamerSFUTests {
         try await bob.media.first(from: third, timeout: GStreamerEngineTests.wait) { $0 == .trackStarted("alice", .screen) }
         #expect(await alice.engine.connectionNames().sfuOpened == opened + 2)
         alice.client.deviceStore.stopScreenShare()
-        // Her camera goes on.
+        // Her camera goes on, from the new session too (its first frame may come after the
+        // screen's: it waits for a keyframe).
+        try await bob.media.first(from: third, timeout: GStreamerEngineTests.wait) { $0 == .trackStarted("alice", .video) }
         let camera = await GStreamerEngineTests.frames(bob, alice.id, .video)
         try await GStreamerEngineTests.barrier(bob, from: alice.id)
         #expect(await GStreamerEngineTests.frames(bob, alice.id, .video) > camera)
