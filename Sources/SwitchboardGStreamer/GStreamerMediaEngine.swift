@@ -42,7 +42,9 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
         /// The back camera for `switchCamera(isFront: false)`; the front one when nil.
         public var backCameraSource: VideoSource?
         /// Received tracks are written here as `<user>-audio.wav`, `<user>-video.webm` and
-        /// `<user>-screen.webm`; nil records nothing.
+        /// `<user>-screen.webm` (numbered `-2`, `-3`, … in the order later tracks of the same
+        /// kind start carrying media; a track that carries nothing leaves no file); nil records
+        /// nothing.
         public var recordDirectory: URL?
         /// A gst-launch sink for received audio (`autoaudiosink`, `pulsesink device=…`); nil
         /// measures it and drops it (bots, servers without sound). On Linux both audio routes
@@ -203,6 +205,15 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
     }
 
     public func callEnded(callId: CallID) { run { await $0.stop(callId: callId) } }
+
+    /// Ends the call's media now, as ``callEnded(callId:)`` does, and returns once it has ended:
+    /// its connections closed, its recordings complete. For a process about to exit: the SDK tells
+    /// the engine of the end on its own, but asynchronously, and a recording whose end never came
+    /// loses what its file sink still held. Nothing happens for a call whose media already ended
+    /// (the SDK's own ``callEnded(callId:)`` after it is a no-op).
+    public func endCall(_ callId: CallID) async {
+        try? await perform { await $0.stop(callId: callId) }
+    }
     public func startAudio() { update { $0.audioRunning = true } }
     public func stopAudio() { update { $0.audioRunning = false } }
     public func setMicrophone(on: Bool) { update { $0.microphoneOn = on } }

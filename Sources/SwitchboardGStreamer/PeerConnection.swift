@@ -265,7 +265,7 @@ final class PeerConnection: @unchecked Sendable {
     private func receiver(
         _ kind: TrackKind, from owner: UserID, pad: Pad, mid: String?, number: Int, output: (volume: Int, muted: Bool)
     ) throws -> ReceivedTrack {
-        let recording = recordDirectory.map { Self.recordingURL(in: $0, peer: owner, kind: kind) }
+        let recording = recordDirectory.map { RecordingFile(directory: $0, peer: owner, kind: kind) }
         let track = try ReceivedTrack(
             peer: owner, kind: kind, source: pad, mid: mid, name: "\(name)-in\(number)", recording: recording,
             playback: playback, router: router, emit: emit)
@@ -330,6 +330,9 @@ final class PeerConnection: @unchecked Sendable {
             return (state.tracks.count, state.output)
         }
         guard let (count, output) = current else { return }
+        // Whether this call ends `ended`: not when its pad's removal or the close took it out
+        // meanwhile (they end it themselves).
+        var ours = true
         do {
             // The fresh chain is named as the role names the section now; a section named for
             // nobody any more keeps the old name until it carries something again.
@@ -343,13 +346,21 @@ final class PeerConnection: @unchecked Sendable {
                     continuation.resume()
                 }
             }
-            state.withLockedValue { state in
-                if let index = state.tracks.firstIndex(where: { $0.track === ended }) { state.tracks[index].track = next }
+            ours = state.withLockedValue { state in
+                guard !state.closed, let index = state.tracks.firstIndex(where: { $0.track === ended }) else { return false }
+                state.tracks[index].track = next
+                return true
+            }
+            // Nobody else knows the fresh chain of a pad that went away or a connection that closed.
+            if !ours {
+                await next.finish()
+                pipeline.remove(next.bin)
             }
         } catch {
             logger.error("could not renew a receiving chain", metadata: ["peer": "\(peer)", "error": "\(error)"])
         }
         state.withLockedValue { _ = $0.ending.remove(ObjectIdentifier(ended)) }
+        guard ours else { return }
         let frames = ended.snapshot.framesDecoded
         state.withLockedValue { $0.endedFrames[ended.peer, default: [:]][ended.kind, default: 0] += frames }
         await ended.finish()
@@ -369,21 +380,6 @@ final class PeerConnection: @unchecked Sendable {
             await removed.finish()
             pipeline.remove(removed.bin)
         }
-    }
-
-    /// `<dir>/<peer>-<kind>.wav|webm`, numbered when the name is taken (a screen shared twice, a
-    /// connection replaced).
-    static func recordingURL(in directory: URL, peer: UserID, kind: TrackKind) -> URL {
-        let suffix = kind == .audio ? "wav" : "webm"
-        var candidate = directory.appendingPathComponent("\(peer.rawValue)-\(kind.rawValue).\(suffix)")
-        var number = 2
-        while FileManager.default.fileExists(atPath: candidate.path) {
-            candidate = directory.appendingPathComponent("\(peer.rawValue)-\(kind.rawValue)-\(number).\(suffix)")
-            number += 1
-        }
-        // Claimed now, so that two tracks starting together get different names.
-        _ = FileManager.default.createFile(atPath: candidate.path, contents: nil)
-        return candidate
     }
 
     // MARK: - local tracks

@@ -46,7 +46,7 @@ final class ReceivedTrack: Sendable {
     let bin: Element
     let mid: String?
     private let emit: @Sendable (MediaEvent) -> Void
-    let recording: URL?
+    let recording: RecordingFile?
     /// The webrtcbin pad the track comes from.
     let source: Pad
     private let counters = NIOLockedValueBox(Counters())
@@ -57,7 +57,7 @@ final class ReceivedTrack: Sendable {
 
     /// Builds the receiving chain for `pad` (not yet linked or added).
     init(
-        peer: UserID, kind: TrackKind, source: Pad, mid: String?, name: String, recording: URL?, playback: String?,
+        peer: UserID, kind: TrackKind, source: Pad, mid: String?, name: String, recording: RecordingFile?, playback: String?,
         router: LevelRouter, emit: @escaping @Sendable (MediaEvent) -> Void
     ) throws {
         self.peer = peer
@@ -67,7 +67,7 @@ final class ReceivedTrack: Sendable {
         self.mid = mid
         self.recording = recording
         self.router = router
-        let record = recording.map { AudioSource.quoted($0.path) }
+        let record = recording.map { AudioSource.quoted($0.location.path) }
         let description: String
         if kind == .audio {
             let sink = playback ?? "fakesink sync=false async=false"
@@ -76,12 +76,12 @@ final class ReceivedTrack: Sendable {
                 + "audio/x-raw,rate=48000 ! level name=\(name)-level interval=100000000 post-messages=true ! "
                 + "tee name=split split. ! queue ! volume name=output ! "
                 + "level name=\(name)-output interval=100000000 post-messages=true ! \(sink)"
-                + (record.map { " split. ! queue ! audioconvert ! wavenc ! filesink name=recording async=false location=\($0)" } ?? "")
+                + (record.map { " split. ! queue name=recorder ! audioconvert ! wavenc ! filesink name=recording async=false location=\($0)" } ?? "")
             levelNames = ["\(name)-level", "\(name)-output"]
         } else {
             description =
                 "queue ! rtpvp8depay ! tee name=split split. ! queue ! vp8dec name=decoder ! fakesink sync=false async=false"
-                + (record.map { " split. ! queue ! webmmux streamable=true ! filesink name=recording async=false location=\($0)" } ?? "")
+                + (record.map { " split. ! queue name=recorder ! webmmux streamable=true ! filesink name=recording async=false location=\($0)" } ?? "")
             levelNames = []
         }
         bin = try Element.bin(description)
@@ -111,6 +111,10 @@ final class ReceivedTrack: Sendable {
                 emit(.audioLevel(peer, level: level, playout: playout))
             }
             router.route(levelNames[1]) { [counters] level in counters.withLockedValue { $0.outputLevel = level } }
+        }
+        if let recording, let input = bin.child("recorder")?.staticPad("sink") {
+            // Named at its first media (a chain that never carries anything leaves no file).
+            input.onFirstBuffer { recording.claim() }
         }
         if recording != nil, let sinkPad = bin.child("recording")?.staticPad("sink") {
             sinkPad.onEndOfStream { [recordingEnded] in
@@ -174,6 +178,7 @@ final class ReceivedTrack: Sendable {
             }
         }
         bin.setState(GST_STATE_NULL)
+        recording?.discard()
         // Told once the recording is complete.
         if snapshot.firstFrame != nil { emit(.trackEnded(peer, kind)) }
     }

@@ -149,6 +149,8 @@ struct GStreamerEngineTests {
         #expect(wav.prefix(4) == Data("RIFF".utf8))
         #expect(wav.count > 48_000)
         #expect(wav.dropFirst(44).contains { $0 != 0 })
+        // Only that: no hidden file of a track that carried nothing is left.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["alice-audio.wav"])
         await server.stop()
     }
 

@@ -91,6 +91,8 @@ struct TerminalCall {
             if await handle(input, &run, client: client, engine: engine, feed: feed) { break }
         }
         run.timers.forEach { $0.cancel() }
+        // The recordings are complete before the process exits.
+        if let callId = run.callId { await engine.endCall(callId) }
         try? await client.loginStore.logout()
         let summary = run.summary(user: options.user)
         output.summary(summary)
