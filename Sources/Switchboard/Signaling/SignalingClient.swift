@@ -75,8 +75,6 @@ actor SignalingClient {
 
     private struct Pending {
         let text: String
-        /// Sent again after a reconnect (state-changing requests); pings and logins are not.
-        let resendable: Bool
         let complete: (Data) -> Void
         let fail: (SwitchboardError) -> Void
         let timeout: Task<Void, Never>
@@ -113,8 +111,8 @@ actor SignalingClient {
     private var status = Status.idle
     private var connection: (any SignalingConnection)?
     private var connectionGeneration = 0
-    private var pending: [RequestID: Pending] = [:]
-    private var order: [RequestID] = []
+    /// Sent again after a reconnect: the state-changing requests; pings and logins are not.
+    private var requests = PendingRequests<Pending>()
     /// Request ids are unique per device across reconnects and app launches: a random session
     /// prefix and a counter.
     private let sessionPrefix = String(UInt32.random(in: .min ... .max), radix: 36)
@@ -129,8 +127,7 @@ actor SignalingClient {
     private var heartbeatInterval: Duration = .seconds(10)
     /// When the next heartbeat tick is due; fixed before each ping goes out.
     private var nextTick: Int64 = 0
-    private var heardSinceTick = true
-    private var silentTicks = 0
+    private var watch = HeartbeatWatch()
     private var reconnectTask: Task<Void, Never>?
     /// Bumped each time the reconnect loop starts over: an attempt of an earlier round that
     /// connects late (its SYN crossed a link that came back) steps aside.
@@ -212,6 +209,15 @@ actor SignalingClient {
     private func enqueue<R: SignalingRequest>(
         _ request: R, completion: @escaping @Sendable (Result<R.Response, any Error>) -> Void
     ) {
+        guard let text = register(request, completion: completion) else { return }
+        if status == .connected { connection?.send(text) }
+    }
+
+    /// Gives `request` the next id, registers it as pending with its timeout, and returns the
+    /// frame to send (nil: it could not be encoded, and `completion` has been told).
+    private func register<R: SignalingRequest>(
+        _ request: R, completion: @escaping @Sendable (Result<R.Response, any Error>) -> Void
+    ) -> String? {
         nextRequest += 1
         let id = RequestID(rawValue: "\(sessionPrefix).\(nextRequest)")
         let text: String
@@ -219,17 +225,16 @@ actor SignalingClient {
             text = try SwitchboardJSON.encodeString(RequestEnvelope(id: id, data: request))
         } catch {
             completion(.failure(SwitchboardError(.invalidParams, SwitchboardJSON.describe(error))))
-            return
+            return nil
         }
         let deadline = clock.now() + requestTimeout.milliseconds
         let clock = self.clock
-        let resendable = !(request is PingRequest || request is LoginRequest)
         let timeout = Task { [weak self] in
             guard (try? await clock.sleep(until: deadline)) != nil else { return }
             await self?.timedOut(id)
         }
-        pending[id] = Pending(
-            text: text, resendable: resendable,
+        let pending = Pending(
+            text: text,
             complete: { data in
                 do {
                     completion(try SwitchboardJSON.decode(ResponseEnvelope<R.Response>.self, from: data).outcome.mapError { $0 })
@@ -239,8 +244,8 @@ actor SignalingClient {
             },
             fail: { completion(.failure($0)) },
             timeout: timeout)
-        order.append(id)
-        if status == .connected { connection?.send(text) }
+        requests.add(id, pending, resendable: !(request is PingRequest || request is LoginRequest))
+        return text
     }
 
     // MARK: - connection
@@ -272,27 +277,39 @@ actor SignalingClient {
 
     private func open(_ url: URL) async throws {
         let opened = try await connectBounded(url)
+        adopt(opened)
+        status = .connected
+        watch = HeartbeatWatch()
+    }
+
+    /// Makes `opened` the connection: its frames come here until it closes or another connection
+    /// takes its place (each has a generation of its own). Returns its generation.
+    @discardableResult
+    private func adopt(_ opened: any SignalingConnection) -> Int {
         connectionGeneration += 1
         let generation = connectionGeneration
         connection = opened
-        status = .connected
-        heardSinceTick = true
-        silentTicks = 0
         Task { [weak self] in
             for await text in opened.incoming {
                 await self?.received(text, generation: generation)
             }
             await self?.closed(generation: generation)
         }
+        return generation
     }
 
     private func loginOnOpenConnection(_ request: LoginRequest) async throws -> LoginResponse {
         let sent = clock.now()
         let response = try await send(request)
-        let received = clock.now()
-        clockOffset = response.serverTime.clampedSubtracting(sent / 2 + received / 2)
+        clockOffset = Self.clockOffset(serverTime: response.serverTime, sent: sent, received: clock.now())
         startHeartbeat(every: .seconds(max(1, response.heartbeatInterval)))
         return response
+    }
+
+    /// Server time minus local time, taking the server's time to be of the round trip's midpoint:
+    /// accurate to half the round trip, plenty for a call timer.
+    static func clockOffset(serverTime: Int64, sent: Int64, received: Int64) -> Int64 {
+        serverTime.clampedSubtracting(sent / 2 + received / 2)
     }
 
     /// Drops everything: used by logout, failed logins and lost sessions.
@@ -308,10 +325,7 @@ actor SignalingClient {
         connectionGeneration += 1
         status = .idle
         loginRequest = nil
-        let failed = order.compactMap { pending[$0] }
-        pending = [:]
-        order = []
-        for request in failed {
+        for request in requests.removeAll() {
             request.timeout.cancel()
             request.fail(error)
         }
@@ -321,7 +335,7 @@ actor SignalingClient {
 
     private func received(_ text: String, generation: Int) {
         guard generation == connectionGeneration else { return }
-        heardSinceTick = true
+        watch.heard()
         let data = Data(text.utf8)
         guard let header = try? SwitchboardJSON.decode(ServerFrameHeader.self, from: data) else {
             logger.warning("unreadable frame from server")
@@ -348,8 +362,7 @@ actor SignalingClient {
                 return
             }
             handlers.withLockedValue { $0 }.event(event)
-        } else if let id = header.id, let request = pending.removeValue(forKey: id) {
-            order.removeAll { $0 == id }
+        } else if let id = header.id, let request = requests.remove(id) {
             request.timeout.cancel()
             request.complete(data)
         } else {
@@ -380,12 +393,10 @@ actor SignalingClient {
         if serverRestarting || nextAddress { urlIndex = (urlIndex + 1) % urls.count }
         status = .reconnecting
         // Pings and logins answer a connection that is gone; state-changing requests are sent again.
-        for id in order where pending[id]?.resendable == false {
-            let request = pending.removeValue(forKey: id)
-            request?.timeout.cancel()
-            request?.fail(error)
+        for request in requests.removeNotResendable() {
+            request.timeout.cancel()
+            request.fail(error)
         }
-        order.removeAll { pending[$0] == nil }
         // Each deadline is fixed before anyone hears about the attempt, so a test that moves its
         // clock right after seeing `reconnecting` (or a failed attempt) never races the timer.
         let first = immediately ? Duration.zero : policy.delay(attempt: 0, random: Double.random(in: 0..<1))
@@ -475,15 +486,7 @@ actor SignalingClient {
             opened.close()
             return true
         }
-        connectionGeneration += 1
-        let generation = connectionGeneration
-        connection = opened
-        Task { [weak self] in
-            for await text in opened.incoming {
-                await self?.received(text, generation: generation)
-            }
-            await self?.closed(generation: generation)
-        }
+        let generation = adopt(opened)
         // Log in on the new connection directly; queued requests wait until it succeeds.
         let response: LoginResponse
         do {
@@ -503,12 +506,9 @@ actor SignalingClient {
         }
         guard generation == connectionGeneration else { return false }
         status = .connected
-        heardSinceTick = true
-        silentTicks = 0
+        watch = HeartbeatWatch()
         startHeartbeat(every: .seconds(max(1, response.heartbeatInterval)))
-        for id in order {
-            if let text = pending[id]?.text { opened.send(text) }
-        }
+        for request in requests.inOrder { opened.send(request.text) }
         reconnectTask = nil
         let afterRestart = serverRestarting
         serverRestarting = false
@@ -520,34 +520,13 @@ actor SignalingClient {
     private func loginOnReconnectingConnection(
         _ opened: any SignalingConnection, _ request: LoginRequest
     ) async throws -> LoginResponse {
-        nextRequest += 1
-        let id = RequestID(rawValue: "\(sessionPrefix).\(nextRequest)")
-        let text = try SwitchboardJSON.encodeString(RequestEnvelope(id: id, data: request))
         let sent = clock.now()
-        let deadline = sent + requestTimeout.milliseconds
-        let clock = self.clock
+        // Pending like any request, so that a drop during this login fails it like a ping.
         let response: LoginResponse = try await withCheckedThrowingContinuation { continuation in
-            let timeout = Task { [weak self] in
-                guard (try? await clock.sleep(until: deadline)) != nil else { return }
-                await self?.timedOut(id)
-            }
-            pending[id] = Pending(
-                text: text, resendable: false,
-                complete: { data in
-                    do {
-                        continuation.resume(
-                            with: try SwitchboardJSON.decode(ResponseEnvelope<LoginResponse>.self, from: data).outcome)
-                    } catch {
-                        continuation.resume(throwing: SwitchboardError(.invalidResponse))
-                    }
-                },
-                fail: { continuation.resume(throwing: $0) },
-                timeout: timeout)
-            // In the order list so that a drop during this login fails it like any ping.
-            order.append(id)
+            guard let text = register(request, completion: { continuation.resume(with: $0) }) else { return }
             opened.send(text)
         }
-        clockOffset = response.serverTime.clampedSubtracting(sent / 2 + clock.now() / 2)
+        clockOffset = Self.clockOffset(serverTime: response.serverTime, sent: sent, received: clock.now())
         return response
     }
 
@@ -557,17 +536,13 @@ actor SignalingClient {
     }
 
     private func timedOut(_ id: RequestID) {
-        guard let request = pending.removeValue(forKey: id) else { return }
-        order.removeAll { $0 == id }
+        guard let request = requests.remove(id) else { return }
         request.fail(SwitchboardError(.requestTimedOut))
     }
 
     // MARK: - heartbeat
 
-    /// Pings every interval; two ticks in a row without a single frame from the server mean the
-    /// connection is dead even if the socket looks open. Counting ticks rather than elapsed time,
-    /// and scheduling each tick from the one before, keeps a test clock that jumps far ahead from
-    /// declaring a healthy connection dead.
+    /// Pings every interval; ``HeartbeatWatch`` says when the connection counts as lost.
     private func startHeartbeat(every interval: Duration) {
         heartbeat?.cancel()
         heartbeatInterval = interval
@@ -586,18 +561,17 @@ actor SignalingClient {
     private func tick() {
         guard status == .connected else { return }
         nextTick = clock.now() + heartbeatInterval.milliseconds
-        let wasSilent = silentTicks > 0
-        silentTicks = heardSinceTick ? 0 : silentTicks + 1
-        heardSinceTick = false
-        if silentTicks >= 2 {
+        switch watch.tick() {
+        case .lost:
             logger.info("no answer to two heartbeats")
             connectionLost(SwitchboardError(.connectionLost, "the server stopped answering"), nextAddress: true)
             return
-        }
-        if silentTicks == 1 {
+        case .ping(notice: .missed):
             handlers.withLockedValue { $0 }.connection(.heartbeatMissed)
-        } else if wasSilent {
+        case .ping(notice: .answered):
             handlers.withLockedValue { $0 }.connection(.heartbeatAnswered)
+        case .ping(notice: nil):
+            break
         }
         // The ping is not awaited: a lost answer must not hold up the next tick.
         Task { [weak self] in await self?.ping() }
@@ -606,7 +580,6 @@ actor SignalingClient {
     private func ping() async {
         let sent = clock.now()
         guard let response = try? await send(PingRequest()) else { return }
-        // The midpoint of the round trip: accurate to half the RTT, plenty for a call timer.
-        clockOffset = response.serverTime.clampedSubtracting(sent / 2 + clock.now() / 2)
+        clockOffset = Self.clockOffset(serverTime: response.serverTime, sent: sent, received: clock.now())
     }
 }
