@@ -117,11 +117,7 @@ actor SignalingClient {
     /// prefix and a counter.
     private let sessionPrefix = String(UInt32.random(in: .min ... .max), radix: 36)
     private var nextRequest: UInt64 = 0
-    /// The server's addresses (several nodes, or one behind a load balancer) and the one in use.
-    private var urls: [URL] = []
-    private var urlIndex = 0
-    /// The server said it was going away (`sessionEnded` with `shuttingDown`) before this drop.
-    private var serverRestarting = false
+    private var addresses = ServerAddresses()
     private var loginRequest: LoginRequest?
     private var heartbeat: Task<Void, Never>?
     private var heartbeatInterval: Duration = .seconds(10)
@@ -157,8 +153,7 @@ actor SignalingClient {
             }
             do {
                 let response = try await loginOnOpenConnection(request)
-                self.urls = urls
-                self.urlIndex = index
+                addresses.loggedIn(urls, at: index)
                 self.loginRequest = request
                 watchPaths()
                 return response
@@ -325,6 +320,8 @@ actor SignalingClient {
         connectionGeneration += 1
         status = .idle
         loginRequest = nil
+        // A going-away notice of this session does not steer the next one.
+        addresses = ServerAddresses()
         for request in requests.removeAll() {
             request.timeout.cancel()
             request.fail(error)
@@ -352,7 +349,7 @@ actor SignalingClient {
             }
             if case .sessionEnded(let ended) = event, ended.error.code == .shuttingDown {
                 // "Come back": the node restarts or hands its calls over; the calls go on.
-                serverRestarting = true
+                addresses.serverSaidGoingAway()
             }
             if case .sessionEnded(let ended) = event, ended.error.code == .sessionReplaced {
                 // Another connection of this device took over: coming back would fight it.
@@ -382,15 +379,11 @@ actor SignalingClient {
         connection?.close()
         connection = nil
         connectionGeneration += 1
-        guard !urls.isEmpty, let loginRequest else {
+        guard !addresses.isEmpty, let loginRequest else {
             stop(error: error)
             return
         }
-        // A node that is going away, or that stopped answering, is not tried first: the next
-        // address is. (Tried first, a node cut off from this device costs a connect attempt's
-        // bound, 10 s, which the server's reconnect grace, counted from its own earlier
-        // detection, does not have to spare.)
-        if serverRestarting || nextAddress { urlIndex = (urlIndex + 1) % urls.count }
+        addresses.dropped(stoppedAnswering: nextAddress)
         status = .reconnecting
         // Pings and logins answer a connection that is gone; state-changing requests are sent again.
         for request in requests.removeNotResendable() {
@@ -474,8 +467,7 @@ actor SignalingClient {
     /// first attempt goes to the address in use, later ones go round the others.
     private func reconnect(attempt: Int, round: Int, login: LoginRequest) async -> Bool {
         guard status == .reconnecting, round == reconnectRound else { return true }
-        if attempt > 0 { urlIndex = (urlIndex + 1) % urls.count }
-        let url = urls[urlIndex]
+        guard let url = addresses.address(forAttempt: attempt) else { return true }
         let opened: any SignalingConnection
         do {
             opened = try await connectBounded(url)
@@ -510,8 +502,7 @@ actor SignalingClient {
         startHeartbeat(every: .seconds(max(1, response.heartbeatInterval)))
         for request in requests.inOrder { opened.send(request.text) }
         reconnectTask = nil
-        let afterRestart = serverRestarting
-        serverRestarting = false
+        let afterRestart = addresses.reconnected()
         logger.info("reconnected", metadata: ["url": "\(url.absoluteString)"])
         handlers.withLockedValue { $0 }.connection(.reconnected(response, afterRestart: afterRestart))
         return true
