@@ -41,21 +41,10 @@ final class PersistenceWriter: Sendable {
         var state: @Sendable () -> Data?
     }
 
-    /// A write with the fence in force when it was submitted: the term of the leadership that
-    /// made it, which its batch carries whatever the fence is by the time the batch is taken.
-    private struct Queued {
-        var write: Write
-        var fence: Int64?
-    }
-
     private struct State {
-        var queue: [Queued] = []
-        /// Writes in the batch being committed (or retried).
-        var writing = 0
-        var fence: Int64?
-        var flushing = false
-        /// When the last batch was taken (the node's clock, ms).
-        var lastCommit: Int64?
+        /// Each write with the fence in force when it was submitted: the term of the leadership
+        /// that made it, which its batch carries whatever the fence is by the time it is taken.
+        var queue: WriteQueue<Write>
         /// ``drain()``s waiting for the queue to empty, by number (a cancelled one leaves).
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter: UInt64 = 0
@@ -67,9 +56,7 @@ final class PersistenceWriter: Sendable {
     let onEventsCommitted = LockedCallback<(@Sendable () -> Void)?>(nil)
     private let clock: any SwitchboardClock
     private let logger: Logger
-    private let state = NIOLockedValueBox(State())
-    /// Most writes per transaction.
-    private let maxBatch = 4000
+    private let state: NIOLockedValueBox<State>
     /// Writes waiting (or being retried) beyond which new calls are refused.
     let maxBacklog: Int
     /// Least time between the starts of two commits, ms (0: none; at most 60,000).
@@ -83,6 +70,8 @@ final class PersistenceWriter: Sendable {
         self.clock = clock
         // At most a minute: `serve` takes 0-1000 ms; a configuration made in code is held to a bound too.
         self.commitInterval = min(max(0, commitInterval.milliseconds), 60_000)
+        // At most 4,000 writes per transaction.
+        state = NIOLockedValueBox(State(queue: WriteQueue(interval: self.commitInterval, maxBatch: 4000)))
         self.maxBacklog = maxBacklog
         self.logger = logger
         self.onCommitted = onCommitted
@@ -92,8 +81,8 @@ final class PersistenceWriter: Sendable {
     /// by the term in force when it was submitted (``PersistenceBatch/fence``): writes a former
     /// leadership queued are refused once another term began, even if this node leads again.
     var fence: Int64? {
-        get { state.withLockedValue { $0.fence } }
-        set { state.withLockedValue { $0.fence = newValue } }
+        get { state.withLockedValue { $0.queue.fence } }
+        set { state.withLockedValue { $0.queue.fence = newValue } }
     }
 
     /// Called when a batch of the current term was refused because another node leads now: the
@@ -102,7 +91,7 @@ final class PersistenceWriter: Sendable {
     let onFenced = LockedCallback<(@Sendable () -> Void)?>(nil)
 
     /// Writes queued and being written.
-    var backlog: Int { state.withLockedValue { $0.queue.count + $0.writing } }
+    var backlog: Int { state.withLockedValue { $0.queue.backlog } }
 
     /// Whether so many writes wait that new calls should be refused.
     var isBacklogged: Bool { backlog > maxBacklog }
@@ -134,12 +123,7 @@ final class PersistenceWriter: Sendable {
     }
 
     private func enqueue(_ write: Write) {
-        let startFlush = state.withLockedValue { state -> Bool in
-            state.queue.append(Queued(write: write, fence: state.fence))
-            guard !state.flushing else { return false }
-            state.flushing = true
-            return true
-        }
+        let startFlush = state.withLockedValue { $0.queue.submit(write) }
         // The batch (and the journal's JSON in it) is made on the store's thread, not the engine's.
         if startFlush { store.onWriter { self.flushNext() } }
     }
@@ -156,7 +140,7 @@ final class PersistenceWriter: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let idle = state.withLockedValue { state -> Bool in
-                    guard !Task.isCancelled, state.flushing || !state.queue.isEmpty else { return true }
+                    guard !Task.isCancelled, !state.queue.isIdle else { return true }
                     state.idleWaiters[id] = continuation
                     return false
                 }
@@ -177,26 +161,17 @@ final class PersistenceWriter: Sendable {
     /// Takes the next batch and commits it; the commit's completion takes the one after, on the
     /// store's thread, until the queue is empty (no task or thread waits while there is nothing).
     private func flushNext() {
+        let now = clock.now()
         let next = state.withLockedValue { state -> Next in
-            guard !state.queue.isEmpty else {
-                state.flushing = false
+            switch state.queue.take(now: now) {
+            case .batch(let writes, let fence):
+                return .batch(writes, fence: fence)
+            case .wait(let until):
+                return .wait(until: until)
+            case .idle:
                 defer { state.idleWaiters = [:] }
                 return .idle(Array(state.idleWaiters.values))
             }
-            let now = clock.now()
-            // Only a commit that began within the interval before now holds this one back: when
-            // the wall clock steps back, waiting for the old time to come round would hold every
-            // write back for as long as the step.
-            if let last = state.lastCommit, commitInterval > 0, (last..<last + commitInterval).contains(now) {
-                return .wait(until: last + commitInterval)
-            }
-            state.lastCommit = now
-            // One term per batch: the writes up to the first of another fence.
-            let fence = state.queue[0].fence
-            let taken = state.queue.prefix(maxBatch).prefix { $0.fence == fence }
-            state.queue.removeFirst(taken.count)
-            state.writing = taken.count
-            return .batch(taken.map(\.write), fence: fence)
         }
         switch next {
         case .batch(let writes, let fence):
@@ -210,7 +185,7 @@ final class PersistenceWriter: Sendable {
             }
             commit(batch, attempt: 1, delay: 50)
         case .wait(let deadline):
-            // Everything that arrives meanwhile joins this batch; `flushing` stays set.
+            // Everything that arrives meanwhile joins this batch (the queue is `holding`).
             Task {
                 try? await self.clock.sleep(until: deadline)
                 self.store.onWriter { self.flushNext() }
@@ -225,7 +200,7 @@ final class PersistenceWriter: Sendable {
         store.commit(batch) { result in
             switch result {
             case .success(let stored):
-                self.state.withLockedValue { $0.writing = 0 }
+                self.state.withLockedValue { $0.queue.batchDone() }
                 self.onCommitted(stored)
                 if !batch.events.isEmpty { self.onEventsCommitted.function?() }
                 self.flushNext()
@@ -233,8 +208,8 @@ final class PersistenceWriter: Sendable {
                 // Refused under the current term: another node leads now, and this one steps
                 // down. Under a former term: only those writes are stale.
                 let current = self.state.withLockedValue { state -> Bool in
-                    state.writing = 0
-                    return state.fence == batch.fence
+                    state.queue.batchDone()
+                    return state.queue.fence == batch.fence
                 }
                 self.logger.warning(
                     "writes refused: another node's term began after they were made",
