@@ -222,17 +222,6 @@ final class Pad: ObjectRef<GstPad>, @unchecked Sendable {
             }, box, { data in Unmanaged<Callback>.fromOpaque(data!).release() })
     }
 
-    /// Calls `body` once, at the first buffer through the pad (on the streaming thread).
-    func onFirstBuffer(_ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(Callback(body)).toOpaque()
-        gst_pad_add_probe(
-            pointer, GST_PAD_PROBE_TYPE_BUFFER,
-            { _, _, data in
-                Unmanaged<Callback>.fromOpaque(data!).takeUnretainedValue().body()
-                return GST_PAD_PROBE_REMOVE
-            }, box, { data in Unmanaged<Callback>.fromOpaque(data!).release() })
-    }
-
     /// Calls `body` once no data flows through the pad (at once when idle), from whichever thread
     /// sees it idle; what it does must not wait for the streaming thread.
     func whenIdle(_ body: @escaping @Sendable () -> Void) {

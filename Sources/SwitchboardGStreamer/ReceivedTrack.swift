@@ -113,8 +113,9 @@ final class ReceivedTrack: Sendable {
             router.route(levelNames[1]) { [counters] level in counters.withLockedValue { $0.outputLevel = level } }
         }
         if let recording, let input = bin.child("recorder")?.staticPad("sink") {
-            // Named at its first media (a chain that never carries anything leaves no file).
-            input.onFirstBuffer { recording.claim() }
+            // Named at its first media (a chain that never carries anything leaves no file);
+            // later buffers find it named.
+            input.onBuffer { recording.claim() }
         }
         if recording != nil, let sinkPad = bin.child("recording")?.staticPad("sink") {
             sinkPad.onEndOfStream { [recordingEnded] in
