@@ -15,8 +15,12 @@ import Glibc
 /// carried anything (a session replaced before its media flowed, a section the SFU gave to
 /// another member) leaves no file: until then the recorder writes to a hidden `.part` file,
 /// which ``claim()`` renames and ``discard()`` removes.
+///
+/// The member's id names the file only if it is a valid user id (letters, digits, `-`, `_`): an
+/// id a server should never send (`../x`, a slash, 300 characters) is recorded as `member`, so a
+/// file never lands outside the directory.
 final class RecordingFile: Sendable {
-    enum State: Sendable {
+    private enum State: Sendable {
         /// Written under the hidden name; nothing has arrived yet.
         case pending
         /// Renamed to its recording name at the first media.
@@ -25,21 +29,20 @@ final class RecordingFile: Sendable {
         case discarded
     }
 
-    let directory: URL
-    let peer: UserID
-    let kind: TrackKind
+    private let directory: URL
+    /// `<peer>-<kind>`, the start of every name the file may take.
+    private let stem: String
+    private let suffix: String
     /// The hidden file the recorder writes to (opened by the file sink, renamed by ``claim()``).
     let location: URL
     private let state = NIOLockedValueBox(State.pending)
 
     init(directory: URL, peer: UserID, kind: TrackKind) {
         self.directory = directory
-        self.peer = peer
-        self.kind = kind
-        location = directory.appendingPathComponent(".\(peer.rawValue)-\(kind.rawValue)-\(UUID().uuidString).part")
+        stem = "\(peer.isValid ? peer.rawValue : "member")-\(kind.rawValue)"
+        suffix = kind == .audio ? "wav" : "webm"
+        location = directory.appendingPathComponent(".\(stem)-\(UUID().uuidString).part")
     }
-
-    var current: State { state.withLockedValue { $0 } }
 
     /// The first media arrived: the file takes the first free recording name. Called from the
     /// streaming thread; later calls change nothing.
@@ -48,7 +51,7 @@ final class RecordingFile: Sendable {
             guard case .pending = state else { return }
             // Over the empty file that reserved the name; the sink writes on through its open
             // file. If no name can be had, the recording stays under its hidden one.
-            guard let name = Self.reserveName(in: directory, peer: peer, kind: kind) else {
+            guard let name = reserveName() else {
                 state = .claimed(location)
                 return
             }
@@ -70,12 +73,11 @@ final class RecordingFile: Sendable {
         }
     }
 
-    /// Creates `<peer>-<kind>.<suffix>`, or the first free numbered name, exclusively (two tracks
+    /// Creates `<stem>.<suffix>`, or the first free numbered name, exclusively (two tracks
     /// claiming at once get different names).
-    private static func reserveName(in directory: URL, peer: UserID, kind: TrackKind) -> URL? {
-        let suffix = kind == .audio ? "wav" : "webm"
+    private func reserveName() -> URL? {
         for number in 1...10_000 {
-            let name = "\(peer.rawValue)-\(kind.rawValue)" + (number == 1 ? "" : "-\(number)") + ".\(suffix)"
+            let name = stem + (number == 1 ? "" : "-\(number)") + ".\(suffix)"
             let candidate = directory.appendingPathComponent(name)
             let descriptor = open(candidate.path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
             if descriptor >= 0 {

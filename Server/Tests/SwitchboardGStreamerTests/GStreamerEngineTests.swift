@@ -320,6 +320,30 @@ struct GStreamerEngineTests {
         await server.stop()
     }
 
+    /// `endCall` returns once the call's media has ended, so a process may exit right after it:
+    /// the recording is complete then (its WAV header counts every byte; wavenc writes the sizes
+    /// at the end of the stream) and has its name, without waiting for the SDK's own end.
+    @Test func endCallReturnsWithTheRecordingsComplete() async throws {
+        let server = try await TestServer.start()
+        let directory = server.directory.appendingPathComponent("recordings")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob", record: directory)
+        let call = try await Self.connect(alice, [bob], mediaType: .audio)
+        try await Self.barrier(bob, from: "alice", count: 5)
+
+        await bob.engine.endCall(call)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["alice-audio.wav"])
+        let wav = try Data(contentsOf: directory.appendingPathComponent("alice-audio.wav"))
+        let riffSize = wav.dropFirst(4).prefix(4).enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+        #expect(wav.count > 48_000)
+        #expect(riffSize == wav.count - 8)
+        // A second end of the same call (the SDK's own, coming later) changes nothing.
+        await bob.engine.endCall(call)
+        try await alice.client.callStore.hangup()
+        await server.stop()
+    }
+
     /// A call's recordings are media files: played back as another member's audio and video
     /// sources, they arrive decoded at the other end.
     @Test func recordingsPlayBackAsFileSources() async throws {

@@ -46,7 +46,6 @@ import Testing
 
         #expect(try files() == ["sfq-video.webm"])
         #expect(try String(contentsOf: directory.appendingPathComponent("sfq-video.webm"), encoding: .utf8) == "late media")
-        #expect({ if case .discarded = early.current { true } else { false } }(), "\(early.current)")
     }
 
     @Test func laterTracksAreNumberedAndKindsAndMembersApart() throws {
@@ -65,6 +64,17 @@ import Testing
         }
         #expect(
             try files() == ["alice-audio.wav", "alice-screen-2.webm", "alice-screen-3.webm", "alice-screen.webm", "bob-screen.webm"])
+    }
+
+    /// Ids no server should send name no file outside the directory, nor a file too long to make.
+    @Test(arguments: ["../escape", "a/b", "..", String(repeating: "x", count: 300), "", "é"])
+    func anInvalidIdIsRecordedAsMember(_ id: String) throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let recording = RecordingFile(directory: directory, peer: UserID(rawValue: id), kind: .video)
+        #expect(recording.location.deletingLastPathComponent().standardizedFileURL.path == directory.standardizedFileURL.path)
+        try write("x", to: recording).close()
+        recording.claim()
+        #expect(try files() == ["member-video.webm"])
     }
 
     @Test func aNameTakenByAnotherFileIsNotOverwritten() throws {

@@ -18,7 +18,7 @@ struct PendingRequestsTests {
         #expect(table.inOrder == ["call", "accept", "hangup"])
         // A second drop drops nothing more.
         #expect(table.removeNotResendable() == [])
-        #expect(table.count == 3)
+        #expect(table.inOrder == ["call", "accept", "hangup"])
     }
 
     @Test func anAnswerRemovesItsRequestOnce() {
@@ -34,7 +34,6 @@ struct PendingRequestsTests {
         _ = table.remove("x")
         table.add("w", "w", resendable: true)
         #expect(table.removeAll() == ["y", "z", "w"])
-        #expect(table.isEmpty)
         #expect(table.inOrder.isEmpty)
     }
 

@@ -11,9 +11,6 @@ struct PendingRequests<Entry> {
     private var entries: [RequestID: (entry: Entry, resendable: Bool)] = [:]
     private var order: [RequestID] = []
 
-    var isEmpty: Bool { entries.isEmpty }
-    var count: Int { entries.count }
-
     mutating func add(_ id: RequestID, _ entry: Entry, resendable: Bool) {
         if entries.updateValue((entry, resendable), forKey: id) == nil { order.append(id) }
     }
