@@ -5,7 +5,7 @@ import SwitchboardProtocol
 
 /// Writes the journal of calls in progress and the records of ended calls, with group commit:
 /// while one transaction commits, new writes queue up and go into the next one together. Commits
-/// also start at least ``commitInterval`` apart: a write that arrives sooner after the last commit
+/// also start at least the commit interval apart: a write that arrives sooner after the last commit
 /// began waits for the rest of the interval, with every other write that arrives meanwhile. Under
 /// light load (writes further apart than the interval) a write is committed at once; under load
 /// there are at most 1 / interval transactions a second, each with its fsync, whatever the rate of
@@ -59,8 +59,6 @@ final class PersistenceWriter: Sendable {
     private let state: NIOLockedValueBox<State>
     /// Writes waiting (or being retried) beyond which new calls are refused.
     let maxBacklog: Int
-    /// Least time between the starts of two commits, ms (0: none; at most 60,000).
-    let commitInterval: Int64
 
     init(
         store: any CallRecordStore, clock: any SwitchboardClock, commitInterval: Duration = .zero,
@@ -68,10 +66,11 @@ final class PersistenceWriter: Sendable {
     ) {
         self.store = store
         self.clock = clock
-        // At most a minute: `serve` takes 0-1000 ms; a configuration made in code is held to a bound too.
-        self.commitInterval = min(max(0, commitInterval.milliseconds), 60_000)
-        // At most 4,000 writes per transaction.
-        state = NIOLockedValueBox(State(queue: WriteQueue(interval: self.commitInterval, maxBatch: 4000)))
+        // The least time between the starts of two commits, at most a minute: `serve` takes
+        // 0-1000 ms; a configuration made in code is held to a bound too. At most 4,000 writes
+        // per transaction.
+        let interval = min(max(0, commitInterval.milliseconds), 60_000)
+        state = NIOLockedValueBox(State(queue: WriteQueue(interval: interval, maxBatch: 4000)))
         self.maxBacklog = maxBacklog
         self.logger = logger
         self.onCommitted = onCommitted
@@ -153,7 +152,7 @@ final class PersistenceWriter: Sendable {
 
     private enum Next {
         case batch([Write], fence: Int64?)
-        /// The last commit began less than ``commitInterval`` ago: wait until this time.
+        /// The last commit began less than the commit interval ago: wait until this time.
         case wait(until: Int64)
         case idle([CheckedContinuation<Void, Never>])
     }
