@@ -32,4 +32,57 @@ struct BusMessageTests {
         #expect(throws: (any Error).self) { try BusMessage(body: "D\nframe") }
         #expect(throws: (any Error).self) { try BusMessage(body: "") }
     }
+
+    /// A forwarded call request carries the request alone, never facts about its invitees (the
+    /// leader looks them up); for a leader of the version before, which requires its old fields,
+    /// they are written empty, and those fields from such a node are ignored.
+    @Test func aForwardedCallRequestCarriesNoFactsAndStillReadsAcrossVersions() throws {
+        let command = CallCommand(user: Self.alice, device: "phone", callId: "c1")
+        let start = StartCallCommand(
+            caller: Self.alice, device: "phone", callId: "c1", generatedRoomId: "c1",
+            request: StartCallRequest(participantIds: ["bob"], mediaType: .video), settings: AppSettings(),
+            profiles: ["alice": UserProfile(userId: "alice", nickname: "Alice")])
+        let events: [CallEvent] = [
+            .start(start),
+            .invite(InviteCommand(command: command, invitees: ["carol"], settings: AppSettings(), profiles: [:])),
+            .join(JoinCommand(command: command, settings: AppSettings(), profile: nil)),
+        ]
+        for event in events {
+            let message = BusMessage.command(token: 1, from: "node0", event: event)
+            let body = try message.body()
+            #expect(try BusMessage(body: body) == message)
+            let written = try #require(
+                try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any], "\(body)")
+            let fields = try #require(Self.commandFields(written), "\(body)")
+            switch event {
+            case .join:
+                #expect(fields["isChatGroupMember"] as? Bool == false, "\(body)")
+            default:
+                for key in ["online", "blockedBy", "pushable"] {
+                    #expect((fields[key] as? [Any])?.isEmpty == true, "\(key) in \(body)")
+                }
+            }
+        }
+
+        // From a node of the version before: the facts it sends are not read.
+        let old = try BusMessage.command(token: 1, from: "node0", event: .start(start)).body()
+            .replacingOccurrences(of: #""online":[]"#, with: #""online":["bob"]"#)
+            .replacingOccurrences(of: #""blockedBy":[]"#, with: #""blockedBy":["bob"],"declineDelays":{"bob":5000}"#)
+        #expect(old.contains(#""online":["bob"]"#) && old.contains(#""declineDelays""#), "\(old)")
+        #expect(try BusMessage(body: old) == .command(token: 1, from: "node0", event: .start(start)))
+    }
+
+    /// The fields of the one command in a `command` message's JSON.
+    private static func commandFields(_ json: [String: Any]) -> [String: Any]? {
+        func search(_ value: Any) -> [String: Any]? {
+            if let object = value as? [String: Any] {
+                if object["settings"] != nil { return object }
+                for child in object.values { if let found = search(child) { return found } }
+            } else if let array = value as? [Any] {
+                for child in array { if let found = search(child) { return found } }
+            }
+            return nil
+        }
+        return search(json)
+    }
 }

@@ -21,7 +21,8 @@ struct CallStateMachineTests {
     // MARK: - events
 
     enum Step: Sendable {
-        case event(CallEvent)
+        /// An event, with what the engine looked up for it (placing a call, inviting, joining).
+        case event(CallEvent, CallFacts = CallFacts())
         /// Moves time forward (ms) without an event.
         case wait(Int64)
     }
@@ -46,12 +47,21 @@ struct CallStateMachineTests {
                         participantIds: invitees.map(UserID.init(rawValue:)), mediaType: media, params: params),
                     settings: AppSettings(
                         busyPolicy: policy, maxParticipants: maxParticipants, blockedCallerSees: blockedSees),
-                    online: Set((online ?? invitees).map(UserID.init(rawValue:))), profiles: [:],
-                    blockedBy: Set(blockedBy.map(UserID.init(rawValue:))),
-                    pushable: Set(pushable.map(UserID.init(rawValue:))),
-                    declineDelays: declineAfter.map { delay in
-                        Dictionary(uniqueKeysWithValues: blockedBy.map { (UserID(rawValue: $0), delay) })
-                    })))
+                    profiles: [:])),
+            facts(invitees, online: online, pushable: pushable, blockedBy: blockedBy, declineAfter: declineAfter))
+    }
+
+    /// What the engine would have found: every invitee online unless `online` says who is.
+    static func facts(
+        _ invitees: [String], online: [String]?, pushable: [String], blockedBy: [String], declineAfter: Int64?
+    ) -> CallFacts {
+        CallFacts(
+            online: Set((online ?? invitees).map(UserID.init(rawValue:))),
+            pushable: Set(pushable.map(UserID.init(rawValue:))),
+            blockedBy: Set(blockedBy.map(UserID.init(rawValue:))),
+            declineDelays: declineAfter.map { delay in
+                Dictionary(uniqueKeysWithValues: blockedBy.map { (UserID(rawValue: $0), delay) })
+            } ?? [:])
     }
 
     static func command(_ user: String, _ device: String, _ call: String) -> CallCommand {
@@ -89,22 +99,16 @@ struct CallStateMachineTests {
             .invite(
                 InviteCommand(
                     command: command(user, device, call), invitees: invitees.map(UserID.init(rawValue:)),
-                    settings: AppSettings(busyPolicy: policy, maxParticipants: maxParticipants),
-                    online: Set((online ?? invitees).map(UserID.init(rawValue:))), profiles: [:],
-                    blockedBy: Set(blockedBy.map(UserID.init(rawValue:))),
-                    pushable: Set(pushable.map(UserID.init(rawValue:))),
-                    declineDelays: declineAfter.map { delay in
-                        Dictionary(uniqueKeysWithValues: blockedBy.map { (UserID(rawValue: $0), delay) })
-                    })))
+                    settings: AppSettings(busyPolicy: policy, maxParticipants: maxParticipants), profiles: [:])),
+            facts(invitees, online: online, pushable: pushable, blockedBy: blockedBy, declineAfter: declineAfter))
     }
     static func join(
         _ user: String, _ device: String, call: String = "c1", groupMember: Bool = false, policy: BusyPolicy = .reject
     ) -> Step {
         .event(
             .join(
-                JoinCommand(
-                    command: command(user, device, call), isChatGroupMember: groupMember,
-                    settings: AppSettings(busyPolicy: policy), profile: nil)))
+                JoinCommand(command: command(user, device, call), settings: AppSettings(busyPolicy: policy), profile: nil)),
+            CallFacts(isChatGroupMember: groupMember))
     }
     static func changeMedia(_ user: String, _ device: String, to media: CallMediaType, _ transaction: String = "t1") -> Step {
         .event(.changeMediaType(command(user, device, "c1"), media, TransactionID(rawValue: transaction)))
@@ -1813,8 +1817,8 @@ struct CallStateMachineTests {
             let command = StartCallCommand(
                 caller: Self.user("alice"), device: "a1", callId: "c1", generatedRoomId: "room-c1",
                 request: StartCallRequest(participantIds: ["bob"], mediaType: .audio), settings: AppSettings(),
-                online: [], profiles: ["alice": UserProfile(userId: "alice", nickname: nickname)], pushable: ["bob"])
-            let output = machine.handle(.start(command), now: Self.t0)
+                profiles: ["alice": UserProfile(userId: "alice", nickname: nickname)])
+            let output = machine.handle(.start(command), facts: CallFacts(pushable: ["bob"]), now: Self.t0)
             let push = try #require(
                 output.actions.lazy.compactMap { action -> IncomingCallPush? in
                     if case .push(let message) = action, case .ring(let push) = message.content { push } else { nil }
@@ -1835,9 +1839,9 @@ struct CallStateMachineTests {
             case .wait(let ms):
                 now += ms
                 return nil
-            case .event(let event):
+            case .event(let event, let facts):
                 now += 1000
-                let output = machine.handle(event, now: now)
+                let output = machine.handle(event, facts: facts, now: now)
                 #expect(machine.invariantViolations() == [], sourceLocation: sourceLocation)
                 return Self.describe(output, now: now)
             }
@@ -1959,9 +1963,9 @@ struct CallRecoveryTests {
         for step in steps {
             switch step {
             case .wait(let ms): now += ms
-            case .event(let event):
+            case .event(let event, let facts):
                 now += 1000
-                _ = machine.handle(event, now: now)
+                _ = machine.handle(event, facts: facts, now: now)
             }
         }
         return now

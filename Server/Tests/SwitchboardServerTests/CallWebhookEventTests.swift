@@ -16,9 +16,9 @@ struct CallWebhookEventTests {
         for step in steps {
             switch step {
             case .wait(let ms): now += ms
-            case .event(let event):
+            case .event(let event, let facts):
                 now += 1000
-                for case .notify(let notice) in machine.handle(event, now: now).actions {
+                for case .notify(let notice) in machine.handle(event, facts: facts, now: now).actions {
                     #expect(notice.id == "evt_\(notice.callId?.rawValue ?? "")_\(notice.data.sequence ?? 0)")
                     described.append(describe(notice.data))
                 }

@@ -9,8 +9,8 @@ struct EndedCallsTests {
     typealias Rows = CallStateMachineTests
 
     private static func apply(_ step: Rows.Step, to machine: inout CallStateMachine, at now: Int64) -> CallOutput {
-        guard case .event(let event) = step else { return CallOutput() }
-        return machine.handle(event, now: now)
+        guard case .event(let event, let facts) = step else { return CallOutput() }
+        return machine.handle(event, facts: facts, now: now)
     }
 
     /// A machine configured by `configure` in which alice and bob ended calls c1 … c6 (the third of

@@ -71,8 +71,25 @@ struct StateMachineFuzzTests {
         }
         mutating func command() -> CallCommand { CallCommand(user: user(), device: device(), callId: callId()) }
 
+        /// A random event with what the engine would have looked up for it, and whether it is a
+        /// request that must get exactly one reply.
+        mutating func event() -> (CallEvent, CallFacts, Bool) {
+            let (event, isRequest) = request()
+            var facts = CallFacts()
+            switch event {
+            case .start, .invite:
+                facts.online = Set(someUsers() + someUsers())
+                facts.blockedBy = chance(10) ? Set(someUsers()) : []
+            case .join:
+                facts.isChatGroupMember = chance(50)
+            default:
+                break
+            }
+            return (event, facts, isRequest)
+        }
+
         /// A random event, and whether it is a request that must get exactly one reply.
-        mutating func event() -> (CallEvent, Bool) {
+        mutating func request() -> (CallEvent, Bool) {
             switch Int.random(in: 0..<100, using: &random) {
             case 0..<14:
                 callCounter += 1
@@ -88,8 +105,7 @@ struct StateMachineFuzzTests {
                             caller: user(), device: device(), callId: id, generatedRoomId: RoomID(rawValue: id.rawValue),
                             request: StartCallRequest(
                                 participantIds: someUsers(), mediaType: chance(50) ? .audio : .video, params: params),
-                            settings: settings(), online: Set(someUsers() + someUsers()), profiles: [:],
-                            blockedBy: chance(10) ? Set(someUsers()) : [])), true
+                            settings: settings(), profiles: [:])), true
                 )
             case 14..<28: return (.accept(command()), true)
             case 28..<36: return (.reject(command()), true)
@@ -98,11 +114,10 @@ struct StateMachineFuzzTests {
                 return (
                     .invite(
                         InviteCommand(
-                            command: command(), invitees: someUsers(), settings: settings(), online: Set(someUsers()),
-                            profiles: [:], blockedBy: chance(10) ? Set(someUsers()) : [])), true
+                            command: command(), invitees: someUsers(), settings: settings(), profiles: [:])), true
                 )
             case 53..<58:
-                return (.join(JoinCommand(command: command(), isChatGroupMember: chance(50), settings: settings(), profile: nil)), true)
+                return (.join(JoinCommand(command: command(), settings: settings(), profile: nil)), true)
             case 58..<61: return (.updateDevice(command(), microphoneOn: chance(50), cameraOn: nil), true)
             case 61..<65:
                 let transaction = TransactionID(rawValue: "t\(callCounter)-\(Int.random(in: 0..<3, using: &random))")
@@ -158,8 +173,8 @@ struct StateMachineFuzzTests {
                 restart(index)
                 return
             }
-            let (event, isRequest) = event()
-            let output = machine.handle(event, now: now)
+            let (event, facts, isRequest) = event()
+            let output = machine.handle(event, facts: facts, now: now)
             // A request gets its answer; an event that is not a request gets none.
             if (output.reply != nil) != isRequest {
                 failures.append("event \(index) \(event): \(output.reply == nil ? "no answer" : "an answer")")

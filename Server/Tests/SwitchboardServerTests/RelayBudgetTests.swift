@@ -11,9 +11,10 @@ import Testing
 struct RelayBudgetTests {
     typealias T = CallStateMachineTests
 
-    static func event(_ step: T.Step) -> CallEvent {
-        guard case .event(let event) = step else { fatalError("an event step") }
-        return event
+    /// Applies a table step (an event with its facts) at `now`.
+    static func apply(_ step: T.Step, to machine: inout CallStateMachine, at now: Int64) {
+        guard case .event(let event, let facts) = step else { fatalError("an event step") }
+        _ = machine.handle(event, facts: facts, now: now)
     }
 
     static func offer(_ user: String, _ device: String, to peer: String, bytes: Int) -> CallEvent {
@@ -42,8 +43,8 @@ struct RelayBudgetTests {
     /// A connected one-to-one call at `T.t0 + 2000`.
     static func connected() -> (CallStateMachine, Int64) {
         var machine = CallStateMachine()
-        _ = machine.handle(event(T.start()), now: T.t0 + 1000)
-        _ = machine.handle(event(T.accept("bob", "b1")), now: T.t0 + 2000)
+        Self.apply(T.start(), to: &machine, at: T.t0 + 1000)
+        Self.apply(T.accept("bob", "b1"), to: &machine, at: T.t0 + 2000)
         return (machine, T.t0 + 2000)
     }
 
@@ -106,9 +107,9 @@ struct RelayBudgetTests {
     @Test func aMeshVideoCallWithScreenSharingFitsTheBudget() {
         var machine = CallStateMachine()
         let others = (1...15).map { "m\($0)" }
-        _ = machine.handle(Self.event(T.start(to: others)), now: T.t0)
+        Self.apply(T.start(to: others), to: &machine, at: T.t0)
         for (index, other) in others.enumerated() {
-            _ = machine.handle(Self.event(T.accept(other, "\(other)d")), now: T.t0 + Int64(index))
+            Self.apply(T.accept(other, "\(other)d"), to: &machine, at: T.t0 + Int64(index))
         }
         let now = T.t0 + 100
         var refusals: [CallReply] = []

@@ -74,12 +74,13 @@ actor CallEngine {
             reply?(refusal)
             return refusal
         }
-        return perform(machine.handle(resolved.event, now: clock.now()), reply: reply, tokens: resolved.tokens)
+        return perform(machine.handle(resolved.event, facts: resolved.facts, now: clock.now()), reply: reply, tokens: resolved.tokens)
     }
 
     /// An event with what the engine looked up for it.
     private struct Resolved {
         var event: CallEvent
+        var facts = CallFacts()
         /// The push tokens read to decide who can be rung by push, handed to the pushes that follow.
         var tokens: [UserID: [PushToken]] = [:]
     }
@@ -115,45 +116,36 @@ actor CallEngine {
         }
         do {
             switch event {
-            case .start(var command):
+            case .start(let command):
                 let app = command.caller.app
                 let invitees = Set(command.request.participantIds.filter(\.isValid))
-                command.blockedBy = try await usersBlocking(command.caller.user, among: invitees, app: app)
-                let tokens = try await pushTokens(app: app, of: invitees)
-                command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
-                command.pushable = ringable(tokens, app: app)
-                command.declineDelays = declineDelays(command.blockedBy)
+                var (facts, tokens) = try await inviteeFacts(invitees, inviter: command.caller.user, app: app)
                 // After the last wait, so that the machine decides on what was checked here.
                 if machine.validate(command) == nil {
-                    let overLimit = calleesOverLimit(
-                        invitees.intersection(command.online.union(command.pushable)).subtracting(command.blockedBy),
-                        app: app, settings: command.settings, now: now)
-                    command.online.subtract(overLimit)
-                    command.pushable.subtract(overLimit)
+                    facts.unreachable(
+                        calleesOverLimit(
+                            invitees.intersection(facts.reachable).subtracting(facts.blockedBy),
+                            app: app, settings: command.settings, now: now))
                 }
-                return .success(Resolved(event: .start(command), tokens: tokens))
-            case .invite(var command):
+                return .success(Resolved(event: event, facts: facts, tokens: tokens))
+            case .invite(let command):
                 let app = command.command.user.app
                 let invitees = Set(command.invitees.filter(\.isValid))
-                command.blockedBy = try await usersBlocking(command.command.user.user, among: invitees, app: app)
-                let tokens = try await pushTokens(app: app, of: invitees)
-                command.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
-                command.pushable = ringable(tokens, app: app)
-                command.declineDelays = declineDelays(command.blockedBy)
+                var (facts, tokens) = try await inviteeFacts(invitees, inviter: command.command.user.user, app: app)
                 if case .success(let (_, fresh)) = machine.validate(command) {
-                    let overLimit = calleesOverLimit(
-                        Set(fresh).intersection(command.online.union(command.pushable)).subtracting(command.blockedBy),
-                        app: app, settings: command.settings, now: now)
-                    command.online.subtract(overLimit)
-                    command.pushable.subtract(overLimit)
+                    facts.unreachable(
+                        calleesOverLimit(
+                            Set(fresh).intersection(facts.reachable).subtracting(facts.blockedBy),
+                            app: app, settings: command.settings, now: now))
                 }
-                return .success(Resolved(event: .invite(command), tokens: tokens))
-            case .join(var join):
+                return .success(Resolved(event: event, facts: facts, tokens: tokens))
+            case .join(let join):
                 let user = join.command.user
+                var facts = CallFacts()
                 if let group = machine.chatGroup(of: join.command.callId, app: user.app) {
-                    join.isChatGroupMember = try await storage.isChatGroupMember(app: user.app, group: group, user: user.user)
+                    facts.isChatGroupMember = try await storage.isChatGroupMember(app: user.app, group: group, user: user.user)
                 }
-                return .success(Resolved(event: .join(join)))
+                return .success(Resolved(event: event, facts: facts))
             default:
                 return .success(Resolved(event: event))
             }
@@ -182,8 +174,7 @@ actor CallEngine {
 
     /// How long each invitee who blocks the caller seems to ring before declining, drawn from the
     /// configured range (see ``CallStateMachine/Member/Phase/screened(declineAt:deadline:)``).
-    private func declineDelays(_ blockers: Set<UserID>) -> [UserID: Int64]? {
-        guard !blockers.isEmpty else { return nil }
+    private func declineDelays(_ blockers: Set<UserID>) -> [UserID: Int64] {
         let range = machine.configuration.declineDelays
         return Dictionary(uniqueKeysWithValues: blockers.map { ($0, Int64.random(in: range)) })
     }
@@ -201,6 +192,20 @@ actor CallEngine {
     }
 
     /// Which of `invitees` block `caller`: the database is asked about those in ``blockers`` only.
+    /// Who among `invitees` blocks the inviter, is online, can be rung by push (with the tokens
+    /// read to decide it); presence is read last, after the waits.
+    private func inviteeFacts(
+        _ invitees: Set<UserID>, inviter: UserID, app: SdkAppID
+    ) async throws -> (CallFacts, tokens: [UserID: [PushToken]]) {
+        var facts = CallFacts()
+        facts.blockedBy = try await usersBlocking(inviter, among: invitees, app: app)
+        let tokens = try await pushTokens(app: app, of: invitees)
+        facts.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
+        facts.pushable = ringable(tokens, app: app)
+        facts.declineDelays = declineDelays(facts.blockedBy)
+        return (facts, tokens)
+    }
+
     private func usersBlocking(_ caller: UserID, among invitees: Set<UserID>, app: SdkAppID) async throws -> Set<UserID> {
         let candidates = blockers.blockers(among: invitees, app: app)
         guard !candidates.isEmpty else { return [] }

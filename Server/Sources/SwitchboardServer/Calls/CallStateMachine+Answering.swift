@@ -21,7 +21,7 @@ extension CallStateMachine {
         }
     }
 
-    mutating func join(_ join: JoinCommand, now: Int64, out: inout CallOutput) {
+    mutating func join(_ join: JoinCommand, _ facts: CallFacts, now: Int64, out: inout CallOutput) {
         let command = join.command
         let call: Call
         switch findCall(command.callId, app: command.user.app, user: command.user.user) {
@@ -42,7 +42,7 @@ extension CallStateMachine {
             out.answer(.failure(SwitchboardError(.alreadyAccepted)))
             return
         }
-        guard existing != nil || join.isChatGroupMember else {
+        guard existing != nil || facts.isChatGroupMember else {
             out.answer(.failure(SwitchboardError(.joinNotAllowed, "you were not invited and are not in its chat group")))
             return
         }

@@ -4,7 +4,7 @@ import SwitchboardProtocol
 /// and the VoIP pushes that ring devices without a connection (only ever for a member who is
 /// ringing: iOS punishes an app woken by a VoIP push that does not report a ringing call).
 extension CallStateMachine {
-    mutating func start(_ command: StartCallCommand, now: Int64, out: inout CallOutput) {
+    mutating func start(_ command: StartCallCommand, _ facts: CallFacts, now: Int64, out: inout CallOutput) {
         if let error = validate(command) {
             out.answer(.failure(error))
             return
@@ -35,8 +35,7 @@ extension CallStateMachine {
                     chatGroupId: call.chatGroupId, userData: call.userData, isEphemeral: call.isEphemeral,
                     timeout: call.timeout, createdAt: now)), of: &call, now: now, out: &out)
         let added = addInvitees(
-            invitees, inviter: command.caller.user, to: &call, settings: command.settings, online: command.online,
-            pushable: command.pushable, blockedBy: command.blockedBy, declineDelays: command.declineDelays ?? [:],
+            invitees, inviter: command.caller.user, to: &call, settings: command.settings, facts: facts,
             profiles: command.profiles, now: now, out: &out)
         let snapshot = call.info
         out.answer(
@@ -46,7 +45,7 @@ extension CallStateMachine {
                 .callElsewhere(CallElsewhereEvent(call: snapshot, deviceId: command.device, active: true)),
                 to: .userExcept(command.caller, command.device)))
         ring(
-            added.ringing, in: &call, inviter: command.caller.user, snapshot: snapshot, online: command.online, now: now,
+            added.ringing, in: &call, inviter: command.caller.user, snapshot: snapshot, online: facts.online, now: now,
             out: &out)
         if let (lastUnreachable, reason) = added.unreachable.last, call.ringingCount == 0 {
             endCall(&call, reason: reason, by: lastUnreachable, now: now, out: &out)
@@ -54,7 +53,7 @@ extension CallStateMachine {
         store(call, now: now, out: &out)
     }
 
-    mutating func invite(_ command: InviteCommand, now: Int64, out: inout CallOutput) {
+    mutating func invite(_ command: InviteCommand, _ facts: CallFacts, now: Int64, out: inout CallOutput) {
         let found: Call
         let fresh: [UserID]
         switch validate(command) {
@@ -70,12 +69,11 @@ extension CallStateMachine {
         // and moves its media to the SFU where there is one.
         call.becomeGroup(sfu: configuration.sfu)
         let added = addInvitees(
-            fresh, inviter: inviter, to: &call, settings: command.settings, online: command.online,
-            pushable: command.pushable, blockedBy: command.blockedBy, declineDelays: command.declineDelays ?? [:],
+            fresh, inviter: inviter, to: &call, settings: command.settings, facts: facts,
             profiles: command.profiles, now: now, out: &out)
         let snapshot = call.info
         out.answer(.invited(InviteToCallResponse(busyUserIds: added.busy, call: snapshot)))
-        ring(added.ringing, in: &call, inviter: inviter, snapshot: snapshot, online: command.online, now: now, out: &out)
+        ring(added.ringing, in: &call, inviter: inviter, snapshot: snapshot, online: facts.online, now: now, out: &out)
         let newcomers = Set(added.ringing)
         let update = ServerEvent.callUpdated(CallUpdatedEvent(call: snapshot))
         for member in call.members where member.isActive && !newcomers.contains(member.userId) {
@@ -91,9 +89,8 @@ extension CallStateMachine {
     /// person would: busy and unreachable as anyone, else screened (ringing to everyone else)
     /// until the drawn delay runs out.
     mutating func addInvitees(
-        _ invitees: [UserID], inviter: UserID, to call: inout Call, settings: AppSettings, online: Set<UserID>,
-        pushable: Set<UserID>, blockedBy: Set<UserID>, declineDelays: [UserID: Int64], profiles: [UserID: UserProfile],
-        now: Int64, out: inout CallOutput
+        _ invitees: [UserID], inviter: UserID, to call: inout Call, settings: AppSettings, facts: CallFacts,
+        profiles: [UserID: UserProfile], now: Int64, out: inout CallOutput
     ) -> (ringing: [UserID], busy: [UserID], unreachable: [(UserID, CallEndReason)]) {
         var ringing: [UserID] = []
         var busy: [UserID] = []
@@ -101,7 +98,7 @@ extension CallStateMachine {
         for invitee in invitees {
             let key = UserKey(app: call.app, user: invitee)
             let previous = call.index(of: invitee).map { call.members[$0] }
-            let blocks = blockedBy.contains(invitee)
+            let blocks = facts.blockedBy.contains(invitee)
             let deadline = now + Int64(call.timeout) * 1000
             let phase: Member.Phase
             if blocks && settings.blockedCallerSees == .offline {
@@ -111,16 +108,16 @@ extension CallStateMachine {
                 phase = .left(Member.Departure(at: now, result: .busy, reason: .lineBusy, blocksCaller: blocks))
                 busy.append(invitee)
                 unreachable.append((invitee, .lineBusy))
-            } else if !online.contains(invitee) && !pushable.contains(invitee) {
+            } else if !facts.reachable.contains(invitee) {
                 // No device and no push token: nothing can ring.
                 phase = .left(Member.Departure(at: now, result: .missed, reason: .offline, blocksCaller: blocks))
                 unreachable.append((invitee, .offline))
             } else if blocks {
-                let delay = declineDelays[invitee] ?? configuration.declineDelays.lowerBound
+                let delay = facts.declineDelays[invitee] ?? configuration.declineDelays.lowerBound
                 phase = .screened(declineAt: now + delay, deadline: deadline)
                 ringing.append(invitee)
             } else {
-                phase = .ringing(pushed: pushable.contains(invitee), deadline: deadline)
+                phase = .ringing(pushed: facts.pushable.contains(invitee), deadline: deadline)
                 ringing.append(invitee)
                 roster.add(key, to: call.id)
             }

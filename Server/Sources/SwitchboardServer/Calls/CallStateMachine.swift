@@ -51,17 +51,19 @@ struct CallStateMachine: Sendable {
         ended = EndedCalls(retention: configuration.endedCallRetention, limit: configuration.maxEndedCalls)
     }
 
-    /// Applies one event at time `now` (Unix ms) and returns the answer and what to do, in order.
-    mutating func handle(_ event: CallEvent, now: Int64) -> CallOutput {
+    /// Applies one event at time `now` (Unix ms), decided on what the engine looked up for it
+    /// (`facts`: placing a call, inviting and joining need them), and returns the answer and what
+    /// to do, in order.
+    mutating func handle(_ event: CallEvent, facts: CallFacts = CallFacts(), now: Int64) -> CallOutput {
         ended.forget(now: now)
         var out = CallOutput()
         switch event {
         case .start(let command):
-            start(command, now: now, out: &out)
+            start(command, facts, now: now, out: &out)
         case .invite(let command):
-            invite(command, now: now, out: &out)
+            invite(command, facts, now: now, out: &out)
         case .join(let command):
-            join(command, now: now, out: &out)
+            join(command, facts, now: now, out: &out)
         case .accept(let command):
             accept(command, now: now, out: &out)
         case .reject(let command):

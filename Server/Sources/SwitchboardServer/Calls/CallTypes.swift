@@ -167,56 +167,6 @@ struct CallCommand: Equatable, Sendable, Codable {
     var callId: CallID
 }
 
-/// Everything needed to place a call; IDs and reachability are gathered by the engine so that
-/// the state machine stays pure.
-struct StartCallCommand: Equatable, Sendable, Codable {
-    var caller: UserKey
-    var device: DeviceID
-    var callId: CallID
-    /// Used when the request names no roomId.
-    var generatedRoomId: RoomID
-    var request: StartCallRequest
-    var settings: AppSettings
-    /// Invitees that have at least one connected device.
-    var online: Set<UserID>
-    /// Nicknames and avatars to show, for the caller and invitees that have them.
-    var profiles: [UserID: UserProfile]
-    /// Invitees who block the caller.
-    var blockedBy: Set<UserID> = []
-    /// Invitees with a device that has no live connection and a ringing push token: those
-    /// devices ring through pushes (the user's connected devices ring over their sockets).
-    var pushable: Set<UserID> = []
-    /// For invitees in `blockedBy`, how long (ms) their screened ringing lasts before they decline
-    /// (drawn by the engine; see ``CallStateMachine/Member/Phase/screened(declineAt:deadline:)``).
-    /// Optional: commands from nodes before it lack it.
-    var declineDelays: [UserID: Int64]?
-}
-
-/// Invitations into a call in progress, with what the engine gathered about the invitees.
-struct InviteCommand: Equatable, Sendable, Codable {
-    var command: CallCommand
-    var invitees: [UserID]
-    var settings: AppSettings
-    /// Invitees that have at least one connected device.
-    var online: Set<UserID>
-    var profiles: [UserID: UserProfile]
-    /// Invitees who block the inviter.
-    var blockedBy: Set<UserID> = []
-    /// Invitees with a device that has no live connection and a ringing push token.
-    var pushable: Set<UserID> = []
-    /// As ``StartCallCommand/declineDelays``.
-    var declineDelays: [UserID: Int64]?
-}
-
-/// A user joining a group call by themselves.
-struct JoinCommand: Equatable, Sendable, Codable {
-    var command: CallCommand
-    /// Whether the user is in the call's chat group (looked up by the engine).
-    var isChatGroupMember: Bool
-    var settings: AppSettings
-    var profile: UserProfile?
-}
-
 /// One status report of a member's media.
 struct StatusReport: Equatable, Sendable, Codable {
     var packetLoss: Double

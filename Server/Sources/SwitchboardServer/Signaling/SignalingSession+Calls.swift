@@ -4,8 +4,9 @@ import SwitchboardProtocol
 /// Calls: requests become ``CallEvent``s for the call engine, which answers them.
 ///
 /// The session adds the app's settings and the profiles to show; who blocks the inviter, who is
-/// online, who can be rung by push and who is in a call's chat group are looked up by the engine,
-/// where the decision is made, at the moment it is made.
+/// online, who can be rung by push and who is in a call's chat group (``CallFacts``) are looked up
+/// by the engine, where the decision is made, at the moment it is made, and handed to the state
+/// machine beside the request.
 extension SignalingSession {
     func command(_ identity: Identity, _ callId: CallID) -> CallCommand {
         CallCommand(user: identity.user, device: identity.device, callId: callId)
@@ -36,7 +37,7 @@ extension SignalingSession {
         let command = StartCallCommand(
             caller: identity.user, device: identity.device, callId: callId,
             generatedRoomId: RoomID(rawValue: callId.rawValue), request: request, settings: found.settings,
-            online: [], profiles: found.profiles)
+            profiles: found.profiles)
         await call(.start(command), id: id)
     }
 
@@ -47,7 +48,7 @@ extension SignalingSession {
             .invite(
                 InviteCommand(
                     command: command(identity, request.callId), invitees: request.participantIds,
-                    settings: found.settings, online: [], profiles: found.profiles)),
+                    settings: found.settings, profiles: found.profiles)),
             id: id)
     }
 
@@ -62,8 +63,8 @@ extension SignalingSession {
         await call(
             .join(
                 JoinCommand(
-                    command: command(identity, request.callId), isChatGroupMember: false, settings: settings,
-                    profile: profiles[user.user])), id: id)
+                    command: command(identity, request.callId), settings: settings, profile: profiles[user.user])),
+            id: id)
     }
 
     func reportStatus(_ request: StatusReportRequest, _ identity: Identity, id: RequestID) async {
