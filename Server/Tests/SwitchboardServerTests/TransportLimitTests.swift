@@ -249,3 +249,17 @@ struct TransportLimitTests {
         await server.stop()
     }
 }
+
+extension ConnectionDeadlines {
+    /// Returns true once the armed deadlines, earliest first, satisfy `predicate`; false if they
+    /// did not within `timeout` of real time (a deadline is armed on its connection's event loop,
+    /// apart from the test: this looks again after each yield, and the test moves the clock after).
+    func waitUntil(timeout: Duration = .seconds(10), _ predicate: ([Int64]) -> Bool) async -> Bool {
+        let end = ContinuousClock.now + timeout
+        while ContinuousClock.now < end {
+            if predicate(armed) { return true }
+            await Task.yield()
+        }
+        return predicate(armed)
+    }
+}
