@@ -122,7 +122,9 @@ public final class SwitchboardClient: Sendable {
         signaling.handlers.withLockedValue { handlers in
             handlers.event = { event in
                 callStore.handle(event)
-                media.withLockedValue { $0.coordinator }.handle(event)
+                // After the state changes the event caused, in the order the media hears of them.
+                let coordinator = media.withLockedValue { $0.coordinator }
+                callStore.afterChanges { coordinator.handle(event) }
             }
             handlers.connection = { [loginStore] event in
                 loginStore.connectionChanged(event)

@@ -318,22 +318,54 @@ struct MediaNegotiationTests {
         await server.stop()
     }
 
-    /// A member's offer can reach a device before the device's own state shows the call connected
-    /// (the event and the state reach the media coordinator separately): it waits, and is answered
-    /// once the call connects, instead of being lost.
-    @Test func anOfferThatComesBeforeTheCallConnectsIsKept() async throws {
+    /// The media coordinator hears of the call's state and of the server's events in one order,
+    /// as the client's event path delivers them: a `callStarted` that shows bob in the call and,
+    /// at once, a member's offer (the server relays a signal only to a member who joined, so it
+    /// follows the event that connected him). The offer reaches a connection and is answered.
+    /// (When the state reached the media on a stream of its own, the offer found no connected call
+    /// and was lost, unless a buffer kept it.) The server is not told: bob's answer goes nowhere.
+    @Test func anOfferRightAfterTheEventThatConnectsIsAnswered() async throws {
         let server = try await TestServer.start()
         let alice = try await Self.member(server, "alice")
         let bob = try await Self.member(server, "bob")
         let call = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         try await bob.events.first(where: isReceived)
+        var started = try #require(bob.client.callStore.state.calls[call.callId]?.info)
+        let me = try #require(started.participants.firstIndex { $0.userId == "bob" })
+        started.participants[me].status = .accept
+        started.startTime = server.clock.now()
         // "aaron" sorts before bob, so he is the one who offers to bob.
         let offer = SessionDescription(kind: .offer, sdp: "offer aaron→bob #1 ice=aaron-1")
-        bob.client.media.handle(.mediaSignal(MediaSignalEvent(callId: call.callId, from: "aaron", kind: .offer, sdp: offer.sdp)))
-        try await bob.client.callStore.accept()
+        let deliver = bob.client.signaling.handlers.withLockedValue { $0.event }
+        deliver(.callStarted(CallStartedEvent(call: started)))
+        deliver(.mediaSignal(MediaSignalEvent(callId: call.callId, from: "aaron", kind: .offer, sdp: offer.sdp)))
         try await bob.media.calls.first { $0 == .remote("aaron", offer) }
         try await bob.media.calls.first { if case .local("aaron", let answer) = $0 { answer.kind == .answer } else { false } }
-        try await bob.media.calls.first { if case .connected("alice", _, _) = $0 { true } else { false } }
+        #expect(bob.media.calls.values.contains(.callConnected(call.callId, .audio)))
+        await server.stop()
+    }
+
+    /// A signal for a call this device is not connected in (it came too late: the call ended
+    /// here) opens nothing: the engine never hears of it.
+    @Test func aSignalForACallNotConnectedHereIsDropped() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        let call = try await Self.connect(alice, bob, "alice", "bob")
+        try await bob.client.callStore.hangup()
+        try await bob.media.calls.first { $0 == .callEnded(call) }
+        let deliver = bob.client.signaling.handlers.withLockedValue { $0.event }
+        let late = SessionDescription(kind: .offer, sdp: "offer aaron→bob #1 ice=aaron-1")
+        deliver(.mediaSignal(MediaSignalEvent(callId: call, from: "aaron", kind: .offer, sdp: late.sdp)))
+        // A later call connects: by then the late offer would have been handed over.
+        let (events, media) = (bob.events.values.count, bob.media.calls.values.count)
+        let next = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        try await bob.events.first(from: events, where: isReceived)
+        try await bob.client.callStore.accept()
+        try await bob.media.calls.first(from: media) { $0 == .callConnected(next.callId, .audio) }
+        try await bob.media.calls.first(from: media) { if case .connected("alice", _, _) = $0 { true } else { false } }
+        #expect(!bob.media.calls.values.contains { if case .opened("aaron", _) = $0 { true } else { false } })
+        #expect(!bob.media.calls.values.contains(.remote("aaron", late)))
         await server.stop()
     }
 

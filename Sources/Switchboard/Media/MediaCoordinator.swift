@@ -9,6 +9,28 @@ import SwitchboardProtocol
 final class MediaCoordinator: Sendable {
     /// The connected call as media sees it.
     struct Connection: Equatable, Sendable {
+        /// This device's connected call in `state` (nil: none).
+        init?(_ state: CallStore.State) {
+            guard state.selfInfo.status == .accept, let call = state.activeCall else { return nil }
+            let me = state.selfInfo.userId
+            let peers = state.allParticipants.filter { $0.userId != me && $0.status == .accept }.map(\.userId)
+            self.init(
+                callId: call.callId, roomId: call.roomId, mediaType: call.mediaType, me: me, peers: Set(peers),
+                media: call.media)
+        }
+
+        init(
+            callId: CallID, roomId: RoomID, mediaType: CallMediaType, me: UserID, peers: Set<UserID>,
+            media: CallMediaRoute?
+        ) {
+            self.callId = callId
+            self.roomId = roomId
+            self.mediaType = mediaType
+            self.me = me
+            self.peers = peers
+            self.media = media
+        }
+
         var callId: CallID
         var roomId: RoomID
         var mediaType: CallMediaType
@@ -63,9 +85,6 @@ final class MediaCoordinator: Sendable {
         var iceServers: IceServersResponse?
         /// Sends the status reports of the connected call.
         var reports: Task<Void, Never>?
-        /// Signals that came before this device's state showed their call connected (the event
-        /// and the state travel separately); replayed in order once it does.
-        var early: [MediaSignalEvent] = []
         /// Connections being closed, by member, oldest first: a new connection to the same member
         /// opens once the old one is closed (the engine knows connections by member, so a late
         /// close or a late step of the old negotiation would otherwise hit the new connection).
@@ -74,15 +93,10 @@ final class MediaCoordinator: Sendable {
         var sfu: SFURun?
         /// The last SFU session's task, closing its connections: the next session opens after it.
         var sfuClosing: Task<Void, Never>?
-        /// An `sfuSession` that came before this device's state showed its call connected, with
-        /// the signals of that session that followed it (at most ``earlySignalLimit``).
-        var earlySFU: (session: SFUSessionEvent, signals: [SFUSignalEvent])?
         /// The layers of the members' cameras the server was asked for in the connected call.
         var sentLayers: [UserID: VideoLayer] = [:]
     }
 
-    /// Most early signals kept (a peer's offer and its candidates, for every member of a big call).
-    static let earlySignalLimit = 256
     /// Most closing connections remembered; beyond that the oldest are forgotten (their close
     /// has long been done).
     static let closingLimit = 256
@@ -97,6 +111,8 @@ final class MediaCoordinator: Sendable {
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
     private let watchers = NIOLockedValueBox<[Task<Void, Never>]>([])
+    /// Stops this coordinator hearing of the call store's changes.
+    private let stopObserving = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
     /// Layer requests, posted one after another in the order they were made (the last choice wins).
     private let layerRequests: AsyncStream<SetVideoLayerRequest>.Continuation
 
@@ -123,19 +139,19 @@ final class MediaCoordinator: Sendable {
         }
         watchers.withLockedValue { $0 = [poster] }
         guard let engine else { return }
-        let connections = callStore.stateUpdates.removingDuplicates { state -> Connection? in
-            guard state.selfInfo.status == .accept, let call = state.activeCall else { return nil }
-            let me = state.selfInfo.userId
-            let peers = state.allParticipants.filter { $0.userId != me && $0.status == .accept }.map(\.userId)
-            return Connection(
-                callId: call.callId, roomId: call.roomId, mediaType: call.mediaType, me: me, peers: Set(peers),
-                media: call.media)
-        }
-        let calls = Task { [weak self] in
-            for await connection in connections {
-                self?.connect(connection)
+        // The connected call as the state shows it, in the one order in which the call store's
+        // observers hear of its changes and, after each event's changes, of the event itself
+        // (``CallStore/afterChanges(_:)``): a media signal never finds its call's state behind.
+        let last = NIOLockedValueBox<Connection??>(nil)
+        let stop = callStore.cell.observe { [weak self] state in
+            let connection = Connection(state)
+            let changed = last.withLockedValue { last in
+                defer { last = connection }
+                return last != connection
             }
+            if changed { self?.connect(connection) }
         }
+        stopObserving.withLockedValue { $0 = stop }
         let devices = Task { [weak self] in
             var last: DeviceStore.State?
             for await device in deviceStore.stateUpdates {
@@ -144,10 +160,11 @@ final class MediaCoordinator: Sendable {
                 last = device
             }
         }
-        watchers.withLockedValue { $0 += [calls, devices] }
+        watchers.withLockedValue { $0 += [devices] }
     }
 
     deinit {
+        stopObserving.withLockedValue { $0?() }
         layerRequests.finish()
         watchers.withLockedValue { $0.forEach { $0.cancel() } }
         state.withLockedValue { state in
@@ -188,40 +205,42 @@ final class MediaCoordinator: Sendable {
         update { $0.sessionActive = active }
     }
 
-    /// A server event: media signals go to their peer connection, and so does an agreed change of
-    /// media type. That one goes with the signals, in the order the server sent them, not with the
-    /// call's state (which this device's state updates deliver later): the offerer's offer that
-    /// carries the change comes right after it, and a polite side that learnt of the change only
-    /// after answering that offer would wait for another offer that never comes.
+    /// A server event, heard after the state changes it caused (``CallStore/afterChanges(_:)``):
+    /// media signals go to their peer connection, and so does an agreed change of media type,
+    /// with the signals, in the order the server sent them (the offerer's offer that carries the
+    /// change comes right after it, and a polite side must know of the change before it answers).
+    ///
+    /// The server relays a signal only to a member who joined, and answers a device's accept or
+    /// join before it sends that device anything of the call: so a signal for a call this device's
+    /// state does not show connected is one that came too late (the call ended here, or the
+    /// session is an old one), and is dropped.
     func handle(_ event: ServerEvent) {
         guard engine is any PeerMediaEngine else { return }
         switch event {
         case .sfuSession(let session):
             state.withLockedValue { state in
-                if let connected = state.connected, connected.callId == session.callId, connected.media == .sfu {
-                    startSFU(session, in: &state)
-                } else {
-                    state.earlySFU = (session, [])
+                guard let connected = state.connected, connected.callId == session.callId, connected.media == .sfu else {
+                    logger.debug("an SFU session for a call not connected here", metadata: ["callId": "\(session.callId)"])
+                    return
                 }
+                startSFU(session, in: &state)
             }
         case .sfuSignal(let signal):
             state.withLockedValue { state in
-                if let run = state.sfu, run.link.session == signal.session, state.connected?.callId == signal.callId {
-                    run.inputs.yieldSignal(.signal(signal))
-                } else if let early = state.earlySFU, early.session.callId == signal.callId,
-                    early.session.session == signal.session, early.signals.count < Self.earlySignalLimit
-                {
-                    state.earlySFU?.signals.append(signal)
+                guard let run = state.sfu, run.link.session == signal.session, state.connected?.callId == signal.callId
+                else {
+                    logger.debug("an SFU signal for no current session", metadata: ["callId": "\(signal.callId)"])
+                    return
                 }
+                run.inputs.yieldSignal(.signal(signal))
             }
         case .mediaSignal(let signal):
             state.withLockedValue { state in
-                if state.connected?.callId == signal.callId {
-                    peer(signal.from, callId: signal.callId, in: &state)?.yieldSignal(.signal(signal))
-                } else {
-                    state.early.append(signal)
-                    if state.early.count > Self.earlySignalLimit { state.early.removeFirst() }
+                guard state.connected?.callId == signal.callId else {
+                    logger.debug("a media signal for a call not connected here", metadata: ["callId": "\(signal.callId)"])
+                    return
                 }
+                peer(signal.from, callId: signal.callId, in: &state)?.yieldSignal(.signal(signal))
             }
         case .mediaTypeChangeResult(let change) where change.result == .agreed:
             state.withLockedValue { state in
@@ -254,8 +273,6 @@ final class MediaCoordinator: Sendable {
             closeSFU()
             update { state in
                 state.connected = nil
-                state.early.removeAll { $0.callId == previous.callId }
-                if state.earlySFU?.session.callId == previous.callId { state.earlySFU = nil }
                 state.sentLayers = [:]
                 state.reports?.cancel()
                 state.reports = nil
@@ -284,29 +301,17 @@ final class MediaCoordinator: Sendable {
             // Through the SFU (from the start, or since the call became a group call): no
             // connection per member; the server's `sfuSession` starts the media.
             closePeers(nil)
-            state.withLockedValue { state in
-                state.early.removeAll { $0.callId == connection.callId }
-                if let early = state.earlySFU, early.session.callId == connection.callId {
-                    state.earlySFU = nil
-                    startSFU(early.session, in: &state)
-                    for signal in early.signals { state.sfu?.inputs.yieldSignal(.signal(signal)) }
-                }
-            }
             sendLayers(deviceStore.state.remoteVideoLayers)
             return
         }
-        // Only members who left are closed: a connection a member's early signal opened stays.
+        // Only members who left are closed: a connection a member's signal opened before this
+        // device's state showed them in the call stays.
         if let previous, previous.callId == connection.callId {
             closePeers(previous.peers.subtracting(connection.peers))
         }
         state.withLockedValue { state in
             for peer in connection.peers.sorted(by: { $0.rawValue < $1.rawValue }) {
                 _ = self.peer(peer, callId: connection.callId, in: &state)
-            }
-            let early = state.early
-            state.early = []
-            for signal in early where signal.callId == connection.callId {
-                peer(signal.from, callId: signal.callId, in: &state)?.yieldSignal(.signal(signal))
             }
         }
     }

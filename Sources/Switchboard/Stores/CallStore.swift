@@ -497,6 +497,15 @@ public final class CallStore: Sendable {
         }
     }
 
+    /// Runs `work` once every observer of the state has heard of the changes made so far, in
+    /// the one order in which they hear of changes (on this thread, or on the one delivering them).
+    /// The media coordinator hears of each server event this way, after the state changes the
+    /// event caused.
+    func afterChanges(_ work: @escaping @Sendable () -> Void) {
+        cell.observers.outbox.enqueue(work)
+        cell.observers.outbox.drain()
+    }
+
     // MARK: - internals
 
     /// Changes the state and publishes the events the change produced, in one critical section
