@@ -5,81 +5,6 @@ import SwitchboardProtocol
 /// Calls: place, answer, reject, hang up, invite, join; the active call's state with a live
 /// duration; call events; call records. `CallStore.shared` is the store of ``SwitchboardClient/shared``.
 public final class CallStore: Sendable {
-    /// The store's one state value (STYLE habit 6).
-    public struct State: Equatable, Sendable {
-        /// The call on screen: the one you are in, else the newest one ringing; nil when idle.
-        public var activeCall: ActiveCall?
-        /// You, in the active call (`none` when idle).
-        public var selfInfo: CallParticipantInfo
-        /// Every member of the active call, you included, the caller first.
-        public var allParticipants: [CallParticipantInfo]
-        /// The member other than you who is speaking loudest in the active call (the pip layout
-        /// shows them); it stays on the last speaker through silence.
-        public var activeSpeakerId: UserID?
-        /// Calls ringing while you are in another one (call waiting), newest last.
-        public var waitingCalls: [CallInfo]
-        /// An open media-type change in the active call.
-        public var mediaTypeChange: MediaTypeChange?
-        /// Calls you are in on another of your devices.
-        public var callsOnOtherDevices: [CallInfo]
-
-        /// Every call this device takes part in, by id.
-        var calls: [CallID: Tracked] = [:]
-        /// The order calls arrived in, to pick the newest.
-        var arrival: [CallID] = []
-        /// Your own quality and volume, from your reports.
-        var ownStatus: OwnStatus?
-
-        struct OwnStatus: Equatable, Sendable {
-            var quality: NetworkQuality
-            var volume: VolumeLevel
-            var statistics: MemberStatistics
-        }
-
-        struct Tracked: Equatable, Sendable {
-            var info: CallInfo
-            var direction: CallDirection
-            var inviterId: UserID
-            var announcedStart = false
-            /// The other members' last raw statistics (`memberStats`).
-            var statistics: [UserID: MemberStatistics] = [:]
-            /// Members this device has no media path to (its connection to them gave up restarting
-            /// ICE): their network quality shows `down`, whatever their own reports say.
-            var unreachable: Set<UserID> = []
-
-            /// The quality to show for `userId`, given what they report.
-            func quality(of userId: UserID, reported: NetworkQuality?) -> NetworkQuality {
-                unreachable.contains(userId) ? .down : reported ?? .unknown
-            }
-        }
-
-        /// A state as the store would publish it, for previews of call views and for tests of view
-        /// logic; the store makes its own.
-        public init(
-            activeCall: ActiveCall?, selfInfo: CallParticipantInfo, allParticipants: [CallParticipantInfo],
-            activeSpeakerId: UserID? = nil, waitingCalls: [CallInfo] = [], mediaTypeChange: MediaTypeChange? = nil,
-            callsOnOtherDevices: [CallInfo] = []
-        ) {
-            self.activeCall = activeCall
-            self.selfInfo = selfInfo
-            self.allParticipants = allParticipants
-            self.activeSpeakerId = activeSpeakerId
-            self.waitingCalls = waitingCalls
-            self.mediaTypeChange = mediaTypeChange
-            self.callsOnOtherDevices = callsOnOtherDevices
-        }
-
-        init(userId: UserID) {
-            self.activeCall = nil
-            self.selfInfo = CallParticipantInfo(userId: userId)
-            self.allParticipants = []
-            self.activeSpeakerId = nil
-            self.waitingCalls = []
-            self.mediaTypeChange = nil
-            self.callsOnOtherDevices = []
-        }
-    }
-
     /// The store of the shared client.
     public static var shared: CallStore { SwitchboardClient.shared.callStore }
 
@@ -87,7 +12,7 @@ public final class CallStore: Sendable {
     /// Published under the cell's lock, through the cell's outbox: events and states reach every
     /// observer in the order they happened.
     private let eventHub: Observers<CallStoreEvent>
-    private let signaling: SignalingClient
+    let signaling: SignalingClient
     private let configuration: NIOLockedValueBox<SwitchboardConfiguration>
     /// The configured clock (the call timer's).
     private var clock: any SwitchboardClock { configuration.withLockedValue { $0.clock } }
@@ -313,47 +238,6 @@ public final class CallStore: Sendable {
         }
     }
 
-    // MARK: - blocking
-
-    /// Blocks callers: their calls never ring for you. Returns everyone you block now.
-    @discardableResult
-    public func blockUsers(_ userIds: [String]) async throws -> [UserID] {
-        try await signaling.send(BlockUsersRequest(userIds: userIds.map(UserID.init(rawValue:)))).userIds
-    }
-
-    /// Lets blocked callers call you again. Returns everyone you still block.
-    @discardableResult
-    public func unblockUsers(_ userIds: [String]) async throws -> [UserID] {
-        try await signaling.send(UnblockUsersRequest(userIds: userIds.map(UserID.init(rawValue:)))).userIds
-    }
-
-    /// Everyone you block.
-    public func blockedUsers() async throws -> [UserID] {
-        try await signaling.send(BlockedUsersRequest()).userIds
-    }
-
-    // MARK: - records
-
-    /// One page of your call records (count 1…100). Start with `syncTime` -1, continue with the
-    /// returned `syncTime` while `hasMore`.
-    public func queryRecords(syncTime: Int64 = -1, count: Int = 30, order: RecordOrder = .descending) async throws
-        -> QueryRecordsResponse
-    {
-        try await signaling.send(QueryRecordsRequest(syncTime: syncTime, count: count, order: order))
-    }
-
-    /// Deletes your records of these calls (others keep theirs); returns how many were deleted.
-    @discardableResult
-    public func deleteRecords(callIds: [CallID]) async throws -> Int {
-        try await signaling.send(DeleteRecordsRequest(callIds: callIds)).deleted
-    }
-
-    /// Deletes all your records; returns how many were deleted.
-    @discardableResult
-    public func deleteAllRecords() async throws -> Int {
-        try await signaling.send(DeleteAllRecordsRequest()).deleted
-    }
-
     // MARK: - events from the server
 
     func loggedIn(as user: UserID) {
@@ -369,131 +253,20 @@ public final class CallStore: Sendable {
         }
     }
 
+    /// A server event: the state changes as ``CallStore/State/reduce(_:selfId:)`` says, the
+    /// app hears its events, and an agreed switch of media type turns the camera on or off.
     func handle(_ event: ServerEvent) {
         let me = selfId.withLockedValue { $0 }
-        switch event {
-        case .callReceived(let e):
-            apply { state in
-                let isNew = state.calls[e.call.callId] == nil
-                state.track(State.Tracked(info: e.call, direction: .incoming, inviterId: e.inviterId))
-                return isNew
-                    ? [
-                        .onCallReceived(
-                            callId: e.call.callId, callerId: e.call.callerId, inviterId: e.inviterId,
-                            mediaType: e.call.mediaType, userData: e.call.userData)
-                    ] : []
-            }
-        case .callStarted(let e):
-            apply { state in
-                var events: [CallStoreEvent] = []
-                if state.calls[e.call.callId] == nil {
-                    state.track(State.Tracked(info: e.call, direction: Self.direction(e.call, me), inviterId: Self.inviter(e.call, me)))
-                } else {
-                    events = state.update(with: e.call, selfId: me)
-                }
-                if state.calls[e.call.callId]?.announcedStart == false, let start = e.call.startTime {
-                    state.calls[e.call.callId]?.announcedStart = true
-                    events.append(.onCallStarted(callId: e.call.callId, mediaType: e.call.mediaType, startTime: start))
-                }
-                return events
-            }
-        case .callUpdated(let e):
-            apply { state in
-                if state.calls[e.call.callId] == nil {
-                    state.track(State.Tracked(info: e.call, direction: Self.direction(e.call, me), inviterId: Self.inviter(e.call, me)))
-                    return []
-                }
-                return state.update(with: e.call, selfId: me)
-            }
-        case .callEnded(let e):
-            apply { state in
-                // Ends of calls this device never knew (replayed after a login) are not news.
-                guard state.forget(e.callId) else { return [] }
-                return [.onCallEnded(callId: e.callId, mediaType: e.mediaType, reason: e.reason, userId: e.userId)]
-            }
-        case .callsSynced(let e):
-            apply { state in
-                // After a login everything missed has been replayed: a call still shown but not
-                // listed ended longer ago than the server remembers.
-                let current = Set(e.callIds)
-                let stale = state.arrival.filter { !current.contains($0) }
-                let events = stale.compactMap { id -> CallStoreEvent? in
-                    guard let mediaType = state.calls[id]?.info.mediaType, state.forget(id) else { return nil }
-                    return .onCallEnded(callId: id, mediaType: mediaType, reason: .endByServer, userId: nil)
-                }
-                let elsewhere = Set(e.elsewhereCallIds)
-                state.callsOnOtherDevices.removeAll { !elsewhere.contains($0.callId) }
-                return events
-            }
-        case .callRecord(let e):
-            apply { _ in [.onCallRecord(e.record)] }
-        case .deviceChanged(let e):
-            apply { state in
-                let wasSharing = state.calls[e.callId]?.info.participant(e.userId)?.screenSharing ?? nil
-                state.updateParticipant(e.callId, e.userId) {
-                    $0.microphoneOn = e.microphoneOn
-                    $0.cameraOn = e.cameraOn
-                    $0.screenSharing = e.screenSharing ? true : nil
-                }
-                var events: [CallStoreEvent] = [
-                    .onRemoteDeviceChanged(
-                        callId: e.callId, userId: e.userId, microphoneOn: e.microphoneOn, cameraOn: e.cameraOn)
-                ]
-                if (wasSharing ?? false) != e.screenSharing {
-                    events.append(.onRemoteScreenShareChanged(callId: e.callId, userId: e.userId, sharing: e.screenSharing))
-                }
-                return events
-            }
-        case .memberStatus(let e):
-            apply { state in
-                state.updateParticipant(e.callId, e.userId) {
-                    $0.networkQuality = e.networkQuality == .unknown ? nil : e.networkQuality
-                    $0.volumeLevel = e.volumeLevel
-                }
-                let quality = state.calls[e.callId]?.quality(of: e.userId, reported: e.networkQuality) ?? e.networkQuality
-                return [
-                    .onMemberStatusChanged(callId: e.callId, userId: e.userId, networkQuality: quality, volumeLevel: e.volumeLevel)
-                ]
-            }
-        case .memberStats(let e):
-            apply { state in
-                // Only members in the call report; the table has one entry per member at most.
-                guard state.calls[e.callId]?.info.participant(e.userId) != nil else { return [] }
-                state.calls[e.callId]?.statistics[e.userId] = MemberStatistics(
-                    packetLoss: e.packetLoss, rtt: e.rtt, bitrate: e.bitrate, audioLevel: e.audioLevel)
-                return []
-            }
-        case .mediaTypeChangeRequested(let e):
-            apply { state in
-                state.mediaTypeChange = MediaTypeChange(
-                    callId: e.callId, transactionId: e.transactionId, mediaType: e.mediaType, requesterId: e.userId)
-                return [
-                    .onMediaTypeChangeRequested(
-                        callId: e.callId, transactionId: e.transactionId, mediaType: e.mediaType, userId: e.userId)
-                ]
-            }
-        case .mediaTypeChangeResult(let e):
-            apply { state in
-                if state.mediaTypeChange?.transactionId == e.transactionId { state.mediaTypeChange = nil }
-                return [
-                    .onMediaTypeChangeResult(
-                        callId: e.callId, transactionId: e.transactionId, mediaType: e.mediaType, userId: e.userId,
-                        result: e.result)
-                ]
-            }
-            // CallPlus: switching to audio turns the camera off, switching to video turns it on.
-            if e.result == .agreed {
-                if e.mediaType == .audio { devices.closeLocalCamera() } else { devices.openLocalCamera() }
-            }
-        case .callElsewhere(let e):
-            apply { state in
-                state.callsOnOtherDevices.removeAll { $0.callId == e.call.callId }
-                if e.active { state.callsOnOtherDevices.append(e.call) }
-                return [.onCallElsewhere(callId: e.call.callId, deviceId: e.deviceId, active: e.active)]
-            }
-        case .sessionEnded, .mediaSignal, .sfuSession, .sfuSignal:
-            // Media signals go to the media session (SwitchboardClient routes them).
-            break
+        var camera: Bool?
+        apply { state in
+            let reduction = state.reduce(event, selfId: me)
+            camera = reduction.camera
+            return reduction.events
+        }
+        switch camera {
+        case true?: devices.openLocalCamera()
+        case false?: devices.closeLocalCamera()
+        case nil: break
         }
     }
 
@@ -519,14 +292,6 @@ public final class CallStore: Sendable {
             events.forEach(hub.publish)
         }
         afterChange()
-    }
-
-    private static func direction(_ call: CallInfo, _ me: UserID) -> CallDirection {
-        call.callerId == me ? .outgoing : .incoming
-    }
-
-    private static func inviter(_ call: CallInfo, _ me: UserID) -> UserID {
-        call.participant(me)?.inviterId ?? call.callerId
     }
 
     private func ringingCallId(_ callId: CallID?) throws -> CallID {
@@ -602,130 +367,5 @@ public final class CallStore: Sendable {
                 guard (try? await clock.sleep(until: next)) != nil else { return }
             }
         }
-    }
-}
-
-extension CallStore.State {
-    /// An `onCallReceived` for each call ringing for you, oldest first.
-    var ringingCalls: [CallStoreEvent] {
-        arrival.compactMap { id -> CallStoreEvent? in
-            guard let call = calls[id], call.direction == .incoming,
-                call.info.participant(selfInfo.userId)?.status == .waiting
-            else { return nil }
-            return .onCallReceived(
-                callId: id, callerId: call.info.callerId, inviterId: call.inviterId, mediaType: call.info.mediaType,
-                userData: call.info.userData)
-        }
-    }
-
-    /// Stops tracking a call; false when it was not tracked.
-    mutating func forget(_ callId: CallID) -> Bool {
-        guard calls.removeValue(forKey: callId) != nil else { return false }
-        arrival.removeAll { $0 == callId }
-        if mediaTypeChange?.callId == callId { mediaTypeChange = nil }
-        return true
-    }
-
-    mutating func track(_ call: Tracked) {
-        if calls[call.info.callId] == nil { arrival.append(call.info.callId) }
-        var call = call
-        call.announcedStart = calls[call.info.callId]?.announcedStart ?? false
-        calls[call.info.callId] = call
-    }
-
-    /// Replaces a tracked call's snapshot, returning an event for each member whose status changed
-    /// and, for the other members in the call, each change of device or of status report.
-    mutating func update(with info: CallInfo, selfId: UserID) -> [CallStoreEvent] {
-        guard let old = calls[info.callId]?.info else { return [] }
-        calls[info.callId]?.info = info
-        var events: [CallStoreEvent] = []
-        for participant in info.participants {
-            let before = old.participant(participant.userId)
-            if before?.status != participant.status {
-                events.append(
-                    .onParticipantStatusChanged(
-                        callId: info.callId, userId: participant.userId, status: participant.status,
-                        reason: participant.endReason))
-            }
-            // What the snapshot says of the others that their events would have said: a device
-            // that was away (a reconnect, a server restart) learns what it missed.
-            guard let before, participant.userId != selfId, participant.status == .accept else { continue }
-            if before.microphoneOn != participant.microphoneOn || before.cameraOn != participant.cameraOn {
-                events.append(
-                    .onRemoteDeviceChanged(
-                        callId: info.callId, userId: participant.userId, microphoneOn: participant.microphoneOn,
-                        cameraOn: participant.cameraOn))
-            }
-            if (before.screenSharing ?? false) != (participant.screenSharing ?? false) {
-                events.append(
-                    .onRemoteScreenShareChanged(
-                        callId: info.callId, userId: participant.userId, sharing: participant.screenSharing ?? false))
-            }
-            if before.networkQuality != participant.networkQuality || before.volumeLevel != participant.volumeLevel {
-                let quality = calls[info.callId]?.quality(of: participant.userId, reported: participant.networkQuality)
-                events.append(
-                    .onMemberStatusChanged(
-                        callId: info.callId, userId: participant.userId,
-                        networkQuality: quality ?? .unknown, volumeLevel: participant.volumeLevel ?? .mute))
-            }
-        }
-        return events
-    }
-
-    /// Changes one participant of a tracked call's snapshot.
-    mutating func updateParticipant(_ callId: CallID, _ userId: UserID, _ change: (inout CallParticipant) -> Void) {
-        guard let index = calls[callId]?.info.participants.firstIndex(where: { $0.userId == userId }) else { return }
-        change(&calls[callId]!.info.participants[index])
-    }
-
-    /// Recomputes the public fields from the tracked calls.
-    mutating func refresh(selfId: UserID) {
-        func isIn(_ call: Tracked) -> Bool {
-            guard let me = call.info.participant(selfId) else { return false }
-            return me.status == .accept || (call.direction == .outgoing && me.status == .waiting)
-        }
-        let ordered = arrival.compactMap { calls[$0] }
-        let current = ordered.last(where: isIn) ?? ordered.last
-        guard let current else {
-            activeCall = nil
-            selfInfo = CallParticipantInfo(userId: selfId)
-            allParticipants = []
-            activeSpeakerId = nil
-            waitingCalls = []
-            mediaTypeChange = nil
-            ownStatus = nil
-            return
-        }
-        let duration = activeCall?.callId == current.info.callId ? activeCall?.duration ?? 0 : 0
-        activeCall = ActiveCall(
-            info: current.info, direction: current.direction, inviterId: current.inviterId,
-            duration: current.info.startTime == nil ? 0 : duration)
-        allParticipants = current.info.participants.map { participant in
-            var info = CallParticipantInfo(participant)
-            info.statistics = current.statistics[participant.userId]
-            if current.unreachable.contains(participant.userId) { info.networkQuality = .down }
-            return info
-        }
-        if let ownStatus, let index = allParticipants.firstIndex(where: { $0.userId == selfId }) {
-            allParticipants[index].networkQuality = ownStatus.quality
-            allParticipants[index].volumeLevel = ownStatus.volume
-            allParticipants[index].statistics = ownStatus.statistics
-        }
-        selfInfo = allParticipants.first { $0.userId == selfId } ?? CallParticipantInfo(userId: selfId)
-        waitingCalls = ordered.filter { $0.info.callId != current.info.callId }.map(\.info)
-        activeSpeakerId = Self.speaker(allParticipants, previous: activeSpeakerId, selfId: selfId)
-    }
-
-    /// The loudest other member in the call; through silence (or a tie) the previous speaker stays.
-    static func speaker(_ participants: [CallParticipantInfo], previous: UserID?, selfId: UserID) -> UserID? {
-        let others = participants.filter { $0.userId != selfId && $0.status == .accept }
-        guard !others.isEmpty else { return nil }
-        let loudest = others.max { $0.volumeLevel < $1.volumeLevel }!
-        if let previous, let current = others.first(where: { $0.userId == previous }),
-            current.volumeLevel >= loudest.volumeLevel || loudest.volumeLevel == .mute
-        {
-            return previous
-        }
-        return loudest.volumeLevel == .mute ? others.first?.userId : loudest.userId
     }
 }

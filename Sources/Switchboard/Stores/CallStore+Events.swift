@@ -1,0 +1,122 @@
+import SwitchboardProtocol
+
+extension CallStore {
+    /// What a server event does beside changing the state: the events the app hears, in order,
+    /// and the camera to turn on or off (an agreed switch of media type: CallPlus turns the camera
+    /// off with audio and on with video).
+    struct Reduction: Equatable, Sendable {
+        var events: [CallStoreEvent] = []
+        var camera: Bool?
+    }
+}
+
+extension CallStore.State {
+    /// The call rules of this device's store: how a server event changes the calls it tracks.
+    /// Pure (the store publishes the state and the events and turns the camera); the public fields
+    /// are recomputed after it (``refresh(selfId:)``).
+    mutating func reduce(_ event: ServerEvent, selfId me: UserID) -> CallStore.Reduction {
+        switch event {
+        case .callReceived(let e):
+            let isNew = calls[e.call.callId] == nil
+            track(Tracked(info: e.call, direction: .incoming, inviterId: e.inviterId))
+            guard isNew else { return CallStore.Reduction() }
+            return CallStore.Reduction(events: [
+                .onCallReceived(
+                    callId: e.call.callId, callerId: e.call.callerId, inviterId: e.inviterId,
+                    mediaType: e.call.mediaType, userData: e.call.userData)
+            ])
+        case .callStarted(let e):
+            var events = followed(e.call, selfId: me)
+            if calls[e.call.callId]?.announcedStart == false, let start = e.call.startTime {
+                calls[e.call.callId]?.announcedStart = true
+                events.append(.onCallStarted(callId: e.call.callId, mediaType: e.call.mediaType, startTime: start))
+            }
+            return CallStore.Reduction(events: events)
+        case .callUpdated(let e):
+            return CallStore.Reduction(events: followed(e.call, selfId: me))
+        case .callEnded(let e):
+            // Ends of calls this device never knew (replayed after a login) are not news.
+            guard forget(e.callId) else { return CallStore.Reduction() }
+            return CallStore.Reduction(events: [
+                .onCallEnded(callId: e.callId, mediaType: e.mediaType, reason: e.reason, userId: e.userId)
+            ])
+        case .callsSynced(let e):
+            // After a login everything missed has been replayed: a call still shown but not
+            // listed ended longer ago than the server remembers.
+            let current = Set(e.callIds)
+            let stale = arrival.filter { !current.contains($0) }
+            let events = stale.compactMap { id -> CallStoreEvent? in
+                guard let mediaType = calls[id]?.info.mediaType, forget(id) else { return nil }
+                return .onCallEnded(callId: id, mediaType: mediaType, reason: .endByServer, userId: nil)
+            }
+            let elsewhere = Set(e.elsewhereCallIds)
+            callsOnOtherDevices.removeAll { !elsewhere.contains($0.callId) }
+            return CallStore.Reduction(events: events)
+        case .callRecord(let e):
+            return CallStore.Reduction(events: [.onCallRecord(e.record)])
+        case .deviceChanged(let e):
+            let wasSharing = calls[e.callId]?.info.participant(e.userId)?.screenSharing ?? false
+            updateParticipant(e.callId, e.userId) {
+                $0.microphoneOn = e.microphoneOn
+                $0.cameraOn = e.cameraOn
+                $0.screenSharing = e.screenSharing ? true : nil
+            }
+            var events: [CallStoreEvent] = [
+                .onRemoteDeviceChanged(callId: e.callId, userId: e.userId, microphoneOn: e.microphoneOn, cameraOn: e.cameraOn)
+            ]
+            if wasSharing != e.screenSharing {
+                events.append(.onRemoteScreenShareChanged(callId: e.callId, userId: e.userId, sharing: e.screenSharing))
+            }
+            return CallStore.Reduction(events: events)
+        case .memberStatus(let e):
+            updateParticipant(e.callId, e.userId) {
+                $0.networkQuality = e.networkQuality == .unknown ? nil : e.networkQuality
+                $0.volumeLevel = e.volumeLevel
+            }
+            let quality = calls[e.callId]?.quality(of: e.userId, reported: e.networkQuality) ?? e.networkQuality
+            return CallStore.Reduction(events: [
+                .onMemberStatusChanged(callId: e.callId, userId: e.userId, networkQuality: quality, volumeLevel: e.volumeLevel)
+            ])
+        case .memberStats(let e):
+            // Only members in the call report; the table has one entry per member at most.
+            guard calls[e.callId]?.info.participant(e.userId) != nil else { return CallStore.Reduction() }
+            calls[e.callId]?.statistics[e.userId] = MemberStatistics(
+                packetLoss: e.packetLoss, rtt: e.rtt, bitrate: e.bitrate, audioLevel: e.audioLevel)
+            return CallStore.Reduction()
+        case .mediaTypeChangeRequested(let e):
+            mediaTypeChange = MediaTypeChange(
+                callId: e.callId, transactionId: e.transactionId, mediaType: e.mediaType, requesterId: e.userId)
+            return CallStore.Reduction(events: [
+                .onMediaTypeChangeRequested(
+                    callId: e.callId, transactionId: e.transactionId, mediaType: e.mediaType, userId: e.userId)
+            ])
+        case .mediaTypeChangeResult(let e):
+            if mediaTypeChange?.transactionId == e.transactionId { mediaTypeChange = nil }
+            return CallStore.Reduction(
+                events: [
+                    .onMediaTypeChangeResult(
+                        callId: e.callId, transactionId: e.transactionId, mediaType: e.mediaType, userId: e.userId,
+                        result: e.result)
+                ],
+                camera: e.result == .agreed ? e.mediaType == .video : nil)
+        case .callElsewhere(let e):
+            callsOnOtherDevices.removeAll { $0.callId == e.call.callId }
+            if e.active { callsOnOtherDevices.append(e.call) }
+            return CallStore.Reduction(events: [.onCallElsewhere(callId: e.call.callId, deviceId: e.deviceId, active: e.active)])
+        case .sessionEnded, .mediaSignal, .sfuSession, .sfuSignal:
+            // Media signals go to the media coordinator (SwitchboardClient routes them).
+            return CallStore.Reduction()
+        }
+    }
+
+    /// A snapshot of a call: tracked if new (a call this device learns of from its start or an
+    /// update, such as a call it placed from another device), else the events of what changed.
+    private mutating func followed(_ call: CallInfo, selfId me: UserID) -> [CallStoreEvent] {
+        guard calls[call.callId] != nil else {
+            let direction: CallDirection = call.callerId == me ? .outgoing : .incoming
+            track(Tracked(info: call, direction: direction, inviterId: call.participant(me)?.inviterId ?? call.callerId))
+            return []
+        }
+        return update(with: call, selfId: me)
+    }
+}
