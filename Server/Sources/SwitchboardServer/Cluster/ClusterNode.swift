@@ -74,25 +74,14 @@ final class ClusterNode: CallRouter, Service {
     private let logger: Logger
     private let startedAt: Int64
 
-    private struct Pending {
-        /// What is sent again to a new leader; nil for a request, which is refused then.
-        var follows: Follows?
+    /// Who waits for the leader's answer to a message: the session's reply, if any, and the task.
+    private struct Waiter: Sendable {
         var reply: (@Sendable (CallReply) -> Void)?
         var continuation: CheckedContinuation<CallReply?, Never>
-        var leader: String
-        var sentAt: Int64
-    }
 
-    /// What the leader must know before this node answers: it follows a change of leader.
-    private enum Follows {
-        case deviceOnline(UserKey, DeviceID)
-        case blocks(UserKey)
-
-        func message(token: UInt64, node: String) -> BusMessage {
-            switch self {
-            case .deviceOnline(let user, let device): .deviceOnline(token: token, user: user, device: device, node: node)
-            case .blocks(let user): .blocks(token: token, user: user, node: node)
-            }
+        func resume(_ answer: CallReply) {
+            reply?(answer)
+            continuation.resume(returning: answer)
         }
     }
 
@@ -101,8 +90,8 @@ final class ClusterNode: CallRouter, Service {
         var leadership: Leadership
         /// This node's lock connection while it leads (or tries to).
         var lockConnection: PostgresConnection?
-        var pending: [UInt64: Pending] = [:]
-        var nextToken: UInt64 = 0
+        /// The messages sent to the leader that wait for its answer.
+        var pending = LeaderRequests<Waiter>()
         /// The live nodes, from the last heartbeat.
         var nodes: [String] = []
         /// Whether the heartbeats reach the database.
@@ -213,7 +202,7 @@ final class ClusterNode: CallRouter, Service {
             "this node lost its database; closing its connections",
             metadata: ["since": "\(now - last) ms", "connections": "\(sinks.count)"])
         for sink in sinks { sink.close(SwitchboardError(.shuttingDown, "this node lost its database: reconnect, your calls go on")) }
-        failPending(with: Self.cutOffRefusal) { _ in true }
+        failAllPending(with: Self.cutOffRefusal)
     }
 
     /// One heartbeat: note that this node is alive, look for messages it was not woken for, and
@@ -420,16 +409,10 @@ final class ClusterNode: CallRouter, Service {
     /// (the old leader may have carried them out; the client decides whether to ask again); logins
     /// and blocks go to the new leader (telling it twice does no harm).
     private func pendingFollow(leader: String) async {
-        let moved = state.withLockedValue { state -> [(UInt64, Follows)] in
-            var moved: [(UInt64, Follows)] = []
-            for (token, pending) in state.pending where pending.leader != leader {
-                guard let follows = pending.follows else { continue }
-                state.pending[token]?.leader = leader
-                state.pending[token]?.sentAt = clock.now()
-                moved.append((token, follows))
-            }
-            return moved
-        }
+        let now = clock.now()
+        let (moved, refused) = state.withLockedValue { $0.pending.leaderChanged(to: leader, now: now) }
+        let refusal = SwitchboardError(.storageUnavailable, "the cluster's leader changed; try again")
+        for waiter in refused { waiter.resume(.failure(refusal)) }
         for (token, follows) in moved {
             logger.debug("sent again to the new leader", metadata: ["what": "\(follows)", "leader": "\(leader)"])
             if leader == id {
@@ -442,7 +425,6 @@ final class ClusterNode: CallRouter, Service {
                 bus.send(follows.message(token: token, node: id), to: leader)
             }
         }
-        failPending { $0.leader != leader }
     }
 
     // MARK: - the router
@@ -477,23 +459,20 @@ final class ClusterNode: CallRouter, Service {
     /// Sends a message the leader answers with ``BusMessage/reply(token:reply:)`` and waits for it.
     @discardableResult
     private func remote(
-        follows: Follows? = nil, reply: (@Sendable (CallReply) -> Void)? = nil, to leader: String,
+        follows: LeaderFollows? = nil, reply: (@Sendable (CallReply) -> Void)? = nil, to leader: String,
         _ message: @escaping (UInt64) -> BusMessage
     ) async -> CallReply? {
         await withCheckedContinuation { continuation in
-            let token = state.withLockedValue { state -> UInt64 in
-                state.nextToken += 1
-                state.pending[state.nextToken] = Pending(
-                    follows: follows, reply: reply, continuation: continuation, leader: leader, sentAt: clock.now())
-                return state.nextToken
-            }
+            let waiter = Waiter(reply: reply, continuation: continuation)
+            let now = clock.now()
+            let token = state.withLockedValue { $0.pending.add(waiter, follows: follows, to: leader, now: now) }
             bus.send(message(token), to: leader)
         }
     }
 
     /// Tells the leader what it must know before this node answers, and waits for its `ok`; the
     /// message goes to the next leader if the leader changes meanwhile.
-    private func tell(_ leader: String, _ follows: Follows) async -> CallReply? {
+    private func tell(_ leader: String, _ follows: LeaderFollows) async -> CallReply? {
         await remote(follows: follows, to: leader) { token in follows.message(token: token, node: self.id) }
     }
 
@@ -676,27 +655,18 @@ final class ClusterNode: CallRouter, Service {
     }
 
     private func answered(_ token: UInt64, _ reply: CallReply) {
-        guard let pending = state.withLockedValue({ $0.pending.removeValue(forKey: token) }) else { return }
-        pending.reply?(reply)
-        pending.continuation.resume(returning: reply)
+        state.withLockedValue { $0.pending.answer(token) }?.resume(reply)
     }
 
-    private func failPending(
-        with refusal: SwitchboardError = SwitchboardError(.storageUnavailable, "the cluster's leader changed; try again"),
-        where condition: (Pending) -> Bool
-    ) {
-        let failed = state.withLockedValue { state -> [Pending] in
-            let tokens = state.pending.filter { condition($0.value) }.map(\.key)
-            return tokens.compactMap { state.pending.removeValue(forKey: $0) }
-        }
-        for pending in failed {
-            pending.reply?(.failure(refusal))
-            pending.continuation.resume(returning: .failure(refusal))
-        }
+    /// Refuses every message waiting for the leader (this node lost its database).
+    private func failAllPending(with refusal: SwitchboardError) {
+        for waiter in state.withLockedValue({ $0.pending.removeAll { _ in true } }) { waiter.resume(.failure(refusal)) }
     }
 
     private func failStalePending(now: Int64) {
         let timeout = configuration.commandTimeout.milliseconds
-        failPending { now - $0.sentAt > timeout }
+        let stale = state.withLockedValue { $0.pending.removeStale(now: now, timeout: timeout) }
+        let refusal = SwitchboardError(.storageUnavailable, "the cluster's leader changed; try again")
+        for waiter in stale { waiter.resume(.failure(refusal)) }
     }
 }
