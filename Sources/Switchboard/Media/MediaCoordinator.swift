@@ -9,28 +9,6 @@ import SwitchboardProtocol
 final class MediaCoordinator: Sendable {
     /// The connected call as media sees it.
     struct Connection: Equatable, Sendable {
-        /// This device's connected call in `state` (nil: none).
-        init?(_ state: CallStore.State) {
-            guard state.selfInfo.status == .accept, let call = state.activeCall else { return nil }
-            let me = state.selfInfo.userId
-            let peers = state.allParticipants.filter { $0.userId != me && $0.status == .accept }.map(\.userId)
-            self.init(
-                callId: call.callId, roomId: call.roomId, mediaType: call.mediaType, me: me, peers: Set(peers),
-                media: call.media)
-        }
-
-        init(
-            callId: CallID, roomId: RoomID, mediaType: CallMediaType, me: UserID, peers: Set<UserID>,
-            media: CallMediaRoute?
-        ) {
-            self.callId = callId
-            self.roomId = roomId
-            self.mediaType = mediaType
-            self.me = me
-            self.peers = peers
-            self.media = media
-        }
-
         var callId: CallID
         var roomId: RoomID
         var mediaType: CallMediaType
@@ -39,6 +17,16 @@ final class MediaCoordinator: Sendable {
         var peers: Set<UserID>
         /// `sfu`: the media goes through the server's SFU (no connection per member).
         var media: CallMediaRoute?
+
+        /// This device's connected call in `state` (nil: none).
+        static func of(_ state: CallStore.State) -> Connection? {
+            guard state.selfInfo.status == .accept, let call = state.activeCall else { return nil }
+            let me = state.selfInfo.userId
+            let peers = state.allParticipants.filter { $0.userId != me && $0.status == .accept }.map(\.userId)
+            return Connection(
+                callId: call.callId, roomId: call.roomId, mediaType: call.mediaType, me: me, peers: Set(peers),
+                media: call.media)
+        }
     }
 
     /// What an SFU session's task works through, in order.
@@ -144,7 +132,7 @@ final class MediaCoordinator: Sendable {
         // (``CallStore/afterChanges(_:)``): a media signal never finds its call's state behind.
         let last = NIOLockedValueBox<Connection??>(nil)
         let stop = callStore.cell.observe { [weak self] state in
-            let connection = Connection(state)
+            let connection = Connection.of(state)
             let changed = last.withLockedValue { last in
                 defer { last = connection }
                 return last != connection
