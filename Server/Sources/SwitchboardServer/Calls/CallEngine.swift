@@ -74,7 +74,8 @@ actor CallEngine {
             reply?(refusal)
             return refusal
         }
-        return perform(machine.handle(resolved.event, facts: resolved.facts, now: clock.now()), reply: reply, tokens: resolved.tokens)
+        let output = machine.handle(resolved.event, facts: resolved.facts, now: clock.now())
+        return perform(output, reply: reply, tokens: resolved.tokens)
     }
 
     /// An event with what the engine looked up for it.
@@ -85,9 +86,10 @@ actor CallEngine {
         var tokens: [UserID: [PushToken]] = [:]
     }
 
-    /// Looks up what only the engine can know at the moment of the decision: which invitees block
-    /// the inviter, which have a connected device (read last, after any wait), which of the others
-    /// can be rung through a push token, and whether a user joining a call is in its chat group.
+    /// Looks up what only the engine can know at the moment of the decision (``CallFacts``): which
+    /// invitees block the inviter, which have a connected device (read last, after any wait), which
+    /// of the others can be rung through a push token, and whether a user joining a call is in its
+    /// chat group; and refuses what the limits kept here refuse.
     private func resolve(_ event: CallEvent) async -> Result<Resolved, SwitchboardError> {
         // Per-user limits are kept here, where every call request of the cluster passes.
         let now = clock.now()
@@ -191,7 +193,6 @@ actor CallEngine {
             }.keys)
     }
 
-    /// Which of `invitees` block `caller`: the database is asked about those in ``blockers`` only.
     /// Who among `invitees` blocks the inviter, is online, can be rung by push (with the tokens
     /// read to decide it); presence is read last, after the waits.
     private func inviteeFacts(
@@ -206,6 +207,7 @@ actor CallEngine {
         return (facts, tokens)
     }
 
+    /// Which of `invitees` block `caller`: the database is asked about those in ``blockers`` only.
     private func usersBlocking(_ caller: UserID, among invitees: Set<UserID>, app: SdkAppID) async throws -> Set<UserID> {
         let candidates = blockers.blockers(among: invitees, app: app)
         guard !candidates.isEmpty else { return [] }
