@@ -3,7 +3,7 @@ import Testing
 
 @testable import Switchboard
 
-/// The call store's rules as a table (``CallStore/State/reduce(_:selfId:)``): bob's device hears
+/// The call store's rules as a table (``CallStore/State/reduce(_:)``): bob's device hears
 /// server events; each row sets up with some, applies one more, and compares the events the app
 /// hears, the camera switch, and the state that results, written on one line:
 ///
@@ -141,11 +141,11 @@ struct CallStoreReducerTests {
     @Test(arguments: rows) func theStoreFollowsTheServer(_ row: Row) {
         var state = CallStore.State(userId: Self.me)
         for event in row.setup {
-            _ = state.reduce(event, selfId: Self.me)
-            state.refresh(selfId: Self.me)
+            _ = state.reduce(event)
+            state.refresh()
         }
-        let reduction = state.reduce(row.event, selfId: Self.me)
-        state.refresh(selfId: Self.me)
+        let reduction = state.reduce(row.event)
+        state.refresh()
         #expect(reduction.events.map(Self.describe) == row.events)
         #expect(reduction.camera == row.camera)
         #expect(Self.describe(state) == row.state)

@@ -13,8 +13,8 @@ extension CallStore {
 extension CallStore.State {
     /// The call rules of this device's store: how a server event changes the calls it tracks.
     /// Pure (the store publishes the state and the events and turns the camera); the public fields
-    /// are recomputed after it (``refresh(selfId:)``).
-    mutating func reduce(_ event: ServerEvent, selfId me: UserID) -> CallStore.Reduction {
+    /// are recomputed after it (``refresh()``).
+    mutating func reduce(_ event: ServerEvent) -> CallStore.Reduction {
         switch event {
         case .callReceived(let e):
             let isNew = calls[e.call.callId] == nil
@@ -26,14 +26,14 @@ extension CallStore.State {
                     mediaType: e.call.mediaType, userData: e.call.userData)
             ])
         case .callStarted(let e):
-            var events = followed(e.call, selfId: me)
+            var events = followed(e.call)
             if calls[e.call.callId]?.announcedStart == false, let start = e.call.startTime {
                 calls[e.call.callId]?.announcedStart = true
                 events.append(.onCallStarted(callId: e.call.callId, mediaType: e.call.mediaType, startTime: start))
             }
             return CallStore.Reduction(events: events)
         case .callUpdated(let e):
-            return CallStore.Reduction(events: followed(e.call, selfId: me))
+            return CallStore.Reduction(events: followed(e.call))
         case .callEnded(let e):
             // Ends of calls this device never knew (replayed after a login) are not news.
             guard forget(e.callId) else { return CallStore.Reduction() }
@@ -111,12 +111,13 @@ extension CallStore.State {
 
     /// A snapshot of a call: tracked if new (a call this device learns of from its start or an
     /// update, such as a call it placed from another device), else the events of what changed.
-    private mutating func followed(_ call: CallInfo, selfId me: UserID) -> [CallStoreEvent] {
+    private mutating func followed(_ call: CallInfo) -> [CallStoreEvent] {
+        let me = userId
         guard calls[call.callId] != nil else {
             let direction: CallDirection = call.callerId == me ? .outgoing : .incoming
             track(Tracked(info: call, direction: direction, inviterId: call.participant(me)?.inviterId ?? call.callerId))
             return []
         }
-        return update(with: call, selfId: me)
+        return update(with: call)
     }
 }

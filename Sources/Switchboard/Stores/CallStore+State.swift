@@ -20,6 +20,9 @@ extension CallStore {
         public var callsOnOtherDevices: [CallInfo]
 
         /// Every call this device takes part in, by id.
+        /// Whose state this is: the user logged in (the store's rules read it; `selfInfo` is
+        /// recomputed from it).
+        var userId: UserID
         var calls: [CallID: Tracked] = [:]
         /// The order calls arrived in, to pick the newest.
         var arrival: [CallID] = []
@@ -63,9 +66,11 @@ extension CallStore {
             self.waitingCalls = waitingCalls
             self.mediaTypeChange = mediaTypeChange
             self.callsOnOtherDevices = callsOnOtherDevices
+            self.userId = selfInfo.userId
         }
 
         init(userId: UserID) {
+            self.userId = userId
             self.activeCall = nil
             self.selfInfo = CallParticipantInfo(userId: userId)
             self.allParticipants = []
@@ -107,7 +112,8 @@ extension CallStore.State {
 
     /// Replaces a tracked call's snapshot, returning an event for each member whose status changed
     /// and, for the other members in the call, each change of device or of status report.
-    mutating func update(with info: CallInfo, selfId: UserID) -> [CallStoreEvent] {
+    mutating func update(with info: CallInfo) -> [CallStoreEvent] {
+        let selfId = userId
         guard let old = calls[info.callId]?.info else { return [] }
         calls[info.callId]?.info = info
         var events: [CallStoreEvent] = []
@@ -151,7 +157,8 @@ extension CallStore.State {
     }
 
     /// Recomputes the public fields from the tracked calls.
-    mutating func refresh(selfId: UserID) {
+    mutating func refresh() {
+        let selfId = userId
         func isIn(_ call: Tracked) -> Bool {
             guard let me = call.info.participant(selfId) else { return false }
             return me.status == .accept || (call.direction == .outgoing && me.status == .waiting)

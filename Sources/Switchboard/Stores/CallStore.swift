@@ -16,7 +16,6 @@ public final class CallStore: Sendable {
     private let configuration: NIOLockedValueBox<SwitchboardConfiguration>
     /// The configured clock (the call timer's).
     private var clock: any SwitchboardClock { configuration.withLockedValue { $0.clock } }
-    private let selfId = NIOLockedValueBox<UserID>("")
     private let ticker = NIOLockedValueBox<(task: Task<Void, Never>?, startTime: Int64?)>((nil, nil))
     private let deviceReports = NIOLockedValueBox<Task<Void, Never>?>(nil)
     private let devices: DeviceStore
@@ -83,8 +82,7 @@ public final class CallStore: Sendable {
     public func accept(callId: CallID? = nil) async throws {
         let id = try ringingCallId(callId)
         _ = try await signaling.send(AcceptCallRequest(callId: id)) { [self] response in
-            let me = selfId.withLockedValue { $0 }
-            apply { $0.update(with: response.call, selfId: me) }
+            apply { $0.update(with: response.call) }
         }
         reportDevices(for: id)
     }
@@ -92,16 +90,15 @@ public final class CallStore: Sendable {
     /// Joins a group call you were invited to or whose chat group you are in.
     public func join(callId: CallID) async throws {
         _ = try await signaling.send(JoinCallRequest(callId: callId)) { [self] response in
-            let me = selfId.withLockedValue { $0 }
             apply { state in
                 if state.calls[callId] == nil {
                     state.track(
                         State.Tracked(
                             info: response.call, direction: .incoming,
-                            inviterId: response.call.participant(me)?.inviterId ?? response.call.callerId))
+                            inviterId: response.call.participant(state.userId)?.inviterId ?? response.call.callerId))
                     return []
                 }
-                return state.update(with: response.call, selfId: me)
+                return state.update(with: response.call)
             }
         }
         reportDevices(for: callId)
@@ -114,8 +111,7 @@ public final class CallStore: Sendable {
         let response = try await signaling.send(
             InviteToCallRequest(callId: id, participantIds: participantIds.map(UserID.init(rawValue:)))
         ) { [self] response in
-            let me = selfId.withLockedValue { $0 }
-            apply { $0.update(with: response.call, selfId: me) }
+            apply { $0.update(with: response.call) }
         }
         return response.busyUserIds
     }
@@ -137,11 +133,10 @@ public final class CallStore: Sendable {
     @discardableResult
     public func requestMediaTypeChange(to mediaType: CallMediaType, callId: CallID? = nil) async throws -> TransactionID {
         let id = try currentCallId(callId)
-        let me = selfId.withLockedValue { $0 }
         let response = try await signaling.send(ChangeMediaTypeRequest(callId: id, mediaType: mediaType)) { [self] response in
             apply { state in
                 state.mediaTypeChange = MediaTypeChange(
-                    callId: id, transactionId: response.transactionId, mediaType: mediaType, requesterId: me)
+                    callId: id, transactionId: response.transactionId, mediaType: mediaType, requesterId: state.userId)
                 return []
             }
         }
@@ -208,13 +203,12 @@ public final class CallStore: Sendable {
     /// shows as a ringing call right away, before the login that follows the push completes; the
     /// server then confirms it, or says how it ended meanwhile. An end push ends it.
     public func receivedPush(_ push: VoIPPush) {
-        let me = selfId.withLockedValue { $0 }
         switch push {
         case .incomingCall(let invitation):
             apply { state in
                 guard state.calls[invitation.callId] == nil else { return [] }
                 let inviter = invitation.inviterId ?? invitation.callerId
-                let callee = invitation.userId ?? me
+                let callee = invitation.userId ?? state.userId
                 let info = CallInfo(
                     callId: invitation.callId, roomId: RoomID(rawValue: invitation.callId.rawValue),
                     callType: invitation.callType, mediaType: invitation.mediaType, callerId: invitation.callerId,
@@ -241,25 +235,26 @@ public final class CallStore: Sendable {
     // MARK: - events from the server
 
     func loggedIn(as user: UserID) {
-        selfId.withLockedValue { $0 = user }
-        apply { _ in [] }
+        apply { state in
+            state.userId = user
+            return []
+        }
     }
 
     /// Forgets every call (after a logout).
     func reset() {
         apply { state in
-            state = State(userId: state.selfInfo.userId)
+            state = State(userId: state.userId)
             return []
         }
     }
 
-    /// A server event: the state changes as ``CallStore/State/reduce(_:selfId:)`` says, the
-    /// app hears its events, and an agreed switch of media type turns the camera on or off.
+    /// A server event: the state changes as ``CallStore/State/reduce(_:)`` says, the app hears
+    /// its events, and an agreed switch of media type turns the camera on or off.
     func handle(_ event: ServerEvent) {
-        let me = selfId.withLockedValue { $0 }
         var camera: Bool?
         apply { state in
-            let reduction = state.reduce(event, selfId: me)
+            let reduction = state.reduce(event)
             camera = reduction.camera
             return reduction.events
         }
@@ -284,11 +279,10 @@ public final class CallStore: Sendable {
     /// Changes the state and publishes the events the change produced, in one critical section
     /// (so a late subscriber's replay and the events never overlap), then keeps the ticker right.
     private func apply(_ change: (inout State) -> [CallStoreEvent]) {
-        let me = selfId.withLockedValue { $0 }
         let hub = eventHub
         cell.update { state in
             let events = change(&state)
-            state.refresh(selfId: me)
+            state.refresh()
             events.forEach(hub.publish)
         }
         afterChange()
