@@ -72,6 +72,20 @@ struct BusMessageTests {
         #expect(try BusMessage(body: old) == .command(token: 1, from: "node0", event: .start(start)))
     }
 
+    /// A forwarded call request without what was asked (a node's bug, a damaged row) is refused
+    /// when read, never read as a request with defaults.
+    @Test func aForwardedCallRequestWithoutItsFieldsIsRefused() throws {
+        let start = StartCallCommand(
+            caller: Self.alice, device: "phone", callId: "c1", generatedRoomId: "c1",
+            request: StartCallRequest(participantIds: ["bob"], mediaType: .audio), settings: AppSettings(), profiles: [:])
+        let body = try BusMessage.command(token: 1, from: "node0", event: .start(start)).body()
+        for field in ["settings", "request", "profiles"] {
+            let damaged = body.replacingOccurrences(of: #""\#(field)":"#, with: #""x\#(field)":"#)
+            #expect(damaged != body, "\(field) in \(body)")
+            #expect(throws: (any Error).self, "without \(field)") { try BusMessage(body: damaged) }
+        }
+    }
+
     /// The fields of the one command in a `command` message's JSON.
     private static func commandFields(_ json: [String: Any]) -> [String: Any]? {
         func search(_ value: Any) -> [String: Any]? {

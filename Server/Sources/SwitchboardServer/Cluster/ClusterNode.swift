@@ -411,8 +411,7 @@ final class ClusterNode: CallRouter, Service {
     private func pendingFollow(leader: String) async {
         let now = clock.now()
         let (moved, refused) = state.withLockedValue { $0.pending.leaderChanged(to: leader, now: now) }
-        let refusal = SwitchboardError(.storageUnavailable, "the cluster's leader changed; try again")
-        for waiter in refused { waiter.resume(.failure(refusal)) }
+        refuse(refused, with: Self.leaderChangedRefusal)
         for (token, follows) in moved {
             logger.debug("sent again to the new leader", metadata: ["what": "\(follows)", "leader": "\(leader)"])
             if leader == id {
@@ -658,15 +657,20 @@ final class ClusterNode: CallRouter, Service {
         state.withLockedValue { $0.pending.answer(token) }?.resume(reply)
     }
 
+    /// What a message the leader will not answer gets: its leader changed, or it waited too long.
+    private static let leaderChangedRefusal = SwitchboardError(.storageUnavailable, "the cluster's leader changed; try again")
+
+    private func refuse(_ waiters: [Waiter], with refusal: SwitchboardError) {
+        for waiter in waiters { waiter.resume(.failure(refusal)) }
+    }
+
     /// Refuses every message waiting for the leader (this node lost its database).
     private func failAllPending(with refusal: SwitchboardError) {
-        for waiter in state.withLockedValue({ $0.pending.removeAll { _ in true } }) { waiter.resume(.failure(refusal)) }
+        refuse(state.withLockedValue { $0.pending.removeAll { _ in true } }, with: refusal)
     }
 
     private func failStalePending(now: Int64) {
         let timeout = configuration.commandTimeout.milliseconds
-        let stale = state.withLockedValue { $0.pending.removeStale(now: now, timeout: timeout) }
-        let refusal = SwitchboardError(.storageUnavailable, "the cluster's leader changed; try again")
-        for waiter in stale { waiter.resume(.failure(refusal)) }
+        refuse(state.withLockedValue { $0.pending.removeStale(now: now, timeout: timeout) }, with: Self.leaderChangedRefusal)
     }
 }

@@ -35,8 +35,6 @@ struct LeaderRequests<Waiter> {
     private var requests: [UInt64: Request] = [:]
     private var nextToken: UInt64 = 0
 
-    var count: Int { requests.count }
-
     /// Files a message sent to `leader`; returns its token.
     mutating func add(_ waiter: Waiter, follows: LeaderFollows? = nil, to leader: String, now: Int64) -> UInt64 {
         nextToken += 1
