@@ -44,7 +44,7 @@ public struct ReconnectPolicy: Sendable {
 /// resumes the device's calls. Requests made meanwhile wait, and requests whose answer was lost are
 /// sent again with the same id, which the server answers without applying them twice.
 actor SignalingClient {
-    enum ConnectionEvent: Sendable {
+    enum ConnectionEvent: Sendable, Equatable {
         /// The connection dropped; the client is reconnecting.
         case reconnecting(SwitchboardError)
         /// The device's network path changed: the client reconnects at once.
@@ -65,12 +65,6 @@ actor SignalingClient {
     struct Handlers: Sendable {
         var event: @Sendable (ServerEvent) -> Void = { _ in }
         var connection: @Sendable (ConnectionEvent) -> Void = { _ in }
-    }
-
-    private enum Status {
-        case idle
-        case connected
-        case reconnecting
     }
 
     private struct Pending {
@@ -101,34 +95,24 @@ actor SignalingClient {
     }
 
     private var settings: Settings
-    private var transport: any SignalingTransport { settings.transport }
     private var clock: any SwitchboardClock { settings.clock }
-    private var requestTimeout: Duration { settings.requestTimeout }
-    private var policy: ReconnectPolicy { settings.policy }
     private var logger: Logger { settings.logger }
     /// Set once by the client that owns this actor, before anything connects.
     nonisolated let handlers = NIOLockedValueBox(Handlers())
-    private var status = Status.idle
-    private var connection: (any SignalingConnection)?
-    private var connectionGeneration = 0
+    /// Every decision about the connection; the rest of this actor runs them.
+    private var lifecycle = SignalingLifecycle<any SignalingConnection>()
     /// Sent again after a reconnect: the state-changing requests; pings and logins are not.
     private var requests = PendingRequests<Pending>()
     /// Request ids are unique per device across reconnects and app launches: a random session
     /// prefix and a counter.
     private let sessionPrefix = String(UInt32.random(in: .min ... .max), radix: 36)
     private var nextRequest: UInt64 = 0
-    private var addresses = ServerAddresses()
-    private var loginRequest: LoginRequest?
+    /// The timers and watches the lifecycle starts and stops.
     private var heartbeat: Task<Void, Never>?
     private var heartbeatInterval: Duration = .seconds(10)
     /// When the next heartbeat tick is due; fixed before each ping goes out.
     private var nextTick: Int64 = 0
-    private var watch = HeartbeatWatch()
     private var reconnectTask: Task<Void, Never>?
-    /// Bumped each time the reconnect loop starts over: an attempt of an earlier round that
-    /// connects late (its SYN crossed a link that came back) steps aside.
-    private var reconnectRound = 0
-    /// Follows the device's network path while a session lasts.
     private var pathWatch: Task<Void, Never>?
     /// Server time minus local time, in ms.
     private(set) var clockOffset: Int64 = 0
@@ -141,24 +125,31 @@ actor SignalingClient {
     /// on the client keeps the session up by itself, moving to the next address when one stops
     /// answering.
     func login(to urls: [URL], _ request: LoginRequest, settings: Settings) async throws -> LoginResponse {
-        stop(error: SwitchboardError(.notConnected))
+        run(lifecycle.end(SwitchboardError(.notConnected)))
         self.settings = settings
         var lastError: any Error = SwitchboardError(.connectionFailed, "no server address")
         for (index, url) in urls.enumerated() {
+            let opened: any SignalingConnection
             do {
-                try await open(url)
+                opened = try await connectBounded(url)
             } catch {
                 lastError = error
                 continue
             }
+            let (generation, actions) = lifecycle.opened(opened)
+            run(actions)
+            read(opened, generation: generation)
             do {
-                let response = try await loginOnOpenConnection(request)
-                addresses.loggedIn(urls, at: index)
-                self.loginRequest = request
-                watchPaths()
+                let response = try await logIn(request, on: opened)
+                guard
+                    let actions = lifecycle.loggedIn(
+                        generation: generation, request, urls: urls, at: index,
+                        heartbeat: Self.heartbeatInterval(of: response))
+                else { throw SwitchboardError(.connectionLost) }
+                run(actions)
                 return response
             } catch {
-                stop(error: SwitchboardError(.notConnected))
+                run(lifecycle.end(SwitchboardError(.notConnected)))
                 throw error
             }
         }
@@ -167,7 +158,7 @@ actor SignalingClient {
 
     /// Ends the session: no reconnect, pending requests fail, the connection closes.
     func close() {
-        stop(error: SwitchboardError(.notConnected))
+        run(lifecycle.end(SwitchboardError(.notConnected)))
     }
 
     /// Sends a request and waits for its response. While reconnecting the request waits for the
@@ -178,7 +169,7 @@ actor SignalingClient {
     func send<R: SignalingRequest>(
         _ request: R, onResponse: (@Sendable (R.Response) -> Void)? = nil
     ) async throws -> R.Response {
-        guard status != .idle else { throw SwitchboardError(.notConnected) }
+        guard lifecycle.isActive else { throw SwitchboardError(.notConnected) }
         return try await withCheckedThrowingContinuation { continuation in
             enqueue(request) { result in
                 if case .success(let response) = result { onResponse?(response) }
@@ -193,7 +184,7 @@ actor SignalingClient {
     func post<R: SignalingRequest>(
         _ request: R, completion: @escaping @Sendable (Result<R.Response, SwitchboardError>) -> Void
     ) {
-        guard status != .idle else {
+        guard lifecycle.isActive else {
             completion(.failure(SwitchboardError(.notConnected)))
             return
         }
@@ -205,7 +196,7 @@ actor SignalingClient {
         _ request: R, completion: @escaping @Sendable (Result<R.Response, any Error>) -> Void
     ) {
         guard let text = register(request, completion: completion) else { return }
-        if status == .connected { connection?.send(text) }
+        lifecycle.sendingConnection?.send(text)
     }
 
     /// Gives `request` the next id, registers it as pending with its timeout, and returns the
@@ -222,7 +213,7 @@ actor SignalingClient {
             completion(.failure(SwitchboardError(.invalidParams, SwitchboardJSON.describe(error))))
             return nil
         }
-        let deadline = clock.now() + requestTimeout.milliseconds
+        let deadline = clock.now() + settings.requestTimeout.milliseconds
         let clock = self.clock
         let timeout = Task { [weak self] in
             guard (try? await clock.sleep(until: deadline)) != nil else { return }
@@ -243,14 +234,73 @@ actor SignalingClient {
         return text
     }
 
+    private func timedOut(_ id: RequestID) {
+        guard let request = requests.remove(id) else { return }
+        request.fail(SwitchboardError(.requestTimedOut))
+    }
+
+    // MARK: - running the lifecycle's actions
+
+    private func run(_ actions: [SignalingLifecycle<any SignalingConnection>.Action]) {
+        for action in actions {
+            switch action {
+            case .close(let connection):
+                connection.close()
+            case .startHeartbeat(let interval):
+                startHeartbeat(every: interval)
+            case .stopHeartbeat:
+                heartbeat?.cancel()
+                heartbeat = nil
+            case .ping:
+                // Not awaited: a lost answer must not hold up the next tick.
+                Task { [weak self] in await self?.ping() }
+            case .watchPaths:
+                watchPaths()
+            case .stopWatchingPaths:
+                pathWatch?.cancel()
+                pathWatch = nil
+            case .startReconnecting(let round, let immediately):
+                startReconnecting(round: round, immediately: immediately)
+            case .stopReconnecting:
+                reconnectTask?.cancel()
+                reconnectTask = nil
+            case .failRequests(let which, let error):
+                for request in which == .all ? requests.removeAll() : requests.removeNotResendable() {
+                    request.timeout.cancel()
+                    request.fail(error)
+                }
+            case .resendRequests(let connection):
+                for request in requests.inOrder { connection.send(request.text) }
+            case .tell(let event):
+                log(event)
+                handlers.withLockedValue { $0 }.connection(event)
+            }
+        }
+    }
+
+    private func log(_ event: ConnectionEvent) {
+        switch event {
+        case .reconnecting(let error):
+            logger.info("connection lost, reconnecting", metadata: ["error": "\(error.code.name)", "reason": "\(error.message)"])
+        case .pathChanged:
+            logger.info("network path changed, reconnecting now")
+        case .reconnected:
+            logger.info("reconnected")
+        case .sessionLost(let error):
+            logger.warning("session lost", metadata: ["error": "\(error.code.name)"])
+        case .reconnectAttemptFailed, .heartbeatMissed, .heartbeatAnswered:
+            break
+        }
+    }
+
     // MARK: - connection
 
     /// Opens a connection, giving up after the request timeout: a server that closes the socket
     /// before answering the upgrade can otherwise leave the attempt hanging.
     private func connectBounded(_ url: URL) async throws -> any SignalingConnection {
-        let transport = self.transport
+        let transport = settings.transport
         let clock = self.clock
-        let deadline = clock.now() + requestTimeout.milliseconds
+        let deadline = clock.now() + settings.requestTimeout.milliseconds
         let outcome = OneShotValue<any SignalingConnection>()
         let attempt = Task {
             do {
@@ -270,35 +320,31 @@ actor SignalingClient {
         return try await outcome.wait()
     }
 
-    private func open(_ url: URL) async throws {
-        let opened = try await connectBounded(url)
-        adopt(opened)
-        status = .connected
-        watch = HeartbeatWatch()
-    }
-
-    /// Makes `opened` the connection: its frames come here until it closes or another connection
-    /// takes its place (each has a generation of its own). Returns its generation.
-    @discardableResult
-    private func adopt(_ opened: any SignalingConnection) -> Int {
-        connectionGeneration += 1
-        let generation = connectionGeneration
-        connection = opened
+    /// Reads `connection`'s frames here until it closes; the lifecycle says whether each still
+    /// counts (by `generation`).
+    private func read(_ connection: any SignalingConnection, generation: Int) {
         Task { [weak self] in
-            for await text in opened.incoming {
+            for await text in connection.incoming {
                 await self?.received(text, generation: generation)
             }
             await self?.closed(generation: generation)
         }
-        return generation
     }
 
-    private func loginOnOpenConnection(_ request: LoginRequest) async throws -> LoginResponse {
+    /// Logs in on `connection`, pending like any request (so that a drop meanwhile fails it like a
+    /// ping), and takes the clock offset from the answer.
+    private func logIn(_ request: LoginRequest, on connection: any SignalingConnection) async throws -> LoginResponse {
         let sent = clock.now()
-        let response = try await send(request)
+        let response: LoginResponse = try await withCheckedThrowingContinuation { continuation in
+            guard let text = register(request, completion: { continuation.resume(with: $0) }) else { return }
+            connection.send(text)
+        }
         clockOffset = Self.clockOffset(serverTime: response.serverTime, sent: sent, received: clock.now())
-        startHeartbeat(every: .seconds(max(1, response.heartbeatInterval)))
         return response
+    }
+
+    private static func heartbeatInterval(of response: LoginResponse) -> Duration {
+        .seconds(max(1, response.heartbeatInterval))
     }
 
     /// Server time minus local time, taking the server's time to be of the round trip's midpoint:
@@ -307,32 +353,10 @@ actor SignalingClient {
         serverTime.clampedSubtracting(sent / 2 + received / 2)
     }
 
-    /// Drops everything: used by logout, failed logins and lost sessions.
-    private func stop(error: SwitchboardError) {
-        reconnectTask?.cancel()
-        reconnectTask = nil
-        pathWatch?.cancel()
-        pathWatch = nil
-        heartbeat?.cancel()
-        heartbeat = nil
-        connection?.close()
-        connection = nil
-        connectionGeneration += 1
-        status = .idle
-        loginRequest = nil
-        // A going-away notice of this session does not steer the next one.
-        addresses = ServerAddresses()
-        for request in requests.removeAll() {
-            request.timeout.cancel()
-            request.fail(error)
-        }
-    }
-
     // MARK: - receiving
 
     private func received(_ text: String, generation: Int) {
-        guard generation == connectionGeneration else { return }
-        watch.heard()
+        guard lifecycle.heard(generation: generation) else { return }
         let data = Data(text.utf8)
         guard let header = try? SwitchboardJSON.decode(ServerFrameHeader.self, from: data) else {
             logger.warning("unreadable frame from server")
@@ -347,18 +371,18 @@ actor SignalingClient {
                 logger.debug("skipped event", metadata: ["event": "\(header.event ?? "")", "error": "\(error)"])
                 return
             }
-            if case .sessionEnded(let ended) = event, ended.error.code == .shuttingDown {
-                // "Come back": the node restarts or hands its calls over; the calls go on.
-                addresses.serverSaidGoingAway()
-            }
-            if case .sessionEnded(let ended) = event, ended.error.code == .sessionReplaced {
-                // Another connection of this device took over: coming back would fight it.
-                handlers.withLockedValue { $0 }.event(event)
-                stop(error: ended.error)
-                handlers.withLockedValue { $0 }.connection(.sessionLost(ended.error))
-                return
-            }
             handlers.withLockedValue { $0 }.event(event)
+            if case .sessionEnded(let ended) = event {
+                switch ended.error.code {
+                case .shuttingDown:
+                    // "Come back": the node restarts or hands its calls over; the calls go on.
+                    lifecycle.serverGoingAway()
+                case .sessionReplaced:
+                    run(lifecycle.sessionReplaced(ended.error))
+                default:
+                    break
+                }
+            }
         } else if let id = header.id, let request = requests.remove(id) {
             request.timeout.cancel()
             request.complete(data)
@@ -368,61 +392,56 @@ actor SignalingClient {
     }
 
     private func closed(generation: Int) {
-        guard generation == connectionGeneration else { return }
-        connectionLost(SwitchboardError(.connectionLost))
+        run(lifecycle.closed(generation: generation))
     }
 
-    /// - Parameter nextAddress: start with the next address (the one in use stopped answering).
-    private func connectionLost(_ error: SwitchboardError, immediately: Bool = false, nextAddress: Bool = false) {
-        heartbeat?.cancel()
-        heartbeat = nil
-        connection?.close()
-        connection = nil
-        connectionGeneration += 1
-        guard !addresses.isEmpty, let loginRequest else {
-            stop(error: error)
-            return
-        }
-        addresses.dropped(stoppedAnswering: nextAddress)
-        status = .reconnecting
-        // Pings and logins answer a connection that is gone; state-changing requests are sent again.
-        for request in requests.removeNotResendable() {
-            request.timeout.cancel()
-            request.fail(error)
-        }
-        // Each deadline is fixed before anyone hears about the attempt, so a test that moves its
-        // clock right after seeing `reconnecting` (or a failed attempt) never races the timer.
-        let first = immediately ? Duration.zero : policy.delay(attempt: 0, random: Double.random(in: 0..<1))
-        startReconnecting(login: loginRequest, firstDelay: first)
-        handlers.withLockedValue { $0 }.connection(.reconnecting(error))
-        logger.info("connection lost, reconnecting", metadata: ["error": "\(error.code.name)"])
-    }
+    // MARK: - reconnecting
 
-    /// Starts the reconnect loop over: the first attempt after `firstDelay`, then with backoff. An
-    /// attempt still waiting for an answer from the previous round is left to fail on its own.
-    private func startReconnecting(login loginRequest: LoginRequest, firstDelay: Duration) {
+    /// Starts reconnect round `round` in place of any running: the first attempt at once or after
+    /// the policy's first delay, then with backoff.
+    private func startReconnecting(round: Int, immediately: Bool) {
         reconnectTask?.cancel()
-        reconnectRound += 1
-        // A connection of the previous round still logging in belongs to the old path.
-        if connection != nil {
-            connection?.close()
-            connection = nil
-            connectionGeneration += 1
-        }
-        let round = reconnectRound
-        var deadline = clock.now() + firstDelay.milliseconds
         let clock = self.clock
-        let policy = self.policy
+        let policy = settings.policy
+        let first = immediately ? Duration.zero : policy.delay(attempt: 0, random: Double.random(in: 0..<1))
+        var deadline = clock.now() + first.milliseconds
         reconnectTask = Task { [weak self] in
             var attempt = 0
-            while !Task.isCancelled {
-                guard (try? await clock.sleep(until: deadline)) != nil, let self else { return }
-                if await self.reconnect(attempt: attempt, round: round, login: loginRequest) { return }
+            while true {
+                guard (try? await clock.sleep(until: deadline)) != nil, let self,
+                    await self.reconnect(attempt: attempt, round: round)
+                else { return }
                 attempt += 1
                 deadline = clock.now() + policy.delay(attempt: attempt, random: Double.random(in: 0..<1)).milliseconds
                 await self.attemptFailed(attempt, round: round)
             }
         }
+    }
+
+    /// One reconnect attempt; whether round `round` goes on after it (false: logged in again, given
+    /// up for good, or another round took over).
+    private func reconnect(attempt: Int, round: Int) async -> Bool {
+        guard let url = lifecycle.address(forAttempt: attempt, round: round), let login = lifecycle.login else {
+            return false
+        }
+        guard let opened = try? await connectBounded(url) else { return lifecycle.isReconnecting(round: round) }
+        guard let generation = lifecycle.attemptConnected(opened, round: round) else {
+            opened.close()
+            return false
+        }
+        read(opened, generation: generation)
+        // Log in on the new connection directly; queued requests wait until it succeeds.
+        do {
+            let response = try await logIn(login, on: opened)
+            run(lifecycle.attemptLoggedIn(generation: generation, response, heartbeat: Self.heartbeatInterval(of: response)))
+        } catch {
+            run(lifecycle.attemptRefused(generation: generation, error as? SwitchboardError ?? SwitchboardError(.invalidResponse)))
+        }
+        return lifecycle.isReconnecting(round: round)
+    }
+
+    private func attemptFailed(_ attempt: Int, round: Int) {
+        run(lifecycle.attemptFailed(attempt, round: round))
     }
 
     // MARK: - network path
@@ -437,103 +456,14 @@ actor SignalingClient {
         }
     }
 
-    /// The device's network path changed (a link came back, an address changed): whatever the
-    /// connection was doing, the quickest way back is a new connection on the new path now, not
-    /// after two silent heartbeats or the next backoff. The server takes the new connection in
-    /// place of the old one, and the calls restart ICE once it is logged in (`reconnected`).
+    /// The device's network path changed: reconnect on the new path now (``SignalingLifecycle/pathChanged()``).
     func pathChanged() {
-        guard let loginRequest else { return }
-        switch status {
-        case .idle:
-            return
-        case .connected:
-            logger.info("network path changed, reconnecting")
-            handlers.withLockedValue { $0 }.connection(.pathChanged)
-            connectionLost(SwitchboardError(.connectionLost, "the network path changed"), immediately: true)
-        case .reconnecting:
-            logger.info("network path changed, trying again now")
-            handlers.withLockedValue { $0 }.connection(.pathChanged)
-            startReconnecting(login: loginRequest, firstDelay: .zero)
-        }
-    }
-
-    private func attemptFailed(_ attempt: Int, round: Int) {
-        guard status == .reconnecting, round == reconnectRound else { return }
-        handlers.withLockedValue { $0 }.connection(
-            .reconnectAttemptFailed(attempt: attempt, SwitchboardError(.connectionFailed)))
-    }
-
-    /// One reconnect attempt; true when it is over (logged in again, or given up for good). The
-    /// first attempt goes to the address in use, later ones go round the others.
-    private func reconnect(attempt: Int, round: Int, login: LoginRequest) async -> Bool {
-        guard status == .reconnecting, round == reconnectRound else { return true }
-        guard let url = addresses.address(forAttempt: attempt) else { return true }
-        let opened: any SignalingConnection
-        do {
-            opened = try await connectBounded(url)
-        } catch {
-            return false
-        }
-        guard status == .reconnecting, round == reconnectRound else {
-            opened.close()
-            return true
-        }
-        let generation = adopt(opened)
-        // Log in on the new connection directly; queued requests wait until it succeeds.
-        let response: LoginResponse
-        do {
-            response = try await loginOnReconnectingConnection(opened, login)
-        } catch let error as SwitchboardError where Self.isFinal(error) {
-            logger.warning("reconnect refused", metadata: ["error": "\(error.code.name)"])
-            stop(error: error)
-            handlers.withLockedValue { $0 }.connection(.sessionLost(error))
-            return true
-        } catch {
-            if generation == connectionGeneration {
-                connection?.close()
-                connection = nil
-                connectionGeneration += 1
-            }
-            return false
-        }
-        guard generation == connectionGeneration else { return false }
-        status = .connected
-        watch = HeartbeatWatch()
-        startHeartbeat(every: .seconds(max(1, response.heartbeatInterval)))
-        for request in requests.inOrder { opened.send(request.text) }
-        reconnectTask = nil
-        let afterRestart = addresses.reconnected()
-        logger.info("reconnected", metadata: ["url": "\(url.absoluteString)"])
-        handlers.withLockedValue { $0 }.connection(.reconnected(response, afterRestart: afterRestart))
-        return true
-    }
-
-    private func loginOnReconnectingConnection(
-        _ opened: any SignalingConnection, _ request: LoginRequest
-    ) async throws -> LoginResponse {
-        let sent = clock.now()
-        // Pending like any request, so that a drop during this login fails it like a ping.
-        let response: LoginResponse = try await withCheckedThrowingContinuation { continuation in
-            guard let text = register(request, completion: { continuation.resume(with: $0) }) else { return }
-            opened.send(text)
-        }
-        clockOffset = Self.clockOffset(serverTime: response.serverTime, sent: sent, received: clock.now())
-        return response
-    }
-
-    /// Errors after which trying again cannot help: the app must log in anew.
-    static func isFinal(_ error: SwitchboardError) -> Bool {
-        (2000..<3000).contains(error.code.rawValue) || error.code == .unsupportedProtocolVersion
-    }
-
-    private func timedOut(_ id: RequestID) {
-        guard let request = requests.remove(id) else { return }
-        request.fail(SwitchboardError(.requestTimedOut))
+        run(lifecycle.pathChanged())
     }
 
     // MARK: - heartbeat
 
-    /// Pings every interval; ``HeartbeatWatch`` says when the connection counts as lost.
+    /// Ticks every interval; the lifecycle's ``HeartbeatWatch`` says when the connection counts as lost.
     private func startHeartbeat(every interval: Duration) {
         heartbeat?.cancel()
         heartbeatInterval = interval
@@ -550,22 +480,8 @@ actor SignalingClient {
     }
 
     private func tick() {
-        guard status == .connected else { return }
         nextTick = clock.now() + heartbeatInterval.milliseconds
-        switch watch.tick() {
-        case .lost:
-            logger.info("no answer to two heartbeats")
-            connectionLost(SwitchboardError(.connectionLost, "the server stopped answering"), nextAddress: true)
-            return
-        case .ping(notice: .missed):
-            handlers.withLockedValue { $0 }.connection(.heartbeatMissed)
-        case .ping(notice: .answered):
-            handlers.withLockedValue { $0 }.connection(.heartbeatAnswered)
-        case .ping(notice: nil):
-            break
-        }
-        // The ping is not awaited: a lost answer must not hold up the next tick.
-        Task { [weak self] in await self?.ping() }
+        run(lifecycle.tick())
     }
 
     private func ping() async {
