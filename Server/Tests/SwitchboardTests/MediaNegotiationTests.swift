@@ -227,7 +227,7 @@ struct MediaNegotiationTests {
         bob.media.cutPath(to: "alice", true)
 
         // Each failure on bob's side asks alice, who restarts (new credentials, a new offer).
-        for round in 1...PeerLink.iceRestartLimit {
+        for round in 1...PeerLinkRules.iceRestartLimit {
             let (aliceMark, bobMark) = (alice.media.calls.values.count, bob.media.calls.values.count)
             bob.media.failICE(with: "alice")
             try await alice.media.calls.first(from: aliceMark) {
@@ -254,8 +254,8 @@ struct MediaNegotiationTests {
         #expect(bob.events.values[report - 1] == aliceDown)
         #expect(bob.client.callStore.state.allParticipants.first { $0.userId == "alice" }?.networkQuality == .down)
         // No restart beyond the bound on either side: alice made her first offer and three restarts.
-        #expect(Self.offers(alice.media, to: "bob").count == 1 + PeerLink.iceRestartLimit)
-        #expect(bob.media.calls.values.filter { if case .local(_, let d) = $0 { d.kind == .answer } else { false } }.count == 1 + PeerLink.iceRestartLimit)
+        #expect(Self.offers(alice.media, to: "bob").count == 1 + PeerLinkRules.iceRestartLimit)
+        #expect(bob.media.calls.values.filter { if case .local(_, let d) = $0 { d.kind == .answer } else { false } }.count == 1 + PeerLinkRules.iceRestartLimit)
 
         // The path is back and bob's network changed: his request makes alice restart, ICE
         // connects, and each shows the other's own quality again.

@@ -134,7 +134,7 @@ struct PeerLinkTests {
     @Test func restartsStopAtTheBoundUntilICEConnectsOrTheNetworkChanges() async throws {
         let (alice, aliceOut, bob, bobOut) = await Self.negotiatedPair()
 
-        for round in 1...PeerLink.iceRestartLimit {
+        for round in 1...PeerLinkRules.iceRestartLimit {
             await bob.iceFailed()
             #expect(bobOut.kinds.filter { $0 == .restart }.count == round)
             // Unreachable from the first failure on, reported once.
@@ -149,31 +149,31 @@ struct PeerLinkTests {
         // bob's bound: no fourth request, and alice is still unreachable for him (said once).
         await bob.iceFailed()
         await bob.iceFailed()
-        #expect(bobOut.kinds.filter { $0 == .restart }.count == PeerLink.iceRestartLimit)
+        #expect(bobOut.kinds.filter { $0 == .restart }.count == PeerLinkRules.iceRestartLimit)
         #expect(bobOut.reachability.withLockedValue { $0 } == [false])
         // alice's bound: her three restarts were bob's requests; her own failure now restarts
         // nothing, and bob stays unreachable for her (said once).
         await alice.iceFailed()
-        #expect(aliceOut.kinds.filter { $0 == .offer }.count == 1 + PeerLink.iceRestartLimit)
+        #expect(aliceOut.kinds.filter { $0 == .offer }.count == 1 + PeerLinkRules.iceRestartLimit)
         #expect(aliceOut.reachability.withLockedValue { $0 } == [false])
 
         // ICE connects after all on bob's side: alice is reachable, and his count starts again.
         await bob.iceConnected()
         #expect(bobOut.reachability.withLockedValue { $0 } == [false, true])
         await bob.iceFailed()
-        #expect(bobOut.kinds.filter { $0 == .restart }.count == PeerLink.iceRestartLimit + 1)
+        #expect(bobOut.kinds.filter { $0 == .restart }.count == PeerLinkRules.iceRestartLimit + 1)
         #expect(bobOut.reachability.withLockedValue { $0 } == [false, true, false])
 
         // bob's request still makes alice restart (his network may have changed).
         await alice.receive(Self.signal("bob", bobOut.last!))
-        #expect(aliceOut.kinds.filter { $0 == .offer }.count == 2 + PeerLink.iceRestartLimit)
+        #expect(aliceOut.kinds.filter { $0 == .offer }.count == 2 + PeerLinkRules.iceRestartLimit)
         await bob.receive(Self.signal("alice", aliceOut.last!))
         await alice.receive(Self.signal("bob", bobOut.last!))
 
         // alice's network changes: she restarts at once, with a fresh count; a change is no
         // failure, so it reports nothing.
         await alice.networkChanged()
-        #expect(aliceOut.kinds.filter { $0 == .offer }.count == 3 + PeerLink.iceRestartLimit)
+        #expect(aliceOut.kinds.filter { $0 == .offer }.count == 3 + PeerLinkRules.iceRestartLimit)
         #expect(aliceOut.reachability.withLockedValue { $0 } == [false])
     }
 
@@ -199,7 +199,7 @@ struct PeerLinkTests {
     /// longer holds the member down.
     @Test func closingALinkWithThePeerDownReportsThePeerReachable() async {
         let (bob, _, bobOut) = Self.link("bob", "alice")
-        for _ in 0...PeerLink.iceRestartLimit { await bob.iceFailed() }
+        for _ in 0...PeerLinkRules.iceRestartLimit { await bob.iceFailed() }
         #expect(bobOut.reachability.withLockedValue { $0 } == [false])
         await bob.close()
         #expect(bobOut.reachability.withLockedValue { $0 } == [false, true])

@@ -1,5 +1,5 @@
 // WebRTC for one connected call: local capture, one peer connection per other member (a mesh),
-// the negotiation rules of the Swift SDK's PeerLink (Sources/Switchboard/Media/PeerLink.swift),
+// the negotiation rules of the Swift SDK's PeerLinkRules (Sources/Switchboard/Media/PeerLinkRules.swift),
 // and statistics for the status reports.
 //
 // - In each pair, the member whose user id sorts first (byte order) offers first and is impolite;
@@ -63,7 +63,7 @@ export function volumeLevel(level, microphoneOn) {
   return level <= 25 ? "low" : level <= 50 ? "medium" : level <= 75 ? "high" : "peak";
 }
 
-/** Restarts in a row that do not bring ICE back before a connection gives up (the SDK's PeerLink). */
+/** Restarts in a row that do not bring ICE back before a connection gives up (the SDK's PeerLinkRules). */
 export const ICE_RESTART_LIMIT = 3;
 
 /**
