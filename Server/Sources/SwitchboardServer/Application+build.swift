@@ -129,7 +129,7 @@ public final class SwitchboardNode: Sendable {
     /// Ends a call for everyone with `endByServer`, as `POST /v1/calls/{callId}/end` does.
     @discardableResult
     public func endCall(_ callId: CallID) async -> Result<Void, SwitchboardError> {
-        await context.endCall(callId)
+        await context.admin.endCall(callId)
     }
 
     /// The port the node listens on, once it does.
@@ -164,7 +164,7 @@ struct SignalingLifecycle: Service {
         } catch {
             return
         }
-        context.beginShutdown()
+        context.connections.beginShutdown()
         context.logger.info("graceful shutdown: journaling calls; clients are told to come back")
         await context.engine.suspend()
         await context.writer.drain()
@@ -199,7 +199,7 @@ struct AliveMarker: Service {
     static let interval: Duration = .seconds(5)
 
     func run() async throws {
-        while !Task.isCancelled && !context.isShuttingDown {
+        while !Task.isCancelled && !context.connections.isShuttingDown {
             let (storage, now) = (context.storage, context.clock.now())
             await waitBounded(clock: context.clock) { try? await storage.markAlive(at: now) }
             do {
@@ -385,13 +385,13 @@ public func buildApplication(
         }
         router.add(middleware: FileMiddleware(fileProvider: webRoot, searchForIndexHtml: true))
     }
-    AdminAPI.register(on: router, node: context, adminSecret: adminSecret, web: webPolicy)
+    AdminAPI.register(on: router, services: context.admin, adminSecret: adminSecret, web: webPolicy)
 
     let portBox = NIOLockedValueBox<SwitchboardNode?>(nil)
     let ownEventLoops = configuration.eventLoopThreads.map { MultiThreadedEventLoopGroup(numberOfThreads: max(1, $0)) }
     let application = Application(
         router: router,
-        server: HTTPServerBuilder { responder in SignalingChannel(responder: responder, node: context) },
+        server: HTTPServerBuilder { responder in SignalingChannel(responder: responder, services: context.sessions) },
         configuration: ApplicationConfiguration(
             address: .hostname(configuration.host, port: configuration.port), serverName: "switchboard",
             backlog: configuration.backlog),

@@ -1,8 +1,8 @@
 import Logging
-import NIOConcurrencyHelpers
 import SwitchboardProtocol
 
-/// The parts of one running server node, shared by its connections and HTTP handlers.
+/// The parts of one running server node, made once where the node is built. Its sessions and its
+/// admin API are handed what they use (``sessions``, ``admin``), not this whole.
 final class NodeContext: Sendable {
     /// Frames above this size close the connection (protection against memory exhaustion);
     /// frames between the 64 KiB message limit and this get a `messageTooLarge` error.
@@ -28,6 +28,7 @@ final class NodeContext: Sendable {
     let deadlines: ConnectionDeadlines
     /// Frames for connections, gathered per event loop.
     let outboxes = LoopOutboxes()
+    let connections = NodeConnections()
     let metrics: ServerMetrics
     let push: PushService
     /// The SFU's rooms, when group calls go through one.
@@ -42,7 +43,6 @@ final class NodeContext: Sendable {
     let webhookPolicy: WebhookAddressPolicy
     let clock: any SwitchboardClock
     let logger: Logger
-    private let counters = NIOLockedValueBox<(connections: UInt64, shuttingDown: Bool)>((0, false))
 
     init(
         configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
@@ -76,31 +76,20 @@ final class NodeContext: Sendable {
         self.logger = logger
     }
 
-    /// Ends a call with `endByServer` (admin API, operators).
-    func endCall(_ callId: CallID) async -> Result<Void, SwitchboardError> {
-        switch await calls.handle(.endByServer(callId), reply: nil) {
-        case .failure(let error): .failure(error)
-        default: .success(())
-        }
+    /// What each signaling session (and the channel that accepts it) is handed.
+    var sessions: SessionServices {
+        SessionServices(
+            configuration: configuration, storage: storage, apps: apps, profiles: profiles, registry: registry,
+            calls: calls, cluster: cluster, ledger: ledger, limiter: limiter, gate: gate, deadlines: deadlines,
+            outboxes: outboxes, connections: connections, metrics: metrics, webPushEndpoints: webPushEndpoints,
+            webhooks: webhooks, webhookDispatcher: webhookDispatcher, clock: clock)
     }
 
-    /// An endpoint changed here: this node reads them again at once, the other nodes of a cluster
-    /// are told to, and the dispatcher looks for work.
-    func webhookEndpointsChanged() async {
-        if let endpoints = try? await storage.webhookEndpoints(app: nil) { webhooks.replace(with: endpoints) }
-        cluster?.broadcast(.appsChanged)
-        webhookDispatcher.wake()
+    /// What the admin API is handed.
+    var admin: AdminServices {
+        AdminServices(
+            configuration: configuration, storage: storage, apps: apps, registry: registry, calls: calls,
+            cluster: cluster, metrics: metrics, pushCredentials: pushCredentials, webhooks: webhooks,
+            webhookDispatcher: webhookDispatcher, webhookPolicy: webhookPolicy, clock: clock)
     }
-
-    func nextConnectionID() -> UInt64 {
-        counters.withLockedValue { counters in
-            counters.connections += 1
-            return counters.connections
-        }
-    }
-
-    /// Set once graceful shutdown began: logins are refused from then on.
-    var isShuttingDown: Bool { counters.withLockedValue { $0.shuttingDown } }
-
-    func beginShutdown() { counters.withLockedValue { $0.shuttingDown = true } }
 }

@@ -56,16 +56,16 @@ extension AdminAPI {
         var fcm: FCM?
     }
 
-    static func registerPush(on admin: RouterGroup<SwitchboardRequestContext>, node: NodeContext) {
+    static func registerPush(on admin: RouterGroup<SwitchboardRequestContext>, services: AdminServices) {
         admin.get("/apps/:app/push") { _, context in
-            guard let app = node.apps.app(knownApp(try context.parameters.require("app"), node) ?? 0) else {
+            guard let app = services.apps.app(knownApp(try context.parameters.require("app"), services) ?? 0) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
-            return encoded(PushView(node.pushCredentials, app: app.sdkAppID))
+            return encoded(PushView(services.pushCredentials, app: app.sdkAppID))
         }
 
         admin.put("/apps/:app/push") { request, context in
-            guard var app = node.apps.app(knownApp(try context.parameters.require("app"), node) ?? 0) else {
+            guard var app = services.apps.app(knownApp(try context.parameters.require("app"), services) ?? 0) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
             let change: PushChange
@@ -92,11 +92,11 @@ extension AdminAPI {
                 if let problem = fcm.serviceAccount.problem { return Self.error(problem) }
                 app.push.fcm = fcm.serviceAccount
             }
-            return await save(app, node)
+            return await save(app, services)
         }
 
         admin.delete("/apps/:app/push/:service") { _, context in
-            guard var app = node.apps.app(knownApp(try context.parameters.require("app"), node) ?? 0) else {
+            guard var app = services.apps.app(knownApp(try context.parameters.require("app"), services) ?? 0) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
             switch try context.parameters.require("service") {
@@ -107,18 +107,18 @@ extension AdminAPI {
             case "webPush": app.push.webPush = .generate()
             default: return Self.error(SwitchboardError(.notFound, "the push services are apns, webPush and fcm"))
             }
-            return await save(app, node)
+            return await save(app, services)
         }
     }
 
-    private static func save(_ app: AppRecord, _ node: NodeContext) async -> Response {
+    private static func save(_ app: AppRecord, _ services: AdminServices) async -> Response {
         do {
-            try await node.storage.savePushCredentials(app: app.sdkAppID, app.push, now: node.clock.now())
+            try await services.storage.savePushCredentials(app: app.sdkAppID, app.push, now: services.clock.now())
         } catch {
             return Self.error(SwitchboardError(.storageUnavailable))
         }
-        node.apps.update(app)
-        node.cluster?.broadcast(.appsChanged)
-        return encoded(PushView(node.pushCredentials, app: app.sdkAppID))
+        services.apps.update(app)
+        services.cluster?.broadcast(.appsChanged)
+        return encoded(PushView(services.pushCredentials, app: app.sdkAppID))
     }
 }

@@ -116,9 +116,9 @@ extension AdminAPI {
         return .success(types)
     }
 
-    static func registerWebhooks(on admin: RouterGroup<SwitchboardRequestContext>, node: NodeContext) {
+    static func registerWebhooks(on admin: RouterGroup<SwitchboardRequestContext>, services: AdminServices) {
         @Sendable func appOf(_ context: SwitchboardRequestContext) throws -> SdkAppID? {
-            guard let value = Int64(try context.parameters.require("app")), node.apps.app(SdkAppID(value)) != nil else {
+            guard let value = Int64(try context.parameters.require("app")), services.apps.app(SdkAppID(value)) != nil else {
                 return nil
             }
             return SdkAppID(value)
@@ -128,7 +128,7 @@ extension AdminAPI {
         {
             let id = try context.parameters.require("endpoint")
             do {
-                guard let found = try await node.storage.webhookEndpoints(app: app).first(where: { $0.id == id }) else {
+                guard let found = try await services.storage.webhookEndpoints(app: app).first(where: { $0.id == id }) else {
                     return .failure(SwitchboardError(.notFound, "no such webhook endpoint"))
                 }
                 return .success(found)
@@ -137,16 +137,16 @@ extension AdminAPI {
             }
         }
         @Sendable func viewOf(_ endpoint: WebhookEndpoint, showSecret: Bool = false) async -> WebhookEndpointView {
-            let backlog = try? await node.storage.webhookBacklogs()[endpoint.id]
+            let backlog = try? await services.storage.webhookBacklogs()[endpoint.id]
             return WebhookEndpointView(
                 endpoint, backlog: backlog ?? WebhookBacklog(pending: 0, oldestEventTime: nil), showSecret: showSecret,
-                now: node.clock.now())
+                now: services.clock.now())
         }
         /// Saves and makes every node use it.
         @Sendable func save(_ endpoint: WebhookEndpoint) async -> SwitchboardError? {
             do {
-                try await node.storage.saveWebhookEndpoint(endpoint)
-                await node.webhookEndpointsChanged()
+                try await services.storage.saveWebhookEndpoint(endpoint)
+                await services.webhookEndpointsChanged()
                 return nil
             } catch {
                 return SwitchboardError(.storageUnavailable)
@@ -157,7 +157,7 @@ extension AdminAPI {
             guard let app = try appOf(context) else { return error(SwitchboardError(.unknownApp)) }
             do {
                 var views: [WebhookEndpointView] = []
-                for endpoint in try await node.storage.webhookEndpoints(app: app) { views.append(await viewOf(endpoint)) }
+                for endpoint in try await services.storage.webhookEndpoints(app: app) { views.append(await viewOf(endpoint)) }
                 return encoded(WebhookEndpointList(endpoints: views))
             } catch {
                 return Self.error(SwitchboardError(.storageUnavailable))
@@ -172,7 +172,7 @@ extension AdminAPI {
             case .success(let parsed): body = parsed
             }
             guard let url = body.url else { return error(SwitchboardError(.invalidWebhookURL, "url is required")) }
-            if case .failure(let refusal) = await node.webhookPolicy.check(url) { return error(refusal) }
+            if case .failure(let refusal) = await services.webhookPolicy.check(url) { return error(refusal) }
             let types: Set<WebhookEventType>?
             switch events(body.events) {
             case .failure(let error): return Self.error(error)
@@ -182,13 +182,13 @@ extension AdminAPI {
                 return error(SwitchboardError(.invalidParams, "description is at most 200 characters"))
             }
             do {
-                guard try await node.storage.webhookEndpoints(app: app).count < maxWebhookEndpoints else {
+                guard try await services.storage.webhookEndpoints(app: app).count < maxWebhookEndpoints else {
                     return error(SwitchboardError(.tooManyWebhookEndpoints))
                 }
             } catch {
                 return Self.error(SwitchboardError(.storageUnavailable))
             }
-            let now = node.clock.now()
+            let now = services.clock.now()
             let endpoint = WebhookEndpoint(
                 id: "ep_" + randomHex(bytes: 8), app: app, url: url, events: types, description: body.description,
                 secret: WebhookSignature.newSecret(), paused: false, gaps: [], createdAt: now, updatedAt: now)
@@ -217,7 +217,7 @@ extension AdminAPI {
             case .success(let parsed): body = parsed
             }
             if let url = body.url {
-                if case .failure(let refusal) = await node.webhookPolicy.check(url) { return error(refusal) }
+                if case .failure(let refusal) = await services.webhookPolicy.check(url) { return error(refusal) }
                 found.url = url
             }
             if body.events != nil {
@@ -232,7 +232,7 @@ extension AdminAPI {
                 }
                 found.description = description
             }
-            found.updatedAt = node.clock.now()
+            found.updatedAt = services.clock.now()
             if let failure = await save(found) { return error(failure) }
             return encoded(await viewOf(found))
         }
@@ -241,10 +241,10 @@ extension AdminAPI {
             guard let app = try appOf(context) else { return error(SwitchboardError(.unknownApp)) }
             let id = try context.parameters.require("endpoint")
             do {
-                guard try await node.storage.deleteWebhookEndpoint(app: app, id: id) else {
+                guard try await services.storage.deleteWebhookEndpoint(app: app, id: id) else {
                     return error(SwitchboardError(.notFound, "no such webhook endpoint"))
                 }
-                await node.webhookEndpointsChanged()
+                await services.webhookEndpointsChanged()
                 return json(["id": id, "deleted": true] as [String: any Sendable])
             } catch {
                 return Self.error(SwitchboardError(.storageUnavailable))
@@ -261,7 +261,7 @@ extension AdminAPI {
                 }
                 found.paused = paused
                 found.pausedReason = paused ? "operator" : nil
-                found.updatedAt = node.clock.now()
+                found.updatedAt = services.clock.now()
                 if let failure = await save(found) { return error(failure) }
                 return encoded(await viewOf(found))
             }
@@ -286,7 +286,7 @@ extension AdminAPI {
             if let secret = body.secret, WebhookSignature.key(secret) == nil || !secret.hasPrefix(WebhookSignature.secretPrefix) {
                 return error(SwitchboardError(.invalidParams, "a secret is whsec_ and the base64 of 24-64 bytes"))
             }
-            let now = node.clock.now()
+            let now = services.clock.now()
             found.previousSecret = validFor > 0 ? found.secret : nil
             found.previousSecretUntil = validFor > 0 ? now + Int64(validFor) * 1000 : nil
             found.secret = body.secret ?? WebhookSignature.newSecret()
@@ -314,7 +314,7 @@ extension AdminAPI {
             guard (1...500).contains(limit) else { return error(SwitchboardError(.invalidParams, "limit is 1-500")) }
             let before = query["before"].flatMap { Int64(String($0)) }
             do {
-                let deliveries = try await node.storage.webhookDeliveries(
+                let deliveries = try await services.storage.webhookDeliveries(
                     endpoint: found.id, state: state, before: before, limit: limit)
                 return encoded(
                     DeliveryPage(deliveries: deliveries, nextBefore: deliveries.count == limit ? deliveries.last?.seq : nil))
@@ -335,14 +335,14 @@ extension AdminAPI {
             case .failure(let error): return Self.error(error)
             case .success(let parsed): body = parsed
             }
-            let now = node.clock.now()
+            let now = services.clock.now()
             do {
                 let result: ReplayResult
                 if let eventId = body.eventId {
                     guard body.from == nil, body.to == nil, eventId.utf8.count <= 100 else {
                         return error(SwitchboardError(.invalidParams, "replay either an eventId or a range from-to"))
                     }
-                    guard try await node.storage.replayWebhookEvent(endpoint: found.id, eventId: eventId, now: now) else {
+                    guard try await services.storage.replayWebhookEvent(endpoint: found.id, eventId: eventId, now: now) else {
                         return error(SwitchboardError(.notFound, "no such event for this endpoint (or no longer kept)"))
                     }
                     result = ReplayResult(queued: 1)
@@ -354,11 +354,11 @@ extension AdminAPI {
                     guard (1...maxReplay).contains(limit) else {
                         return error(SwitchboardError(.invalidParams, "limit is 1-\(maxReplay)"))
                     }
-                    let (queued, next) = try await node.storage.replayWebhookEvents(
+                    let (queued, next) = try await services.storage.replayWebhookEvents(
                         endpoint: found.id, from: from, to: to, limit: limit, now: now)
                     result = ReplayResult(queued: queued, continueFrom: next)
                 }
-                node.webhookDispatcher.wake()
+                services.webhookDispatcher.wake()
                 return encoded(result)
             } catch {
                 return Self.error(SwitchboardError(.storageUnavailable))
@@ -400,7 +400,7 @@ extension AdminAPI {
                 cursor = parsed
             }
             do {
-                let page = try await node.storage.queryAppRecords(app: app, filter: filter, after: cursor, limit: limit)
+                let page = try await services.storage.queryAppRecords(app: app, filter: filter, after: cursor, limit: limit)
                 return encoded(
                     AppRecordPageView(
                         records: page.records.map { AppRecordView(userId: $0.owner.user, record: $0.record) },

@@ -33,13 +33,13 @@ struct AdminAuthMiddleware<Context: RequestContext>: RouterMiddleware {
 /// The admin HTTP API (SPEC §6) and the health endpoint.
 enum AdminAPI {
     static func register(
-        on router: Router<SwitchboardRequestContext>, node: NodeContext, adminSecret: String, web: WebPolicy
+        on router: Router<SwitchboardRequestContext>, services: AdminServices, adminSecret: String, web: WebPolicy
     ) {
         router.get("/health") { _, _ in
-            var body: [String: any Sendable] = ["status": "ok", "devices": node.registry.deviceCount]
+            var body: [String: any Sendable] = ["status": "ok", "devices": services.registry.deviceCount]
             // On a cluster node that does not lead, the calls are the leader's to count.
-            if let calls = await node.calls.activeCallCount() { body["activeCalls"] = calls }
-            if let cluster = node.cluster {
+            if let calls = await services.calls.activeCallCount() { body["activeCalls"] = calls }
+            if let cluster = services.cluster {
                 body["node"] = cluster.id
                 body["leader"] = cluster.leader ?? "none"
             }
@@ -49,7 +49,7 @@ enum AdminAPI {
         router.get("/metrics") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                body: ResponseBody(byteBuffer: ByteBuffer(string: node.metrics.render())))
+                body: ResponseBody(byteBuffer: ByteBuffer(string: services.metrics.render())))
         }
 
         // What the browser client needs to know before it connects anywhere: the servers besides
@@ -57,8 +57,8 @@ enum AdminAPI {
         // `?sdkAppID=`, the app's VAPID public key, which its service worker subscribes to Web Push with.
         router.get("/v1/web/config") { request, _ in
             let app = request.uri.queryParameters["sdkAppID"].flatMap { Int64(String($0)) }.map { SdkAppID($0) }
-                .flatMap { node.apps.app($0)?.sdkAppID }
-            let webPushKey = app.flatMap { node.pushCredentials.webPush($0)?.key.publicKey }
+                .flatMap { services.apps.app($0)?.sdkAppID }
+            let webPushKey = app.flatMap { services.pushCredentials.webPush($0)?.key.publicKey }
             var response = encoded(
                 WebConfig(allowedServers: web.allowedServerOrigins, imageOrigins: web.imageOriginNames, webPushKey: webPushKey))
             response.headers[.cacheControl] = "no-store"
@@ -70,7 +70,7 @@ enum AdminAPI {
         // their backend with the app's secret. Only to requests for a loopback Host (or one the
         // operator named), so that no site can rebind its name to this server and ask for sigs.
         router.get("/v1/dev/usersig") { request, _ in
-            guard let app = node.apps.all.first(where: \.isDevelopment) else {
+            guard let app = services.apps.all.first(where: \.isDevelopment) else {
                 return Self.error(
                     SwitchboardError(.developmentOnly, "UserSigs are issued here in development mode only"))
             }
@@ -86,7 +86,7 @@ enum AdminAPI {
             let expire: Int64 = 86_400
             let sig = UserSig.generate(
                 sdkAppID: app.sdkAppID, secretKey: app.secretKey, userID: user.rawValue, expire: expire,
-                time: node.clock.now() / 1000)
+                time: services.clock.now() / 1000)
             var response = encoded(DevUserSig(sdkAppID: app.sdkAppID, userID: user, userSig: sig, expire: expire))
             response.headers[.cacheControl] = "no-store"
             return response
@@ -96,14 +96,14 @@ enum AdminAPI {
 
         admin.post("/calls/:callId/end") { _, context in
             let callId = CallID(rawValue: try context.parameters.require("callId"))
-            switch await node.endCall(callId) {
+            switch await services.endCall(callId) {
             case .failure(let error): return Self.error(error)
             case .success: return json(["callId": callId.rawValue, "ended": true] as [String: any Sendable])
             }
         }
 
         admin.get("/apps/:app/users/:user/records") { request, context in
-            guard let app = knownApp(try context.parameters.require("app"), node) else {
+            guard let app = knownApp(try context.parameters.require("app"), services) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
             let user = UserID(rawValue: try context.parameters.require("user"))
@@ -119,7 +119,7 @@ enum AdminAPI {
             }
             guard syncTime >= -1 else { return Self.error(SwitchboardError(.invalidSyncTime)) }
             do {
-                let page = try await node.storage.queryRecords(
+                let page = try await services.storage.queryRecords(
                     owner: UserKey(app: app, user: user), syncTime: syncTime, count: count, order: order)
                 return encoded(page)
             } catch {
@@ -127,34 +127,34 @@ enum AdminAPI {
             }
         }
 
-        registerAppManagement(on: admin, node: node)
-        registerPush(on: admin, node: node)
-        registerWebhooks(on: admin, node: node)
+        registerAppManagement(on: admin, services: services)
+        registerPush(on: admin, services: services)
+        registerWebhooks(on: admin, services: services)
 
         // TURN credentials for an app backend that hands them to its clients itself (logged-in
         // clients ask over the WebSocket: `media.iceServers`).
         admin.get("/apps/:app/users/:user/ice-servers") { _, context in
-            guard let app = knownApp(try context.parameters.require("app"), node) else {
+            guard let app = knownApp(try context.parameters.require("app"), services) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
             let user = UserID(rawValue: try context.parameters.require("user"))
             guard user.isValid else { return Self.error(SwitchboardError(.invalidUserID)) }
-            return encoded(node.iceServers(for: UserKey(app: app, user: user)))
+            return encoded(services.configuration.ice.iceServers(for: UserKey(app: app, user: user), now: services.clock.now()))
         }
 
         admin.get("/apps/:app/online") { _, context in
-            guard let app = knownApp(try context.parameters.require("app"), node) else {
+            guard let app = knownApp(try context.parameters.require("app"), services) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
             let online: [(UserID, [(DeviceID, String?)])]
-            if let cluster = node.cluster {
+            if let cluster = services.cluster {
                 // Every node's devices, as the cluster's table has them.
                 guard let devices = try? await cluster.onlineUsers(app: app) else {
                     return Self.error(SwitchboardError(.storageUnavailable))
                 }
                 online = devices
             } else {
-                online = node.registry.onlineUsers(app: app)
+                online = services.registry.onlineUsers(app: app)
             }
             let users = online.map { user, devices in
                 OnlineUser(
@@ -196,16 +196,16 @@ enum AdminAPI {
         }
     }
 
-    static func registerAppManagement(on admin: RouterGroup<SwitchboardRequestContext>, node: NodeContext) {
+    static func registerAppManagement(on admin: RouterGroup<SwitchboardRequestContext>, services: AdminServices) {
         admin.get("/apps/:app/settings") { _, context in
-            guard let app = node.apps.app(knownApp(try context.parameters.require("app"), node) ?? 0) else {
+            guard let app = services.apps.app(knownApp(try context.parameters.require("app"), services) ?? 0) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
             return encoded(SettingsBody(app.settings))
         }
 
         admin.put("/apps/:app/settings") { request, context in
-            guard var app = node.apps.app(knownApp(try context.parameters.require("app"), node) ?? 0) else {
+            guard var app = services.apps.app(knownApp(try context.parameters.require("app"), services) ?? 0) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
             switch await body(SettingsBody.self, request) {
@@ -227,18 +227,18 @@ enum AdminAPI {
                 if let policy = settings.busyPolicy { app.settings.busyPolicy = policy }
                 if let sees = settings.blockedCallerSees { app.settings.blockedCallerSees = sees }
                 do {
-                    try await node.storage.saveApp(app)
+                    try await services.storage.saveApp(app)
                 } catch {
                     return Self.error(SwitchboardError(.storageUnavailable))
                 }
-                node.apps.update(app)
-                node.cluster?.broadcast(.appsChanged)
+                services.apps.update(app)
+                services.cluster?.broadcast(.appsChanged)
                 return encoded(SettingsBody(app.settings))
             }
         }
 
         admin.put("/apps/:app/groups/:group/members") { request, context in
-            guard let app = knownApp(try context.parameters.require("app"), node) else {
+            guard let app = knownApp(try context.parameters.require("app"), services) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
             let group = ChatGroupID(rawValue: try context.parameters.require("group"))
@@ -256,8 +256,8 @@ enum AdminAPI {
                     return Self.error(SwitchboardError(.invalidUserID, "'\(bad.rawValue.prefix(40))' is not a valid userID"))
                 }
                 do {
-                    try await node.storage.setChatGroupMembers(app: app, group: group, members: members.userIds)
-                    let stored = try await node.storage.chatGroupMembers(app: app, group: group)
+                    try await services.storage.setChatGroupMembers(app: app, group: group, members: members.userIds)
+                    let stored = try await services.storage.chatGroupMembers(app: app, group: group)
                     return encoded(GroupMembers(groupId: group, userIds: stored))
                 } catch {
                     return Self.error(SwitchboardError(.storageUnavailable))
@@ -266,21 +266,21 @@ enum AdminAPI {
         }
 
         admin.get("/apps/:app/groups/:group/members") { _, context in
-            guard let app = knownApp(try context.parameters.require("app"), node) else {
+            guard let app = knownApp(try context.parameters.require("app"), services) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
             let group = ChatGroupID(rawValue: try context.parameters.require("group"))
             do {
                 return encoded(
-                    GroupMembers(groupId: group, userIds: try await node.storage.chatGroupMembers(app: app, group: group)))
+                    GroupMembers(groupId: group, userIds: try await services.storage.chatGroupMembers(app: app, group: group)))
             } catch {
                 return Self.error(SwitchboardError(.storageUnavailable))
             }
         }
     }
 
-    static func knownApp(_ text: String, _ node: NodeContext) -> SdkAppID? {
-        guard let value = Int64(text), node.apps.app(SdkAppID(value)) != nil else { return nil }
+    static func knownApp(_ text: String, _ services: AdminServices) -> SdkAppID? {
+        guard let value = Int64(text), services.apps.app(SdkAppID(value)) != nil else { return nil }
         return SdkAppID(value)
     }
 

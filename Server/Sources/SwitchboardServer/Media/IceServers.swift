@@ -40,10 +40,3 @@ extension IceConfiguration {
         return Data(mac).base64EncodedString()
     }
 }
-
-extension NodeContext {
-    /// The ICE servers a logged-in user may use now.
-    func iceServers(for user: UserKey) -> IceServersResponse {
-        configuration.ice.iceServers(for: user, now: clock.now())
-    }
-}

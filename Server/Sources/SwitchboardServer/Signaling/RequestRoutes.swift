@@ -51,7 +51,7 @@ extension SignalingSession {
             // The session (SignalingSession+Login.swift).
             RequestRoute.open(LoginRequest.self) { session, request, id in await session.login(request, id: id) },
             RequestRoute.open(PingRequest.self) { session, _, id in
-                session.succeed(id, PingResponse(serverTime: session.node.clock.now()))
+                session.succeed(id, PingResponse(serverTime: session.services.clock.now()))
             },
             RequestRoute.session(LogoutRequest.self, oncePerId: true) { session, _, identity, id in
                 await session.logout(identity, id: id)
@@ -119,7 +119,7 @@ extension SignalingSession {
                 await session.call(.videoLayer(session.command(identity, request.callId), request), id: id)
             },
             RequestRoute.session(IceServersRequest.self, oncePerId: false) { session, _, identity, id in
-                session.succeed(id, session.node.iceServers(for: identity.user))
+                session.succeed(id, session.services.configuration.ice.iceServers(for: identity.user, now: session.services.clock.now()))
             },
 
             // Records (SignalingSession+Records.swift).

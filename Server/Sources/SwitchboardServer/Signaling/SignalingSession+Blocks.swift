@@ -19,26 +19,26 @@ extension SignalingSession {
                 id,
                 {
                     if block {
-                        let current = try await self.node.storage.blockedUsers(app: user.app, user: user.user)
+                        let current = try await self.services.storage.blockedUsers(app: user.app, user: user.user)
                         guard Set(current).union(others).count <= BlockedUsersResponse.limit else {
                             throw SwitchboardError(.invalidParams, "at most \(BlockedUsersResponse.limit) blocked users")
                         }
-                        let (webhooks, now) = (self.node.webhooks, self.node.clock.now())
-                        try await self.node.storage.block(app: user.app, user: user.user, blocked: others) { added in
+                        let (webhooks, now) = (self.services.webhooks, self.services.clock.now())
+                        try await self.services.storage.block(app: user.app, user: user.user, blocked: others) { added in
                             webhooks.wants(user.app, .userBlocked)
                                 ? OutboxEvent.blocks(user, changed: added, blocked: true, time: now) : nil
                         }
-                        self.node.webhookDispatcher.wake()
-                        if !others.isEmpty, let error = await self.node.calls.blocks(user) { throw error }
+                        self.services.webhookDispatcher.wake()
+                        if !others.isEmpty, let error = await self.services.calls.blocks(user) { throw error }
                     } else {
-                        let (webhooks, now) = (self.node.webhooks, self.node.clock.now())
-                        try await self.node.storage.unblock(app: user.app, user: user.user, blocked: others) { removed in
+                        let (webhooks, now) = (self.services.webhooks, self.services.clock.now())
+                        try await self.services.storage.unblock(app: user.app, user: user.user, blocked: others) { removed in
                             webhooks.wants(user.app, .userUnblocked)
                                 ? OutboxEvent.blocks(user, changed: removed, blocked: false, time: now) : nil
                         }
-                        self.node.webhookDispatcher.wake()
+                        self.services.webhookDispatcher.wake()
                     }
-                    return try await self.node.storage.blockedUsers(app: user.app, user: user.user)
+                    return try await self.services.storage.blockedUsers(app: user.app, user: user.user)
                 })
         else { return }
         succeed(id, BlockedUsersResponse(userIds: blocked))
@@ -46,7 +46,7 @@ extension SignalingSession {
 
     func blockedUsers(_ identity: Identity, id: RequestID) async {
         let user = identity.user
-        if let blocked = await storage(id, { try await self.node.storage.blockedUsers(app: user.app, user: user.user) }) {
+        if let blocked = await storage(id, { try await self.services.storage.blockedUsers(app: user.app, user: user.user) }) {
             succeed(id, BlockedUsersResponse(userIds: blocked))
         }
     }

@@ -18,14 +18,14 @@ extension SignalingSession {
         _ participantIds: [UserID], inviter: Identity, withInviterProfile: Bool, id: RequestID
     ) async -> (settings: AppSettings, profiles: [UserID: UserProfile])? {
         let app = inviter.user.app
-        guard let settings = node.apps.app(app)?.settings else {
+        guard let settings = services.apps.app(app)?.settings else {
             fail(id, SwitchboardError(.unknownApp))
             return nil
         }
         // Only well-formed ids are looked up; the state machine reports the bad ones.
         let invitees = Array(Array(Set(participantIds.filter(\.isValid))).prefix(settings.maxParticipants))
         let profiled = withInviterProfile ? [inviter.user.user] + invitees : invitees
-        guard let profiles = await storage(id, { try await self.node.profiles.profiles(app: app, users: profiled) })
+        guard let profiles = await storage(id, { try await self.services.profiles.profiles(app: app, users: profiled) })
         else { return nil }
         return (settings, profiles)
     }
@@ -54,11 +54,11 @@ extension SignalingSession {
 
     func join(_ request: JoinCallRequest, _ identity: Identity, id: RequestID) async {
         let user = identity.user
-        guard let settings = node.apps.app(user.app)?.settings else {
+        guard let settings = services.apps.app(user.app)?.settings else {
             fail(id, SwitchboardError(.unknownApp))
             return
         }
-        guard let profiles = await storage(id, { try await self.node.profiles.profiles(app: user.app, users: [user.user]) })
+        guard let profiles = await storage(id, { try await self.services.profiles.profiles(app: user.app, users: [user.user]) })
         else { return }
         await call(
             .join(
@@ -76,11 +76,11 @@ extension SignalingSession {
     /// Hands an event to the call engine and answers with its reply.
     func call(_ event: CallEvent, id: RequestID) async {
         let connection = self.connection
-        let ledger = node.ledger
+        let ledger = services.ledger
         let tracked = self.tracked
         self.tracked = nil
         // The engine answers inside its critical section, before the events the request causes.
-        let reply = await node.calls.handle(event) { reply in
+        let reply = await services.calls.handle(event) { reply in
             let text = Self.encode(reply, id: id)
             if let tracked { ledger.finish(tracked.id, device: tracked.device, answer: text) }
             connection.enqueue(text)

@@ -8,7 +8,7 @@ extension SignalingSession {
             fail(id, SwitchboardError(.alreadyLoggedIn))
             return
         }
-        guard !node.isShuttingDown else {
+        guard !services.isShuttingDown else {
             fail(id, SwitchboardError(.shuttingDown))
             return
         }
@@ -20,8 +20,8 @@ extension SignalingSession {
                     "this server speaks protocol version \(switchboardProtocolVersion), not \(request.protocolVersion)"))
             return
         }
-        let now = node.clock.now()
-        let limiter = node.limiter
+        let now = services.clock.now()
+        let limiter = services.limiter
         // Every attempt costs the address a token before any work is done.
         if let limited = limiter.take(limits.loginsPerIP, "login-ip", remoteAddress, now: now) {
             fail(id, limited)
@@ -45,7 +45,7 @@ extension SignalingSession {
                     "platform: at most \(LoginRequest.maxPlatformBytes) UTF-8 bytes, no control or format characters"))
             return
         }
-        guard let app = node.apps.app(request.sdkAppID) else {
+        guard let app = services.apps.app(request.sdkAppID) else {
             // Nobody's user is named by an app that does not exist: only the address pays.
             loginFailed(id, SwitchboardError(.unknownApp, "no app with sdkAppID \(request.sdkAppID)"), user: nil, now: now)
             return
@@ -65,7 +65,7 @@ extension SignalingSession {
             fail(id, limited)
             return
         }
-        guard let profile = await storage(id, { try await self.node.profiles.profiles(app: key.app, users: [key.user]) })
+        guard let profile = await storage(id, { try await self.services.profiles.profiles(app: key.app, users: [key.user]) })
         else { return }
         let device = request.deviceId ?? DeviceID.random()
         // Frames for the device wait in the connection until the login answer is written: the
@@ -74,9 +74,9 @@ extension SignalingSession {
         // the client still hears the answer first.
         connection.holdFrames()
         let replaced: (any EventSink)?
-        switch node.registry.register(
+        switch services.registry.register(
             connection, user: key, device: device, platform: request.platform,
-            maxDevices: node.configuration.connections.maxDevicesPerUser)
+            maxDevices: services.configuration.connections.maxDevicesPerUser)
         {
         case .tooManyDevices:
             connection.releaseFrames(after: nil)
@@ -84,30 +84,30 @@ extension SignalingSession {
                 id,
                 SwitchboardError(
                     .tooManyDevices,
-                    "at most \(node.configuration.connections.maxDevicesPerUser) devices connected at once"))
+                    "at most \(services.configuration.connections.maxDevicesPerUser) devices connected at once"))
             return
         case .registered(let old):
             replaced = old
         }
         identity = Identity(user: key, device: device)
         replaced?.close(SwitchboardError(.sessionReplaced))
-        if let refused = await node.calls.deviceOnline(key, device, platform: request.platform) {
+        if let refused = await services.calls.deviceOnline(key, device, platform: request.platform) {
             // The engine could not be told of the device (a cluster between leaders): a login that
             // went on would miss its calls. Refused like any login: the client tries again, on
             // this connection, at another node or later.
             logger.notice("login refused: the engine could not be told", metadata: ["user": "\(key)", "error": "\(refused)"])
             identity = nil
-            _ = node.registry.remove(connection, user: key, device: device)
+            _ = services.registry.remove(connection, user: key, device: device)
             connection.releaseFrames(after: nil)
-            node.metrics.login(refused.code.name)
+            services.metrics.login(refused.code.name)
             fail(id, refused)
             return
         }
-        node.deadlines.disarm(connection.id)
-        node.gate.loggedIn(connection.id)
+        services.deadlines.disarm(connection.id)
+        services.gate.loggedIn(connection.id)
         runner?.setLoggedIn(true)
-        node.metrics.login("ok")
-        node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
+        services.metrics.login("ok")
+        services.metrics.connectedDevices.set(Int64(services.registry.deviceCount))
         logger.info("login", metadata: ["user": "\(key)", "device": "\(device)", "connection": "\(connection.id)"])
         let answer = try? SwitchboardJSON.encodeString(
             ResponseEnvelope(
@@ -115,7 +115,7 @@ extension SignalingSession {
                 outcome: .success(
                     LoginResponse(
                         userID: key.user, deviceId: device, protocolVersion: switchboardProtocolVersion,
-                        serverTime: node.clock.now(), heartbeatInterval: node.configuration.heartbeatInterval,
+                        serverTime: services.clock.now(), heartbeatInterval: services.configuration.heartbeatInterval,
                         profile: profile[key.user] ?? UserProfile(userId: key.user)))))
         connection.releaseFrames(after: answer)
     }
@@ -124,23 +124,23 @@ extension SignalingSession {
     /// it named. A guesser whose address or target has no failures left gets `rateLimited` instead
     /// of the reason, so that guessing costs time and teaches nothing.
     func loginFailed(_ id: RequestID, _ error: SwitchboardError, user: UserKey?, now: Int64) {
-        let limiter = node.limiter
+        let limiter = services.limiter
         let limited =
             limiter.take(limits.failedLoginsPerIP, "failed-ip", remoteAddress, now: now)
             ?? user.flatMap { limiter.take(limits.failedLoginsPerUser, "failed-user", $0.description, now: now) }
-        node.metrics.login(error.code.name)
+        services.metrics.login(error.code.name)
         logger.notice("login refused", metadata: ["code": "\(error.code.name)", "address": "\(remoteAddress)"])
         fail(id, limited ?? error)
     }
 
     func logout(_ identity: Identity, id: RequestID) async {
-        await node.calls.logout(identity.user, identity.device)
-        _ = node.registry.remove(connection, user: identity.user, device: identity.device)
+        await services.calls.logout(identity.user, identity.device)
+        _ = services.registry.remove(connection, user: identity.user, device: identity.device)
         self.identity = nil
         // Signed out: this device must not ring through pushes either.
-        try? await node.storage.unregisterPushToken(user: identity.user, device: identity.device, kind: nil)
+        try? await services.storage.unregisterPushToken(user: identity.user, device: identity.device, kind: nil)
         succeed(id, Empty())
-        node.ledger.forget(RequestLedger.DeviceKey(user: identity.user, device: identity.device))
+        services.ledger.forget(RequestLedger.DeviceKey(user: identity.user, device: identity.device))
         connection.close(nil)
     }
 
@@ -148,9 +148,9 @@ extension SignalingSession {
     func disconnected() async {
         guard let identity else { return }
         self.identity = nil
-        if node.registry.remove(connection, user: identity.user, device: identity.device) {
-            node.metrics.connectedDevices.set(Int64(node.registry.deviceCount))
-            await node.calls.deviceOffline(identity.user, identity.device)
+        if services.registry.remove(connection, user: identity.user, device: identity.device) {
+            services.metrics.connectedDevices.set(Int64(services.registry.deviceCount))
+            await services.calls.deviceOffline(identity.user, identity.device)
         }
     }
 
@@ -173,16 +173,16 @@ extension SignalingSession {
             let saved = await storage(
                 id,
                 {
-                    var profile = try await self.node.profiles.profiles(app: user.app, users: [user.user])[user.user]
+                    var profile = try await self.services.profiles.profiles(app: user.app, users: [user.user])[user.user]
                         ?? UserProfile(userId: user.user)
                     if let nickname = request.nickname { profile.nickname = nickname }
                     if let avatar = request.avatarURL { profile.avatarURL = avatar }
-                    try await self.node.profiles.save(app: user.app, profile, now: self.node.clock.now())
+                    try await self.services.profiles.save(app: user.app, profile, now: self.services.clock.now())
                     return profile
                 })
         else { return }
         // The other nodes of a cluster forget what they cached of this profile.
-        node.cluster?.broadcast(.profileChanged(user))
+        services.cluster?.broadcast(.profileChanged(user))
         succeed(id, saved)
     }
 }

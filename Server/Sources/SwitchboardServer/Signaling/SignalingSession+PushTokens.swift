@@ -11,22 +11,22 @@ extension SignalingSession {
             return
         }
         // The server will POST to a Web Push endpoint: none into its own network.
-        if request.kind == .web, let problem = node.webPushEndpoints.problem(request.token) {
+        if request.kind == .web, let problem = services.webPushEndpoints.problem(request.token) {
             fail(id, problem)
             return
         }
         let token = PushToken(
             token: request.normalizedToken, user: identity.user, device: identity.device, kind: request.kind ?? .voip,
-            environment: request.environment ?? .production, bundleId: request.bundleId ?? "", updatedAt: node.clock.now(),
+            environment: request.environment ?? .production, bundleId: request.bundleId ?? "", updatedAt: services.clock.now(),
             webPush: request.webPush, sealingKey: request.sealingKey, alertRinging: request.alertRinging ?? false)
-        if await storage(id, { try await self.node.storage.registerPushToken(token, move: request.move ?? false) }) != nil {
+        if await storage(id, { try await self.services.storage.registerPushToken(token, move: request.move ?? false) }) != nil {
             succeed(id, Empty())
         }
     }
 
     func unregisterPushToken(_ request: UnregisterPushTokenRequest, _ identity: Identity, id: RequestID) async {
         if await storage(id, {
-            try await self.node.storage.unregisterPushToken(user: identity.user, device: identity.device, kind: request.kind)
+            try await self.services.storage.unregisterPushToken(user: identity.user, device: identity.device, kind: request.kind)
         }) != nil {
             succeed(id, Empty())
         }

@@ -15,7 +15,7 @@ extension SignalingSession {
         if let page = await storage(
             id,
             {
-                try await self.node.storage.queryRecords(
+                try await self.services.storage.queryRecords(
                     owner: identity.user, syncTime: request.syncTime, count: request.count, order: request.order)
             })
         {
@@ -29,14 +29,14 @@ extension SignalingSession {
             return
         }
         if let deleted = await storage(
-            id, { try await self.node.storage.deleteRecords(owner: identity.user, callIds: request.callIds) })
+            id, { try await self.services.storage.deleteRecords(owner: identity.user, callIds: request.callIds) })
         {
             succeed(id, DeleteRecordsResponse(deleted: deleted))
         }
     }
 
     func deleteAllRecords(_ identity: Identity, id: RequestID) async {
-        if let deleted = await storage(id, { try await self.node.storage.deleteAllRecords(owner: identity.user) }) {
+        if let deleted = await storage(id, { try await self.services.storage.deleteAllRecords(owner: identity.user) }) {
             succeed(id, DeleteRecordsResponse(deleted: deleted))
         }
     }

@@ -24,7 +24,7 @@ final class SignalingSession: @unchecked Sendable {
         var device: DeviceID
     }
 
-    let node: NodeContext
+    let services: SessionServices
     let connection: Connection
     /// The peer's IP address, for per-IP limits.
     var remoteAddress: String { connection.remoteAddress }
@@ -35,13 +35,13 @@ final class SignalingSession: @unchecked Sendable {
     /// Told when the session logs in and out (it owns the session; the session only tells it).
     weak var runner: SessionRunner?
 
-    init(node: NodeContext, connection: Connection, logger: Logger) {
-        self.node = node
+    init(services: SessionServices, connection: Connection, logger: Logger) {
+        self.services = services
         self.connection = connection
         self.logger = logger
     }
 
-    var limits: RateLimits { node.configuration.rateLimits }
+    var limits: RateLimits { services.configuration.rateLimits }
 
     // MARK: - frames
 
@@ -65,8 +65,8 @@ final class SignalingSession: @unchecked Sendable {
             fail(nil, SwitchboardError(.invalidRequestID, "id '\(rawID.prefix(16))…' must be 1-64 characters"))
             return
         }
-        if let limited = node.limiter.take(
-            limits.requestsPerConnection, "connection", String(connection.id), now: node.clock.now())
+        if let limited = services.limiter.take(
+            limits.requestsPerConnection, "connection", String(connection.id), now: services.clock.now())
         {
             fail(id, limited)
             return
@@ -98,7 +98,7 @@ final class SignalingSession: @unchecked Sendable {
         }
         if route.oncePerId {
             let device = RequestLedger.DeviceKey(user: identity.user, device: identity.device)
-            if let answer = await node.ledger.begin(id, device: device, now: node.clock.now()) {
+            if let answer = await services.ledger.begin(id, device: device, now: services.clock.now()) {
                 // Empty: the device logged out while this duplicate waited for the original's answer.
                 if answer.isEmpty { fail(id, SwitchboardError(.notLoggedIn)) } else { connection.enqueue(answer) }
                 return
@@ -135,7 +135,7 @@ final class SignalingSession: @unchecked Sendable {
     /// Runs a storage operation; a failure answers `storageUnavailable` and returns nil. On a
     /// cluster node cut off from its database the answer comes at once, instead of after the cut.
     func storage<T>(_ id: RequestID, _ operation: () async throws -> T) async -> T? {
-        if node.cluster?.isCutOff == true {
+        if services.cluster?.isCutOff == true {
             fail(id, ClusterNode.cutOffRefusal)
             return nil
         }
@@ -163,7 +163,7 @@ final class SignalingSession: @unchecked Sendable {
     func answer(_ id: RequestID?, _ text: String?) {
         let text = text ?? #"{"id":null,"error":{"code":5001,"message":"could not encode the answer"}}"#
         if let tracked, tracked.id == id {
-            node.ledger.finish(tracked.id, device: tracked.device, answer: text)
+            services.ledger.finish(tracked.id, device: tracked.device, answer: text)
             self.tracked = nil
         }
         connection.enqueue(text)

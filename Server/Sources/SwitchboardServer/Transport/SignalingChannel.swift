@@ -32,25 +32,25 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
     static let path = "/v1/ws"
 
     let responder: HTTPChannelHandler.Responder
-    let node: NodeContext
+    let services: SessionServices
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            let id = node.nextConnectionID()
+            let id = services.connections.nextID()
             let address = channel.remoteAddress?.ipAddress ?? "unknown"
-            let admission = node.gate.admit(id, address: address) { [weak channel] in channel?.close(promise: nil) }
+            let admission = services.gate.admit(id, address: address) { [weak channel] in channel?.close(promise: nil) }
             guard admission == .admitted else {
-                node.metrics.connectionRefused(admission == .full ? "full" : "address_full")
+                services.metrics.connectionRefused(admission == .full ? "full" : "address_full")
                 channel.close(promise: nil)
                 return Value(outcome: channel.eventLoop.makeSucceededFuture(.refused), channel: channel)
             }
-            let deadlines = node.deadlines
+            let deadlines = services.deadlines
             channel.closeFuture.whenComplete { _ in
                 deadlines.disarm(id)
-                node.gate.closed(id)
+                services.gate.closed(id)
             }
             // The request head must arrive in time (slowloris).
-            deadlines.arm(id, after: node.configuration.connections.headTimeout) { [weak channel] in
+            deadlines.arm(id, after: services.configuration.connections.headTimeout) { [weak channel] in
                 channel?.close(promise: nil)
             }
             let undecided = UndecidedConnection()
@@ -74,8 +74,8 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
     private func configure(_ channel: any Channel, id: UInt64, address: String, logger: Logger) throws
         -> EventLoopFuture<Outcome>
     {
-        let node = self.node
-        let limits = node.configuration.connections
+        let services = self.services
+        let limits = services.configuration.connections
         let upgrader = NIOTypedWebSocketServerUpgrader<Outcome>(
             maxFrameSize: NodeContext.hardMessageLimit,
             enableAutomaticErrorHandling: false,
@@ -85,20 +85,20 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
             },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
-                    let outbox = node.outboxes.outbox(for: channel.eventLoop)
+                    let outbox = services.outboxes.outbox(for: channel.eventLoop)
                     let handler = WebSocketConnectionHandler(
-                        limits: limits, pingInterval: .seconds(node.configuration.heartbeatInterval),
-                        metrics: node.metrics, outbox: outbox, logger: logger)
+                        limits: limits, pingInterval: .seconds(services.configuration.heartbeatInterval),
+                        metrics: services.metrics, outbox: outbox, logger: logger)
                     let connection = Connection(
                         id: id, remoteAddress: address, channel: channel, handler: handler, outbox: outbox)
-                    let session = SignalingSession(node: node, connection: connection, logger: logger)
+                    let session = SignalingSession(services: services, connection: connection, logger: logger)
                     let runner = SessionRunner(session: session, channel: channel)
                     session.runner = runner
                     handler.attach(runner)
                     try channel.pipeline.syncOperations.addHandlers(
                         WebSocketConnectionHandler.frameHandlers(maxMessageBytes: NodeContext.hardMessageLimit) + [handler])
                     // From the upgrade on, the connection has this long to log in.
-                    node.deadlines.arm(id, after: limits.loginTimeout) {
+                    services.deadlines.arm(id, after: limits.loginTimeout) {
                         connection.close(SwitchboardError(.loginTimeout))
                     }
                     return .upgraded
@@ -111,7 +111,7 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
                         try channel.pipeline.syncOperations.addHandler(
-                            HTTPRequestDeadlines(id: id, deadlines: node.deadlines, limits: limits))
+                            HTTPRequestDeadlines(id: id, deadlines: services.deadlines, limits: limits))
                         // Closes the connection between requests when the server shuts down.
                         try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(logger: logger))
                         return .http(
