@@ -5,6 +5,7 @@ import Switchboard
 import SwitchboardCallKit
 import SwitchboardProtocol
 import SwitchboardTools
+import Testing
 
 /// CallKit, PushKit and the audio session as a test sees them: fake ports that hold the app to
 /// the system's contracts. What iOS would punish is recorded in ``problems()``: a VoIP push whose
@@ -330,8 +331,11 @@ public final class FakeCallSystem: Sendable {
         }
     }
 
+    /// A contract violation fails the test that caused it, whether or not it reads ``problems()``
+    /// (a fake that fails by default); it is also kept for ``problems()``.
     fileprivate func violation(_ message: String) {
         state.withLockedValue { $0.violations.append(message) }
+        Issue.record("FakeCallSystem: \(message)")
     }
 
     fileprivate func emit(_ record: Record) {
