@@ -25,7 +25,7 @@ public final class SwitchboardNode: Sendable {
     private let application: any Service
     /// The event loops this node made for itself (``ServerConfiguration/eventLoopThreads``).
     private let ownEventLoops: MultiThreadedEventLoopGroup?
-    private let lifecycle: SignalingLifecycle
+    private let signalingShutdown: SignalingShutdown
     private let state = NIOLockedValueBox<RunState>(RunState())
 
     private struct RunState {
@@ -48,7 +48,7 @@ public final class SwitchboardNode: Sendable {
         self.adminSecret = adminSecret
         self.context = context
         self.application = application
-        self.lifecycle = SignalingLifecycle(context: context)
+        self.signalingShutdown = SignalingShutdown(context: context)
     }
 
     /// Runs until SIGTERM/SIGINT (or ``shutdown()``), then shuts down gracefully: logins are
@@ -56,12 +56,13 @@ public final class SwitchboardNode: Sendable {
     /// flushed, and connections get `sessionEnded` (`shuttingDown`: come back) and close with 1012.
     public func run(gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint]) async throws {
         // Shutdown runs in reverse order: the calls are journaled and the connections told to come
-        // back first (lifecycle), then the cluster hears of it and lets go of the leadership, then
+        // back first (`SignalingShutdown`), then the cluster hears of it and lets go of the leadership, then
         // the HTTP server stops.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: application)]
         if let cluster = context.cluster { services.append(.init(service: cluster)) }
         services += [
-            .init(service: lifecycle), .init(service: AliveMarker(context: context)),
+            .init(service: signalingShutdown),
+            .init(service: AliveMarker(storage: context.storage, connections: context.connections, clock: context.clock)),
             .init(service: WebhookService(dispatcher: context.webhookDispatcher)),
             .init(service: WebhookHousekeepingService(housekeeper: housekeeper)),
         ]
@@ -154,8 +155,10 @@ public final class SwitchboardNode: Sendable {
     }
 }
 
-/// Waits for graceful shutdown, then winds the signaling layer down before the HTTP server stops.
-struct SignalingLifecycle: Service {
+/// Waits for graceful shutdown, then winds the signaling layer down before the HTTP server stops:
+/// the node's own shutdown, which puts each of its parts away in order (so it holds the whole
+/// ``NodeContext``).
+struct SignalingShutdown: Service {
     let context: NodeContext
 
     func run() async throws {
@@ -195,16 +198,18 @@ struct SignalingLifecycle: Service {
 
 /// Notes every few seconds that the server is alive, so that calls cut by a crash can be dated.
 struct AliveMarker: Service {
-    let context: NodeContext
+    let storage: any SwitchboardStorage
+    let connections: NodeConnections
+    let clock: any SwitchboardClock
     static let interval: Duration = .seconds(5)
 
     func run() async throws {
-        while !Task.isCancelled && !context.connections.isShuttingDown {
-            let (storage, now) = (context.storage, context.clock.now())
-            await waitBounded(clock: context.clock) { try? await storage.markAlive(at: now) }
+        while !Task.isCancelled && !connections.isShuttingDown {
+            let (storage, now) = (storage, clock.now())
+            await waitBounded(clock: clock) { try? await storage.markAlive(at: now) }
             do {
                 try await cancelWhenGracefulShutdown {
-                    try await context.clock.sleep(for: Self.interval)
+                    try await clock.sleep(for: Self.interval)
                 }
             } catch {
                 return
