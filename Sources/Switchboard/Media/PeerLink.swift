@@ -64,11 +64,10 @@ actor PeerLink {
 
     /// ICE failed on this side.
     func iceFailed() async {
-        let actions = rules.iceFailed()
-        if !rules.isClosed, !actions.contains(where: \.isRestart) {
+        if !rules.isClosed, rules.restartsExhausted {
             logger.info("ICE restarts stop at the bound", metadata: ["callId": "\(callId)", "peer": "\(peer)"])
         }
-        await run(actions)
+        await run(rules.iceFailed())
     }
 
     /// ICE connected.
@@ -172,16 +171,6 @@ actor PeerLink {
             await send(SendMediaSignalRequest(callId: callId, to: peer, kind: .offer, sdp: offer.sdp))
         } catch {
             logger.info("offer failed", metadata: ["callId": "\(callId)", "peer": "\(peer)", "error": "\(error)"])
-        }
-    }
-}
-
-extension PeerLinkRules.Action {
-    fileprivate var isRestart: Bool {
-        switch self {
-        case .offer(let iceRestart): iceRestart
-        case .askForRestart: true
-        case .report: false
         }
     }
 }
