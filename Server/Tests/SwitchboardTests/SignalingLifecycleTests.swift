@@ -106,6 +106,13 @@ struct SignalingLifecycleTests {
                 "stop reconnecting, stop watching paths, stop heartbeat, close c2, fail all userSigExpired, tell sessionLost userSigExpired",
             phase: "idle"),
         Row(
+            name: "a refusal for good of an attempt a path change replaced changes nothing",
+            setup: loggedIn + " drop try path try", input: "refused-old", actions: "",
+            phase: "reconnecting r2 trying c3 session@a"),
+        Row(
+            name: "an answer to an attempt a path change replaced is not taken", setup: loggedIn + " drop try path try",
+            input: "back-old", actions: "", phase: "reconnecting r2 trying c3 session@a"),
+        Row(
             name: "a login that failed otherwise lets the attempt go and the round goes on", setup: loggedIn + " drop try",
             input: "failed", actions: "close c2", phase: "reconnecting r1 session@a"),
         Row(
@@ -199,6 +206,10 @@ struct SignalingLifecycleTests {
                     lifecycle.attemptLoggedIn(
                         generation: openGeneration, SignalingLifecycleTests.response, heartbeat: .seconds(10)))
             case "refused": return describe(lifecycle.attemptRefused(generation: openGeneration, SwitchboardError(.userSigExpired)))
+            case "refused-old": return describe(lifecycle.attemptRefused(generation: 2, SwitchboardError(.userSigExpired)))
+            case "back-old":
+                return describe(
+                    lifecycle.attemptLoggedIn(generation: 2, SignalingLifecycleTests.response, heartbeat: .seconds(10)))
             case "failed": return describe(lifecycle.attemptRefused(generation: openGeneration, SwitchboardError(.requestTimedOut)))
             case "attempt-failed": return describe(lifecycle.attemptFailed(1, round: round))
             case "attempt-failed-old": return describe(lifecycle.attemptFailed(1, round: round - 1))
