@@ -68,8 +68,6 @@ public final class TestAPNsServer: Sendable {
     public let pushes: Recorder<Push>
     /// Every answer given.
     public let answers: Recorder<Answer>
-    private let pushSink: AsyncStream<Push>.Continuation
-    private let answerSink: AsyncStream<Answer>.Continuation
     typealias State = (
         unregistered: Set<String>, behavior: Behavior, connections: Int, kinds: [String: PushTokenKind]
     )
@@ -110,8 +108,10 @@ public final class TestAPNsServer: Sendable {
         let tls = tlsFiles.configuration
         let certificatePath = tlsFiles.certificatePath
 
-        let (pushStream, pushSink) = AsyncStream<Push>.makeStream()
-        let (answerStream, answerSink) = AsyncStream<Answer>.makeStream()
+        // Recorded before the answer goes out, the answer before the push: a test that saw a push,
+        // or anything the server under test did after an answer, finds that answer here.
+        let pushes = Recorder<Push>()
+        let answers = Recorder<Answer>()
         let state = NIOLockedValueBox<State>(([], .normal, 0, [:]))
         let keyId = "TESTKEY123"
         let teamId = "TESTTEAM12"
@@ -119,7 +119,7 @@ public final class TestAPNsServer: Sendable {
         router.post("/3/device/:token") { request, context -> Response in
             let token = try context.parameters.require("token").lowercased()
             func answer(_ status: HTTPResponse.Status, _ reason: String?, extra: String = "") -> Response {
-                answerSink.yield(Answer(token: token, status: Int(status.code), reason: reason))
+                answers.record(Answer(token: token, status: Int(status.code), reason: reason))
                 let body = reason.map { #"{"reason":"\#($0)"\#(extra)}"# } ?? ""
                 return Response(
                     status: status, headers: reason == nil ? [:] : [.contentType: "application/json"],
@@ -207,12 +207,12 @@ public final class TestAPNsServer: Sendable {
             for field in request.headers where field.name.canonicalName.hasPrefix("apns-") {
                 headers[field.name.canonicalName] = field.value
             }
-            pushSink.yield(
+            answers.record(Answer(token: token, status: 200, reason: nil))
+            pushes.record(
                 Push(
                     token: token, headers: headers, payload: payload, providerToken: jwt, issuedAt: issuedAt,
                     push: kind == .voip ? VoIPPush(json: payload) : nil,
                     missedCall: kind == .alert ? MissedCallPush(json: payload) : nil))
-            answerSink.yield(Answer(token: token, status: 200, reason: nil))
             return Response(status: .ok, headers: [HTTPField.Name("apns-id")!: id])
         }
 
@@ -237,23 +237,21 @@ public final class TestAPNsServer: Sendable {
         var iterator = started.stream.makeAsyncIterator()
         let port = await iterator.next() ?? 0
         return TestAPNsServer(
-            port: port, keyPath: keyPath, certificatePath: certificatePath, pushStream: pushStream, pushSink: pushSink,
-            answerStream: answerStream, answerSink: answerSink, state: state, runTask: runTask, open: open)
+            port: port, keyPath: keyPath, certificatePath: certificatePath, pushes: pushes,
+            answers: answers, state: state, runTask: runTask, open: open)
     }
 
     private init(
-        port: Int, keyPath: String, certificatePath: String, pushStream: AsyncStream<Push>,
-        pushSink: AsyncStream<Push>.Continuation, answerStream: AsyncStream<Answer>, answerSink: AsyncStream<Answer>.Continuation,
+        port: Int, keyPath: String, certificatePath: String, pushes: Recorder<Push>,
+        answers: Recorder<Answer>,
         state: NIOLockedValueBox<State>,
         runTask: Task<Void, any Error>, open: OpenConnections
     ) {
         self.port = port
         self.keyPath = keyPath
         self.certificatePath = certificatePath
-        self.pushes = Recorder(pushStream)
-        self.answers = Recorder(answerStream)
-        self.pushSink = pushSink
-        self.answerSink = answerSink
+        self.pushes = pushes
+        self.answers = answers
         self.runTask = runTask
         // Cancelling while a client's connection is still open can drop an HTTP/2 stream that
         // arrives during the cancellation, which NIO treats as a fatal error; stop the server

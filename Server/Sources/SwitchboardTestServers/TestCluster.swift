@@ -20,7 +20,8 @@ public final class TestCluster: Sendable {
         self.databaseProxies = databaseProxies
     }
 
-    /// Starts `count` nodes named `node0`, `node1`…; the first to look takes the lead. The nodes in
+    /// Starts `count` nodes named `node0`, `node1`…, each after the one before has had a heartbeat
+    /// (its own loop's first one runs in a task and could come late), so `node0` leads. The nodes in
     /// `databaseThroughProxy` reach the database through a ``TCPProxy`` of their own (a network
     /// between them and the database that a test can cut).
     public static func start(
@@ -39,12 +40,13 @@ public final class TestCluster: Sendable {
                 components.port = proxy.port
                 nodeURL = components.string ?? url
             }
-            nodes.append(
-                try await TestServer.start(clock: clock) { [nodeURL] configuration in
-                    configuration.database = .postgres(url: nodeURL)
-                    configuration.nodeId = "node\(index)"
-                    configure(&configuration)
-                })
+            let node = try await TestServer.start(clock: clock) { [nodeURL] configuration in
+                configuration.database = .postgres(url: nodeURL)
+                configuration.nodeId = "node\(index)"
+                configure(&configuration)
+            }
+            await node.node.clusterHeartbeat()
+            nodes.append(node)
         }
         let cluster = TestCluster(nodes: nodes, clock: clock, databaseURL: url, databaseProxies: proxies)
         await cluster.tick()

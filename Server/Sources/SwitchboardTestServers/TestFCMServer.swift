@@ -103,8 +103,10 @@ public final class TestFCMServer: Sendable {
             rsa: try Insecure.RSA.PublicKey(pem: rsa.publicKey.pemRepresentation), digestAlgorithm: .sha256,
             kid: JWKIdentifier(string: keyId))
         let state = NIOLockedValueBox(State())
-        let (messageStream, messageSink) = AsyncStream<Message>.makeStream()
-        let (answerStream, answerSink) = AsyncStream<Answer>.makeStream()
+        // Recorded before the answer goes out, the answer before the message: a test that saw a
+        // message, or anything the server under test did after an answer, finds that answer here.
+        let messages = Recorder<Message>()
+        let answers = Recorder<Answer>()
         let portBox = NIOLockedValueBox(0)
         let projectId = "switchboard-test"
         let clientEmail = "switchboard-push@switchboard-test.iam.gserviceaccount.com"
@@ -162,7 +164,7 @@ public final class TestFCMServer: Sendable {
 
         router.post("/v1/projects/:project/messages:send") { request, context -> Response in
             func failure(_ status: HTTPResponse.Status, _ code: String, token: String = "") -> Response {
-                answerSink.yield(Answer(token: token, status: Int(status.code), reason: code))
+                answers.record(Answer(token: token, status: Int(status.code), reason: code))
                 var error: [String: Any] = ["code": Int(status.code), "message": code, "status": code]
                 if code == "UNREGISTERED" {
                     error["status"] = "NOT_FOUND"
@@ -213,12 +215,12 @@ public final class TestFCMServer: Sendable {
             if state.withLockedValue({ $0.unregistered.contains(token) }) {
                 return failure(.notFound, "UNREGISTERED", token: token)
             }
-            messageSink.yield(
+            answers.record(Answer(token: token, status: 200, reason: ""))
+            messages.record(
                 Message(
                     token: token, data: data, priority: priority, ttl: ttl, collapseKey: android?["collapse_key"] as? String,
                     accessToken: accessToken, body: body,
                     push: data["switchboard"].flatMap { CallPush(object: Data($0.utf8)) }))
-            answerSink.yield(Answer(token: token, status: 200, reason: ""))
             return json(.ok, ["name": "projects/\(projectId)/messages/\(UUID().uuidString)"])
         }
 
@@ -249,7 +251,7 @@ public final class TestFCMServer: Sendable {
         let keyJSON = try JSONSerialization.data(withJSONObject: keyFile, options: [.sortedKeys])
         return TestFCMServer(
             port: port, certificatePath: tls.certificatePath, serviceAccount: try FCMServiceAccount(json: keyJSON),
-            serviceAccountJSON: keyJSON, messages: Recorder(messageStream), answers: Recorder(answerStream), state: state
+            serviceAccountJSON: keyJSON, messages: messages, answers: answers, state: state
         ) {
             await open.none()
             runTask.cancel()

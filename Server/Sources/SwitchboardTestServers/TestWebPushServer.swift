@@ -118,15 +118,17 @@ public final class TestWebPushServer: Sendable {
     public static func start(clock: any SwitchboardClock, directory: URL) async throws -> TestWebPushServer {
         let tls = try TestTLS.make(name: "switchboard test push service", file: "webpush-test-ca.pem", directory: directory)
         let state = NIOLockedValueBox(State())
-        let (messageStream, messageSink) = AsyncStream<Message>.makeStream()
-        let (answerStream, answerSink) = AsyncStream<Answer>.makeStream()
+        // Recorded before the answer goes out, the answer before the message: a test that saw a
+        // message, or anything the server under test did after an answer, finds that answer here.
+        let messages = Recorder<Message>()
+        let answers = Recorder<Answer>()
         let portBox = NIOLockedValueBox(0)
         let router = Router()
         router.post("/push/:id") { request, context -> Response in
             let id = try context.parameters.require("id")
             let endpoint = "https://127.0.0.1:\(portBox.withLockedValue { $0 })/push/\(id)"
             func answer(_ status: HTTPResponse.Status, _ reason: String) -> Response {
-                answerSink.yield(Answer(endpoint: endpoint, status: Int(status.code), reason: reason))
+                answers.record(Answer(endpoint: endpoint, status: Int(status.code), reason: reason))
                 return Response(status: status, body: ResponseBody(byteBuffer: ByteBuffer(string: reason)))
             }
             func header(_ name: String) -> String? { request.headers[HTTPField.Name(name)!] }
@@ -205,11 +207,11 @@ public final class TestWebPushServer: Sendable {
             }
             var headers: [String: String] = [:]
             for field in request.headers { headers[field.name.canonicalName] = field.value }
-            messageSink.yield(
+            answers.record(Answer(endpoint: endpoint, status: 201, reason: ""))
+            messages.record(
                 Message(
                     endpoint: endpoint, headers: headers, plaintext: plaintext, push: CallPush(object: plaintext),
                     audience: claims.aud.value.first ?? "", expiresAt: expiresAt, subject: subject))
-            answerSink.yield(Answer(endpoint: endpoint, status: 201, reason: ""))
             return Response(status: .created, headers: [.location: "\(endpoint)/message/\(UUID().uuidString)"])
         }
         var logger = Logger(label: "switchboard.test-webpush")
@@ -231,8 +233,8 @@ public final class TestWebPushServer: Sendable {
         var iterator = started.stream.makeAsyncIterator()
         let port = await iterator.next() ?? 0
         return TestWebPushServer(
-            port: port, certificatePath: tls.certificatePath, messages: Recorder(messageStream),
-            answers: Recorder(answerStream), state: state
+            port: port, certificatePath: tls.certificatePath, messages: messages,
+            answers: answers, state: state
         ) {
             await open.none()
             runTask.cancel()

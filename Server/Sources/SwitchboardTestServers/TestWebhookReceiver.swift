@@ -49,7 +49,9 @@ public final class TestWebhookReceiver: Sendable {
 
     public static func start() async throws -> TestWebhookReceiver {
         let answer = NIOLockedValueBox<@Sendable (Int, String?) -> Int>({ _, _ in 200 })
-        let (stream, sink) = AsyncStream<Request>.makeStream()
+        // Recorded before the answer goes out: whatever the sender did after its answer, the
+        // request is already here.
+        let requests = Recorder<Request>()
         let count = NIOLockedValueBox(0)
         let router = Router()
         router.post("/hooks") { request, _ -> Response in
@@ -60,7 +62,7 @@ public final class TestWebhookReceiver: Sendable {
                 return count
             }
             let status = answer.withLockedValue { $0 }(number, id)
-            sink.yield(
+            requests.record(
                 Request(
                     id: id, timestamp: request.headers[HTTPField.Name(WebhookSignature.timestampHeader)!],
                     signature: request.headers[HTTPField.Name(WebhookSignature.signatureHeader)!],
@@ -77,7 +79,7 @@ public final class TestWebhookReceiver: Sendable {
         let runTask = Task { try await application.runService(gracefulShutdownSignals: []) }
         var iterator = started.stream.makeAsyncIterator()
         let port = await iterator.next() ?? 0
-        return TestWebhookReceiver(port: port, requests: Recorder(stream), answer: answer, runTask: runTask)
+        return TestWebhookReceiver(port: port, requests: requests, answer: answer, runTask: runTask)
     }
 
     public func stop() async {

@@ -23,28 +23,45 @@ public final class Recorder<Value: Sendable>: Sendable {
     private let state = NIOLockedValueBox(State())
     private let pump: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
 
+    /// A recorder fed by ``record(_:)`` and ended by ``finish()``: what a test server records
+    /// before it answers is in ``values`` for anyone who saw that answer.
+    public init() {}
+
+    /// A recorder fed by a sequence. The values arrive through a task of their own, so two
+    /// recorders fed this way keep no order between them.
     public init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Value {
-        let task = Task { [state] in
+        let task = Task { [weak self] in
             do {
                 for try await value in sequence {
-                    let ready = state.withLockedValue { state -> [CheckedContinuation<Value, any Error>] in
-                        state.values.append(value)
-                        let index = state.values.count - 1
-                        let matched = state.waiters.filter { $0.value.from <= index && $0.value.predicate(value) }
-                        for id in matched.keys { state.waiters[id] = nil }
-                        return matched.values.map(\.continuation)
-                    }
-                    ready.forEach { $0.resume(returning: value) }
+                    guard let self else { return }
+                    self.record(value)
                 }
             } catch {}
-            let waiters = state.withLockedValue { state in
-                state.finished = true
-                defer { state.endWaiters = [:] }
-                return state.endWaiters.values
-            }
-            waiters.forEach { $0.resume(returning: true) }
+            self?.finish()
         }
         pump.withLockedValue { $0 = task }
+    }
+
+    /// Appends a value and hands it to the waits it matches.
+    public func record(_ value: Value) {
+        let ready = state.withLockedValue { state -> [CheckedContinuation<Value, any Error>] in
+            state.values.append(value)
+            let index = state.values.count - 1
+            let matched = state.waiters.filter { $0.value.from <= index && $0.value.predicate(value) }
+            for id in matched.keys { state.waiters[id] = nil }
+            return matched.values.map(\.continuation)
+        }
+        ready.forEach { $0.resume(returning: value) }
+    }
+
+    /// Marks the end: ``waitForEnd(timeout:)`` returns true from now on.
+    public func finish() {
+        let waiters = state.withLockedValue { state in
+            state.finished = true
+            defer { state.endWaiters = [:] }
+            return state.endWaiters.values
+        }
+        waiters.forEach { $0.resume(returning: true) }
     }
 
     deinit {
