@@ -895,7 +895,11 @@ function renderCall(call) {
   $("call-state").textContent = info.startTime && connected
     ? durationText((signaling.serverNow() - info.startTime) / 1000)
     : call.direction === "outgoing" ? "Calling…" : "Connecting…";
-  $("own-quality").textContent = { bad: "Your network is weak", veryBad: "Your network is very weak", down: "No network" }[state.own.quality] ?? "";
+  const gate = media?.videoGate;
+  $("own-quality").textContent =
+    gate === "paused" ? "Your network is too weak for video: video paused"
+    : gate === "trial" ? "Your network was too weak for video: trying video again"
+    : { bad: "Your network is weak", veryBad: "Your network is very weak", down: "No network" }[state.own.quality] ?? "";
   $("own-quality").hidden = !$("own-quality").textContent;
 
   // Toggles keep their label; pressed says the state (muted, camera off, sharing).
@@ -942,6 +946,7 @@ function renderCall(call) {
     },
     remote: (userId, screen) => (screen ? remoteScreens : remoteStreams).get(userId),
     unreachable: (userId) => unreachable.has(userId),
+    videoPaused: (userId) => media?.videoStalled?.(userId) ?? false,
     onTap: tap,
   });
   if (media?.route === "sfu" && connected) {

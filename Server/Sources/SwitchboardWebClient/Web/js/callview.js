@@ -13,9 +13,11 @@ const QUALITY_TEXT = { bad: "Weak network", veryBad: "Very weak network", down: 
  * Draws the tiles of `info` on `stage`. `local` is this user's own state ({microphoneOn,
  * cameraOn, quality, volume, stream}); `remote(userId, screen)` gives a member's stream;
  * `unreachable(userId)` says this page has no media path to a member (shown as `down`, whatever
- * their own reports say); `onTap(userId)` is a click or Enter on a tile.
+ * their own reports say); `videoPaused(userId)` that no new frame of a member's camera came for a
+ * while (their picture shows, saying so, not a frozen frame); `onTap(userId)` is a click or Enter
+ * on a tile.
  */
-export function renderStage(stage, { info, me, self, speaker, view, local, remote, unreachable, onTap }) {
+export function renderStage(stage, { info, me, self, speaker, view, local, remote, unreachable, videoPaused, onTap }) {
   const viewport = { width: stage.clientWidth, height: stage.clientHeight };
   const placed = tiles(info, me, speaker, viewport, view);
   // A member's screen is a tile of its own, next to the member's tile.
@@ -42,14 +44,16 @@ export function renderStage(stage, { info, me, self, speaker, view, local, remot
     video.muted = isSelf || screen;
     const video_ = info.mediaType === "video";
     const cameraOn = screen || (video_ && (isSelf ? local.cameraOn : member.cameraOn && member.status === "accept"));
-    video.hidden = !cameraOn;
-    node.dataset.camera = cameraOn ? "on" : "off";
+    const paused = !screen && cameraOn && !isSelf && !!videoPaused?.(tile.userId);
+    video.hidden = !cameraOn || paused;
+    node.dataset.camera = paused ? "paused" : cameraOn ? "on" : "off";
     node.dataset.status = member.status ?? "none";
     const persona = node.querySelector(".persona");
-    persona.hidden = cameraOn;
+    persona.hidden = cameraOn && !paused;
     fillAvatar(persona.querySelector(".avatar"), member);
     const waiting = member.status === "waiting" && !isSelf;
-    persona.querySelector(".state").textContent = waiting ? "Ringing…" : cameraOn || !video_ ? "" : "Camera off";
+    persona.querySelector(".state").textContent =
+      waiting ? "Ringing…" : paused ? "Video paused: weak network" : cameraOn || !video_ ? "" : "Camera off";
     const name = nameOf(member) + (isSelf ? " (you)" : "") + (screen ? "’s screen" : "");
     node.querySelector(".label").textContent = name;
 
@@ -72,6 +76,7 @@ export function renderStage(stage, { info, me, self, speaker, view, local, remot
     const said = [
       microphoneOn ? (volume === "mute" ? "quiet" : "speaking") : "microphone off",
       video_ && !screen && !cameraOn ? "camera off" : null,
+      paused ? "video paused: weak network" : null,
       QUALITY_TEXT[quality]?.toLowerCase(),
     ].filter(Boolean).join(", ");
     indicators.setAttribute("aria-label", said);

@@ -22,6 +22,19 @@
 // - A page reloaded in a call (`resuming`) has lost its connections while the others kept theirs:
 //   it offers first whatever its role, and an offer whose DTLS fingerprint is not the one the
 //   connection knows comes from such a new connection, so it gets a new connection too.
+// - A link too narrow for video (videogate.js): a side whose estimate of its bandwidth out to a
+//   member stays low stops sending video on that connection and sends thinner audio (Opus at 16
+//   kbps in packets as long as Chromium's adaptive ptime makes them), with no negotiation, which
+//   could not get through such a link in time; the other side does the same with its own estimate,
+//   so a link narrow either way stops video both ways. A later trial sends video again. A page
+//   that receives no new frame from a member whose camera is on shows their picture instead,
+//   saying the video is paused (`videoStalled`).
+
+import { VideoGate } from "./videogate.js";
+
+/** How long (ms) no new frame of a member whose camera is on may come before the page says their
+ * video is paused (their picture, not a frozen frame). */
+export const VIDEO_STALL = 3000;
 
 /** Whether `me` makes the first offer to `peer` (byte order of the ids, ASCII for valid ids). */
 export function isOfferer(me, peer) {
@@ -90,6 +103,10 @@ class Peer {
     this.restartsInARow = 0;
     this.unreachable = false;
     this.disconnectedTimer = null;
+    // Whether this side's link to the member carries its video (videogate.js), and when the
+    // member's video last brought a new frame here.
+    this.gate = new VideoGate();
+    this.frames = { count: 0, at: 0 };
     this.chain = Promise.resolve();
     this.stream = new MediaStream();
     this.screen = new MediaStream();
@@ -224,6 +241,52 @@ class Peer {
   }
 
   /**
+   * One second's readings at `now` (ms): the estimate of the bandwidth out to the member (kbit/s,
+   * or null) and the frames of the member's camera decoded so far. Pauses this side's video, or
+   * tries it again, as the gate says; notes when the member's video last moved.
+   */
+  watchLink(now, kbps, framesDecoded) {
+    if (framesDecoded !== this.frames.count) this.frames = { count: framesDecoded, at: now };
+    const sending = !!(this.senders.video || this.senders.screen);
+    const action = this.gate.sample(now, sending ? kbps : null);
+    if (action === "pause") this.sendVideo(false);
+    if (action === "resume") this.sendVideo(true);
+    if (action) this.thinAudio(this.gate.narrow);
+  }
+
+  /** Starts or stops this side's video encoders on this connection, at once (no negotiation). */
+  sendVideo(on) {
+    for (const kind of ["video", "screen"]) {
+      const sender = this.senders[kind];
+      if (sender) updateEncodings(sender, (encoding) => Object.assign(encoding, { active: on }));
+    }
+  }
+
+  /** Thinner audio on a link in doubt: Opus at 16 kbps, longer packets (adaptive ptime). */
+  thinAudio(on) {
+    const sender = this.senders.audio;
+    if (!sender) return;
+    updateEncodings(sender, (encoding) => {
+      if (on) Object.assign(encoding, { maxBitrate: NARROW_AUDIO_BITRATE, adaptivePtime: true });
+      else {
+        delete encoding.maxBitrate;
+        encoding.adaptivePtime = false;
+      }
+    });
+  }
+
+  /** Where this side's video to the member stands: "open", "paused" (the link out is too
+   * narrow) or "trial" (sent again to see). */
+  get videoGate() {
+    return this.gate.phase.name;
+  }
+
+  /** Whether the member's video, once it came, brought no new frame for `VIDEO_STALL` ms before `now`. */
+  videoStalled(now) {
+    return this.frames.count > 0 && now - this.frames.at >= VIDEO_STALL;
+  }
+
+  /**
    * Sends a local track (`audio`, `video` or `screen`); the connection then renegotiates. A
    * screen always gets a section of its own (addTrack could reuse the section the other member's
    * screen came in, which an engine that cannot reactivate sections, webrtcbin, then refuses).
@@ -234,6 +297,9 @@ class Peer {
         ? this.pc.addTransceiver(track, { direction: "sendonly", streams: [stream] }).sender
         : this.pc.addTrack(track, stream);
     if (kind !== "screen" && !this.session.enabled[kind]) this.senders[kind].replaceTrack(null);
+    // Video added while this side's video is paused waits for the trial; audio stays thin.
+    if (this.gate.paused && kind !== "audio") this.sendVideo(false);
+    if (this.gate.narrow && kind === "audio") this.thinAudio(true);
   }
 
   /** Stops sending a kind of track; the connection renegotiates. */
@@ -254,6 +320,17 @@ class Peer {
     this.pc.close();
     if (this.unreachable) this.session.onReachability?.(this.id, true);
   }
+}
+
+/** Opus's rate on a link in doubt (bits per second): speech stays clear at 16 kbps. */
+export const NARROW_AUDIO_BITRATE = 16_000;
+
+/** Changes each of a sender's encodings (no negotiation); a sender with none is left alone. */
+function updateEncodings(sender, change) {
+  const parameters = sender.getParameters();
+  if (!parameters.encodings?.length) return;
+  parameters.encodings.forEach(change);
+  sender.setParameters(parameters).catch((error) => console.warn("video gate", error));
 }
 
 function compact(object) {
@@ -442,6 +519,7 @@ export class MediaSession {
         framesDecoded: { video: 0, screen: 0 }, frameWidth: { video: 0, screen: 0 }, frameHeight: { video: 0, screen: 0 },
         sentFrameWidth: 0, totalSamplesReceived: 0, totalAudioEnergy: 0, receivedAudioLevel: 0,
         rtt: 0, packetLoss: 0, videoLoss: 0, audioLevel: 0, localCandidateType: null, remoteCandidateType: null, candidatePair: null,
+        outgoingKbps: null, videoGate: peer.videoGate,
         iceConnectionState: peer.pc.iceConnectionState,
       };
       const screenSenders = new Set(peer.senders.screen ? [peer.senders.screen.track?.id] : []);
@@ -486,6 +564,7 @@ export class MediaSession {
         entry.localCandidateType = report.get(pair.localCandidateId)?.candidateType ?? null;
         entry.remoteCandidateType = report.get(pair.remoteCandidateId)?.candidateType ?? null;
         entry.candidatePair = pair.id;
+        entry.outgoingKbps = pair.availableOutgoingBitrate === undefined ? null : Math.round(pair.availableOutgoingBitrate / 1000);
       }
       result[id] = entry;
     }
@@ -493,9 +572,14 @@ export class MediaSession {
   }
 
   /** This member's figures for its status report: the worst loss and round trip over the
-   * connections, the bytes sent on all of them, the microphone's level. */
-  async status() {
-    const entries = Object.values(await this.stats());
+   * connections, the bytes sent on all of them, the microphone's level. Each connection gets the
+   * same statistics, read at `now` (ms), for its video gate. */
+  async status(now = Date.now()) {
+    const byPeer = await this.stats();
+    for (const [id, entry] of Object.entries(byPeer)) {
+      this.peers.get(id)?.watchLink(now, entry.outgoingKbps, entry.framesDecoded.video);
+    }
+    const entries = Object.values(byPeer);
     if (!entries.length) return null;
     return {
       // The video's loss counts too: a link that drops only the large packets loses the camera
@@ -505,6 +589,18 @@ export class MediaSession {
       bytesSent: entries.reduce((sum, e) => sum + e.bytesSent.audio + e.bytesSent.video + e.bytesSent.screen, 0),
       audioLevel: Math.max(...entries.map((e) => e.audioLevel)),
     };
+  }
+
+  /** Whether no new frame of `peer`'s video came for a while (their camera may be on). */
+  videoStalled(peer, now = Date.now()) {
+    return this.peers.get(peer)?.videoStalled(now) ?? false;
+  }
+
+  /** Where this page's video stands, the worst over its connections: "paused" (a link out too
+   * narrow), "trial" (sent again to see) or "open". */
+  get videoGate() {
+    const phases = [...this.peers.values()].map((peer) => peer.videoGate);
+    return phases.includes("paused") ? "paused" : phases.includes("trial") ? "trial" : "open";
   }
 
   close() {
