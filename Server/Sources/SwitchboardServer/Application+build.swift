@@ -205,7 +205,7 @@ struct AliveMarker: Service {
 
     func run() async throws {
         while !Task.isCancelled && !connections.isShuttingDown {
-            let (storage, now) = (storage, clock.now())
+            let (storage, now) = (self.storage, clock.now())
             await waitBounded(clock: clock) { try? await storage.markAlive(at: now) }
             do {
                 try await cancelWhenGracefulShutdown {

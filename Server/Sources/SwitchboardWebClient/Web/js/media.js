@@ -519,7 +519,7 @@ export class MediaSession {
         framesDecoded: { video: 0, screen: 0 }, frameWidth: { video: 0, screen: 0 }, frameHeight: { video: 0, screen: 0 },
         sentFrameWidth: 0, totalSamplesReceived: 0, totalAudioEnergy: 0, receivedAudioLevel: 0,
         rtt: 0, packetLoss: 0, videoLoss: 0, audioLevel: 0, localCandidateType: null, remoteCandidateType: null, candidatePair: null,
-        outgoingKbps: null, videoGate: peer.videoGate,
+        outgoingKbps: null,
         iceConnectionState: peer.pc.iceConnectionState,
       };
       const screenSenders = new Set(peer.senders.screen ? [peer.senders.screen.track?.id] : []);
