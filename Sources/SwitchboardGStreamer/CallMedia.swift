@@ -64,7 +64,8 @@ final class CaptureChain: @unchecked Sendable {
     static func audio(_ source: AudioSource) -> String {
         "\(source.launchDescription) ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=1 ! "
             + "volume name=volume ! level name=capture-level interval=100000000 post-messages=true ! "
-            + "valve name=gate drop=true ! opusenc name=encoder bitrate=32000 frame-size=20"
+            + "valve name=gate drop=true ! opusenc name=encoder bitrate=\(AudioThinning.fullKbps * 1000) "
+            + "frame-size=\(AudioThinning.fullFrameMilliseconds)"
     }
 
     static func video(_ source: VideoSource, width: Int, height: Int, frameRate: Int, bitrateKbps: Int) -> String {
@@ -72,7 +73,14 @@ final class CaptureChain: @unchecked Sendable {
             + "capsfilter name=caps caps=\"\(rawVideoCaps(width: width, height: height, frameRate: frameRate))\" ! "
             + "valve name=gate drop=false ! "
             + "vp8enc name=encoder deadline=1 cpu-used=8 end-usage=cbr target-bitrate=\(bitrateKbps * 1000) "
-            + "keyframe-max-dist=60 lag-in-frames=0 error-resilient=default threads=2"
+            + "keyframe-max-dist=60 lag-in-frames=0 error-resilient=default threads=2 "
+            // Rate control for a real-time link, as WebRTC's own VP8 encoder sets it: a buffer of
+            // 1 s (libvpx's default, 6 s, lets the rate run over its target for seconds), and a key
+            // frame at most 3 frames' worth of bits. Without the cap a key frame at 23 kbps was
+            // many times a second's budget: through a 64 kbit/s link's buffer it never passed, and
+            // a receiver that needed one never decoded again.
+            + "buffer-size=1000 buffer-initial-size=500 buffer-optimal-size=600 undershoot=100 overshoot=15 "
+            + "max-intra-bitrate=300"
     }
 
     static func rawVideoCaps(width: Int, height: Int, frameRate: Int) -> String {
@@ -196,13 +204,25 @@ actor CallMedia {
         chain.remove(from: pipeline)
     }
 
-    /// The latest round trip to each peer that is sent video (``PeerConnection/videoRoundTrip()``).
-    func videoRoundTrips() async -> [UserID: Double] {
-        var trips: [UserID: Double] = [:]
-        for (peer, slot) in slots { trips[peer] = await slot.connection.videoRoundTrip() }
+    /// Each peer sent video, with the latest round trip to it (``PeerConnection/videoRoundTrip()``;
+    /// nil while its current connection has had no report).
+    func videoRoundTrips() async -> [UserID: Double?] {
+        var trips: [UserID: Double?] = [:]
+        for (peer, slot) in slots where slot.connection.sendsVideo {
+            trips.updateValue(await slot.connection.videoRoundTrip(), forKey: peer)
+        }
         // Through the SFU, the SFU is the one receiver of the camera.
-        if let publish = sfu[.publish]?.connection { trips[publish.peer] = await publish.videoRoundTrip() }
+        if let publish = sfu[.publish]?.connection, publish.sendsVideo {
+            trips.updateValue(await publish.videoRoundTrip(), forKey: publish.peer)
+        }
         return trips
+    }
+
+    /// Stops or starts sending video to a member (to the SFU, whose member the publish connection
+    /// names, for everyone).
+    func sendVideo(to peer: UserID, _ on: Bool) {
+        if let slot = slots[peer] { slot.connection.sendVideo(on) }
+        if let publish = sfu[.publish]?.connection, publish.peer == peer { publish.sendVideo(on) }
     }
 
     // MARK: - peers

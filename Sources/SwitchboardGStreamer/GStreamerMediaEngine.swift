@@ -243,6 +243,11 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
         try await perform { try await $0.failTransport(of: peer) }
     }
 
+    /// Stops or starts video to one member as the ``VideoGate`` does (for tests of the valve).
+    func sendVideo(to peer: UserID, _ on: Bool) async throws {
+        try await perform { try await $0.sendVideo(to: peer, on) }
+    }
+
     /// When the first audio frame from `peer` was decoded in the current call (for latency measurements).
     public func firstAudioFrame(from peer: UserID) async -> ContinuousClock.Instant? {
         try? await perform { await $0.firstAudioFrame(from: peer) }
@@ -286,6 +291,12 @@ extension GStreamerMediaEngine {
         private var rates: [UserID: SendRateController] = [:]
         /// The rate each video track's encoder was last given by ``adaptSendRates()``.
         private var sentKbps: [TrackKind: Int] = [:]
+        /// Whether video may go to each member sent it (``VideoGate``).
+        private var gates: [UserID: VideoGate] = [:]
+        /// The call's audio goes out thinned (``AudioThinning``).
+        private var audioThin = false
+        /// Ticks of ``adaptSendRates()`` in this call: the gates' seconds.
+        private var second = 0
 
         init(configuration: Configuration, logger: Logger, emit: @escaping @Sendable (MediaEvent) -> Void) {
             self.configuration = configuration
@@ -296,8 +307,7 @@ extension GStreamerMediaEngine {
         func start(callId: CallID) async {
             if let media { await media.close() }
             self.callId = callId
-            rates = [:]
-            sentKbps = [:]
+            resetAdaptation()
             do {
                 let media = try CallMedia(configuration: configuration, logger: logger, emit: emit)
                 self.media = media
@@ -311,8 +321,7 @@ extension GStreamerMediaEngine {
         func stop(callId: CallID) async {
             guard self.callId == callId else { return }
             self.callId = nil
-            rates = [:]
-            sentKbps = [:]
+            resetAdaptation()
             await media?.close()
             media = nil
         }
@@ -373,7 +382,8 @@ extension GStreamerMediaEngine {
                         .screen,
                         description: CaptureChain.video(
                             VideoSource(screen), width: quality.width, height: quality.height,
-                            frameRate: quality.frameRate, bitrateKbps: quality.bitrateKbps))
+                            frameRate: quality.frameRate,
+                            bitrateKbps: SendRateController.startKbps(maximum: quality.bitrateKbps)))
                 }
             }
         }
@@ -383,44 +393,106 @@ extension GStreamerMediaEngine {
             let quality = settings.quality
             return CaptureChain.video(
                 source, width: quality.width, height: quality.height, frameRate: quality.frameRate,
-                bitrateKbps: quality.bitrateKbps)
+                bitrateKbps: SendRateController.startKbps(maximum: quality.bitrateKbps))
         }
 
-        /// A new size and rate through the caps filter (the encoder follows) and a new bitrate.
+        /// A new size and rate through the caps filter (the encoder follows) and a new bitrate: the
+        /// start rate, until ``applySendRate()`` gives what the links allow.
         private func setQuality(_ quality: VideoQuality, on chain: CaptureChain?) {
             chain?.child("caps")?.set(
                 "caps",
                 caps: CaptureChain.rawVideoCaps(width: quality.width, height: quality.height, frameRate: quality.frameRate))
-            chain?.child("encoder")?.set("target-bitrate", Int32(quality.bitrateKbps * 1000))
+            chain?.child("encoder")?.set("target-bitrate", Int32(SendRateController.startKbps(maximum: quality.bitrateKbps) * 1000))
+        }
+
+        private func resetAdaptation() {
+            rates = [:]
+            sentKbps = [:]
+            gates = [:]
+            audioThin = false
+            second = 0
         }
 
         /// One second passed: the rate towards each member follows the round trip its latest
-        /// receiver report gave (``SendRateController``).
+        /// receiver report gave (``SendRateController``), video to a member whose link cannot
+        /// carry it even at the lowest rate pauses and is tried again (``VideoGate``), and the
+        /// audio thins while a link is that narrow (``AudioThinning``).
         func adaptSendRates() async {
             guard let media else { return }
+            second += 1
             let trips = await media.videoRoundTrips()
             rates = rates.filter { trips[$0.key] != nil }
-            for (peer, seconds) in trips {
+            for (peer, gate) in gates where trips[peer] == nil {
+                // Nothing more to gate (video removed, the member gone): what comes later starts sent.
+                if !gate.isOpen { await media.sendVideo(to: peer, true) }
+                gates[peer] = nil
+            }
+            // A member's rate and gate outlive a connection that replaced theirs (an ICE restart,
+            // a reconnect): the link is the same, and a new controller's first report, taken on a
+            // link that is still full, would hide the queue from every later one.
+            for (peer, trip) in trips {
                 var controller = rates[peer] ?? SendRateController(maximumKbps: settings.quality.bitrateKbps)
                 controller.setMaximum(settings.quality.bitrateKbps)
-                controller.observe(roundTrip: seconds)
+                let starved = trip.flatMap { controller.observe(roundTrip: $0) ?? controller.observeSilence() }
+                var gate = gates[peer] ?? VideoGate()
+                // The report first: one made while paused is the audio's alone, and the tick may
+                // begin a trial.
+                let reported = starved.flatMap { gate.report(starved: $0, now: second) }
+                let ticked = gate.tick(now: second)
+                for change in [reported, ticked].compactMap({ $0 }) {
+                    logger.info("video gate", metadata: ["peer": "\(peer)", "change": "\(change)"])
+                    switch change {
+                    case .pause: emit(.videoSending(peer, .paused))
+                    case .trial:
+                        controller.restartAtFloor()
+                        await media.sendVideo(to: peer, true)
+                        emit(.videoSending(peer, .trial))
+                    case .open: emit(.videoSending(peer, .on))
+                    }
+                }
                 rates[peer] = controller
+                gates[peer] = gate
+                // Every second while paused, so that a connection that replaced the member's (an
+                // ICE restart) is paused too; a no-op when nothing changed.
+                if gate.paused { await media.sendVideo(to: peer, false) }
             }
             await applySendRate()
+            await applyAudioThinning()
+        }
+
+        /// The audio encoder thinned or full again, as ``AudioThinning`` says.
+        private func applyAudioThinning() async {
+            let thin = AudioThinning.thin(
+                was: audioThin, anyGateShut: gates.values.contains { !$0.isOpen }, lowestKbps: lowestSendKbps)
+            guard thin != audioThin, let encoder = await media?.chain(.audio)?.child("encoder") else { return }
+            audioThin = thin
+            let (kbps, frame) = thin
+                ? (AudioThinning.thinKbps, AudioThinning.thinFrameMilliseconds)
+                : (AudioThinning.fullKbps, AudioThinning.fullFrameMilliseconds)
+            encoder.set("bitrate", Int32(kbps * 1000))
+            encoder.set("frame-size", "\(frame)")
+            emit(.sendRate(.audio, kbps: kbps))
+        }
+
+        /// The lowest rate a member whose video is not paused allows (nil: none gets video).
+        private var lowestSendKbps: Int? {
+            rates.filter { gates[$0.key]?.paused != true }.values.map(\.kbps).min()
         }
 
         /// Gives each video encoder the lowest rate the connected members allow (its own ceiling
-        /// at most), and says so when it changes.
+        /// at most; members whose video is paused allow any), and says so when it changes.
         private func applySendRate() async {
             guard let media else { return }
-            let kbps = rates.values.map(\.kbps).min()
+            let kbps = lowestSendKbps
+            // Video paused to every member: nothing goes out, the encoders keep their rate.
+            if kbps == nil, !rates.isEmpty { return }
             for kind in [TrackKind.video, .screen] {
                 guard let chain = await media.chain(kind) else {
                     sentKbps[kind] = nil
                     continue
                 }
                 let maximum = kind == .video ? settings.quality.bitrateKbps : configuration.screenQuality.bitrateKbps
-                let rate = min(maximum, kbps ?? maximum)
+                let rate = min(maximum, kbps ?? SendRateController.startKbps(maximum: maximum))
                 guard sentKbps[kind] != rate, kbps != nil || sentKbps[kind] != nil else { continue }
                 logger.debug("video send rate", metadata: ["kind": "\(kind)", "kbps": "\(rate)"])
                 emit(.sendRate(kind, kbps: rate))
@@ -439,6 +511,11 @@ extension GStreamerMediaEngine {
         func failTransport(of peer: UserID) async throws {
             guard let media else { throw GStreamerError("no call") }
             try await media.failTransport(of: peer)
+        }
+
+        func sendVideo(to peer: UserID, _ on: Bool) async throws {
+            guard let media else { throw GStreamerError("no call") }
+            await media.sendVideo(to: peer, on)
         }
 
         func firstAudioFrame(from peer: UserID) async -> ContinuousClock.Instant? {

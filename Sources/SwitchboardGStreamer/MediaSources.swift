@@ -131,4 +131,17 @@ public enum MediaEvent: Equatable, Sendable {
     /// A local video track's encoder was set to a new bitrate, following the loss its receivers
     /// report (the lowest any peer allows; ``SendRateController``).
     case sendRate(TrackKind, kbps: Int)
+    /// Video to a member stopped, was tried again, or goes on again after a trial: the link to
+    /// them was too narrow for it (``VideoGate``). Audio goes on.
+    case videoSending(UserID, VideoSending)
+}
+
+/// Whether this side sends video to a member, as its link to them allows (``VideoGate``).
+public enum VideoSending: String, Equatable, Sendable {
+    /// Stopped: the link is too narrow for video.
+    case paused
+    /// Sent again for a few seconds, to see whether the link carries it now.
+    case trial
+    /// Sent: the trial passed.
+    case on
 }

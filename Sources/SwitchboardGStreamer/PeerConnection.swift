@@ -64,6 +64,9 @@ final class PeerConnection: @unchecked Sendable {
         /// Tracks being ended (``replaceEnded(_:)``), so that the two signals of an end, webrtcbin's
         /// end of stream and the peer's description, end a track once.
         var ending: Set<ObjectIdentifier> = []
+        /// Video (camera and screen) is not sent on this connection: its link is too narrow
+        /// (``VideoGate``). Branches made later start so too.
+        var videoPaused = false
     }
 
     /// Default payload types of our offers (the peer's offer decides when it offers first).
@@ -407,12 +410,14 @@ final class PeerConnection: @unchecked Sendable {
     /// carries against the transceiver's codec preferences, so a pad carries nothing until the
     /// payload type is the one negotiated: ours when offering, the offer's when answering.
     private func connectSenders() throws {
-        let waiting = state.withLockedValue { $0.senders.filter { $0.value.branch == nil } }
+        let (waiting, videoPaused) = state.withLockedValue { ($0.senders.filter { $0.value.branch == nil }, $0.videoPaused) }
         for (kind, var sender) in waiting {
             let payloader = kind == .audio ? "rtpopuspay" : "rtpvp8pay"
+            // Video passes a valve of its own: the link to this peer may be too narrow for it.
+            let gate = kind.isVideo ? "valve name=gate drop=\(videoPaused) ! " : ""
             let bin = try Element.bin(
                 "queue leaky=downstream max-size-buffers=0 max-size-bytes=0 max-size-time=500000000 ! "
-                    + "\(payloader) name=payloader pt=\(sender.payloadType) ssrc=\(sender.ssrc) mtu=1200")
+                    + gate + "\(payloader) name=payloader pt=\(sender.payloadType) ssrc=\(sender.ssrc) mtu=1200")
             try pipeline.add(bin)
             guard let output = bin.staticPad("src"), let input = bin.staticPad("sink") else {
                 throw GStreamerError("a send branch without pads")
@@ -428,6 +433,22 @@ final class PeerConnection: @unchecked Sendable {
             if kind.isVideo { _ = teePad.send(sb_force_key_unit_event()) }
             sender.branch = Branch(bin: bin, teePad: teePad)
             state.withLockedValue { $0.senders[kind] = sender }
+        }
+    }
+
+    /// Stops or starts sending video (camera and screen) on this connection, with no
+    /// renegotiation: the branches' valves drop what the shared encoders make. Video that starts
+    /// again asks its encoder for a key frame, for the peer to decode from. Asking for what is
+    /// already so changes nothing.
+    func sendVideo(_ on: Bool) {
+        let branches = state.withLockedValue { state -> [Branch] in
+            guard state.videoPaused == on else { return [] }
+            state.videoPaused = !on
+            return state.senders.filter { $0.key.isVideo }.compactMap(\.value.branch)
+        }
+        for branch in branches {
+            branch.bin.child("gate")?.set("drop", !on)
+            if on { _ = branch.teePad.send(sb_force_key_unit_event()) }
         }
     }
 
@@ -773,6 +794,9 @@ final class PeerConnection: @unchecked Sendable {
 
     /// The round trip to the peer the latest receiver report gave (the longest of its streams'),
     /// in seconds; nil before any, or when nothing video is sent (the send rate has nothing to adapt).
+    /// Whether a local video track (camera or screen) is attached.
+    var sendsVideo: Bool { state.withLockedValue { $0.senders.keys.contains { $0.isVideo } } }
+
     func videoRoundTrip() async -> Double? {
         guard state.withLockedValue({ $0.senders.contains { $0.key.isVideo && $0.value.branch != nil } }) else { return nil }
         let entries = await statsEntries()

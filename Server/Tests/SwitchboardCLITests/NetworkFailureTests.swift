@@ -149,11 +149,37 @@ struct NetworkFailureTests {
     /// keeps being decoded, the quality the other member sees goes down, and comes back once the
     /// limit is lifted. At 300 kbit/s the camera (500 kbps at 360p) lowers its bitrate and video
     /// keeps being decoded, coarser, instead of freezing (before the engine adapted its rate, bob
-    /// decoded 2 frames of alice's in the 10 s after the squeeze; the test wants 30 within a minute); at 64 kbit/s only audio fits.
+    /// decoded 2 frames of alice's in the 10 s after the squeeze; the test wants 30 within a minute).
+    /// At 64 kbit/s even the camera's lowest rate does not fit beside the audio: alice's engine
+    /// pauses her video to bob and thins her audio (``VideoGate``), audio goes on, and once the
+    /// limit is lifted a trial sends video again and bob decodes it.
     @Test func aNarrowLinkLowersTheQualityAndAudioGoesOn() async throws {
-        let call = try await NetworkCall.start(video: true)
+        // The production heartbeat and grace (10 s, 15 s): with the suite's 1 s heartbeat the
+        // signaling of a 64 kbit/s link starved in the seconds before the video paused, and the
+        // server ended the call. What the signaling survives on a narrow link is the production
+        // settings' question (docs/BENCHMARKS.md, "Networks that fail").
+        let call = try await NetworkCall.start(grace: 15, heartbeat: 10, video: true)
         defer { call.stop() }
+        do {
+            try await Self.narrowLink(call)
+        } catch {
+            // What each engine did about its rate and its video, for the failure's reader.
+            for (name, process) in [("alice", call.alice), ("bob", call.bob)] {
+                let media = process.output.values.compactMap(NetworkCall.mediaSummary).filter { !$0.hasPrefix("receiving") }
+                print("[network] narrow link failed; \(name)'s media lines: \(media)")
+            }
+            let frames = call.bob.output.values.compactMap { NetworkCall.videoFrames($0, peer: "alice") }
+            print("[network] bob's count of alice's video frames, every 10th status: \(stride(from: 0, to: frames.count, by: 10).map { frames[$0] })")
+            throw error
+        }
+    }
+
+    private static func narrowLink(_ call: NetworkCall) async throws {
         var report: [String] = []
+        // The camera starts at a quarter of its bitrate and climbs while the link shows no queue.
+        let ramp = ContinuousClock.now
+        try await call.alice.output.first(from: 0, timeout: .seconds(60)) { NetworkCall.mediaSummary($0) == "sending video at 500 kbps" }
+        report.append("alice's camera at its 500 kbps \(ContinuousClock.now - ramp) after the call connected")
         for rate in [300, 64] {
             let mark = call.alice.output.values.count
             let squeezed = ContinuousClock.now
@@ -174,15 +200,46 @@ struct NetworkFailureTests {
                 let sending = call.alice.output.values.compactMap(NetworkCall.mediaSummary).last { $0.hasPrefix("sending video at") }
                 video = ", 30 more video frames decoded \(ContinuousClock.now - squeezed) after the squeeze (\(sending ?? "no rate change"))"
             }
+            if rate == 64 {
+                try await call.alice.output.first(from: mark, timeout: .seconds(60)) {
+                    NetworkCall.mediaSummary($0) == "video to bob paused: the network is too weak for video"
+                }
+                let paused = ContinuousClock.now - squeezed
+                // Video to bob stops: over 3 s of bob's status lines (one each 200 ms), after one
+                // second for what was on the way, his count of alice's frames stands still.
+                var line = call.bob.output.values.count
+                var counts: [Int] = []
+                for _ in 0..<20 {
+                    line = try await call.bob.output.position(after: line) { NetworkCall.videoFrames($0, peer: "alice") != nil }
+                    counts.append(NetworkCall.videoFrames(call.bob.output.values[line - 1], peer: "alice")!)
+                }
+                #expect(counts[5] == counts[19], "bob still decodes alice's video after the pause: \(counts)")
+                let steps = call.alice.output.values[mark...].compactMap(NetworkCall.mediaSummary).filter { $0.hasPrefix("sending") }
+                // Audio after the pause, thinned.
+                let afterPause = call.alice.output.values.count
+                try await call.mediaFlows(from: afterPause)
+                let thinned = call.alice.output.values.compactMap(NetworkCall.mediaSummary).contains("sending audio at 16 kbps")
+                video = ", video to bob paused \(paused) after the squeeze (\(steps)), bob's count of alice's frames then \(counts[5])…\(counts[19]), audio \(thinned ? "thinned" : "not thinned") and decoded after it"
+                #expect(thinned)
+            }
             report.append("\(rate) kbit/s: alice's quality for bob \(NetworkCall.quality(worse, peer: "alice")!) after \(lowered), audio still decoded\(video)")
         }
         let lifted = ContinuousClock.now
+        let framesBefore = call.bob.output.values.compactMap { NetworkCall.videoFrames($0, peer: "alice") }.last ?? 0
         try call.network.limit("alice", kilobitsPerSecond: nil)
         let bobMark = call.bob.output.values.count
         let better = try await call.bob.output.first(from: bobMark) {
             ["excellent", "good"].contains(NetworkCall.quality($0, peer: "alice") ?? "")
         }
         report.append("limit lifted: \(NetworkCall.quality(better, peer: "alice")!) after \(ContinuousClock.now - lifted)")
+        // The next trial comes within the longest pause (30 s), passes on the open link, and bob
+        // decodes alice's video again.
+        try await call.bob.output.first(from: bobMark, timeout: .seconds(50)) {
+            (NetworkCall.videoFrames($0, peer: "alice") ?? 0) >= framesBefore + 30
+        }
+        let decoded = ContinuousClock.now - lifted
+        let gate = call.alice.output.values.compactMap(NetworkCall.mediaSummary).filter { $0.contains("video to bob") }
+        report.append("30 more video frames decoded \(decoded) after the lift (alice's video to bob, all along: \(gate))")
         print("[network] narrow link: " + report.joined(separator: "; "))
         try await call.hangUp()
     }

@@ -320,6 +320,38 @@ struct GStreamerEngineTests {
         await server.stop()
     }
 
+    /// Video to one member of a mesh stops on that member's connection only, with no
+    /// renegotiation (the valve ``VideoGate`` closes): bob's count of alice's frames stands still
+    /// while carol's goes on and bob still hears alice; opened again, bob decodes alice's video
+    /// again (from the key frame it asks the shared encoder for).
+    @Test func videoToOneMemberOfAMeshStopsAndStartsAgain() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob", tone: 660)
+        let carol = try await Self.member(server, "carol", tone: 880)
+        _ = try await Self.connect(alice, [bob, carol], mediaType: .video)
+        try await Self.expect(bob, .frameSize("alice", .video, width: 640, height: 360))
+        try await Self.expect(carol, .frameSize("alice", .video, width: 640, height: 360))
+
+        try await alice.engine.sendVideo(to: bob.id, false)
+        // What was on the way arrives first.
+        try await Self.barrier(bob, from: "alice", count: 5)
+        let (bobVideo, bobAudio, carolVideo) = (
+            await Self.frames(bob, "alice", .video), await Self.frames(bob, "alice", .audio),
+            await Self.frames(carol, "alice", .video)
+        )
+        try await Self.barrier(bob, from: "alice")
+        try await Self.barrier(carol, from: "alice", count: 3)
+        #expect(await Self.frames(bob, "alice", .video) == bobVideo)
+        #expect(await Self.frames(bob, "alice", .audio) > bobAudio)
+        #expect(await Self.frames(carol, "alice", .video) > carolVideo)
+
+        try await alice.engine.sendVideo(to: bob.id, true)
+        try await Self.barrier(bob, from: "alice")
+        #expect(await Self.frames(bob, "alice", .video) > bobVideo)
+        await server.stop()
+    }
+
     /// `endCall` returns once the call's media has ended, so a process may exit right after it:
     /// the recording is complete then (its WAV header counts every byte; wavenc writes the sizes
     /// at the end of the stream) and has its name, without waiting for the SDK's own end.

@@ -384,6 +384,9 @@ struct Output: Sendable {
         case .teardownStalled(let peer, let part):
             text = "closing \(peer.map { "the connection to \($0)" } ?? "the call's media") stalled: \(part) left behind"
         case .sendRate(let kind, let kbps): text = "sending \(kind.rawValue) at \(kbps) kbps"
+        case .videoSending(let peer, .paused): text = "video to \(peer) paused: the network is too weak for video"
+        case .videoSending(let peer, .trial): text = "trying video to \(peer) again"
+        case .videoSending(let peer, .on): text = "sending video to \(peer) again"
         case .audioLevel: return
         }
         write(json ? encode(["event": "media", "summary": text]) : text)
