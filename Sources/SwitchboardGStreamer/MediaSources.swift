@@ -128,8 +128,9 @@ public enum MediaEvent: Equatable, Sendable {
     /// (``GStreamerMediaEngine/Configuration/stallLimit``): the named part (`webrtcbin`, a
     /// sending branch) was left to stop on its own thread, and the engine went on.
     case teardownStalled(UserID?, String)
-    /// A local video track's encoder was set to a new bitrate, following the loss its receivers
-    /// report (the lowest any peer allows; ``SendRateController``).
+    /// A local track's encoder was set to a new bitrate: video following the round trips its
+    /// receivers report (the lowest any peer allows; ``SendRateController``), audio thinned on a
+    /// narrow link or full again (``AudioThinning``).
     case sendRate(TrackKind, kbps: Int)
     /// Video to a member stopped, was tried again, or goes on again after a trial: the link to
     /// them was too narrow for it (``VideoGate``). Audio goes on.

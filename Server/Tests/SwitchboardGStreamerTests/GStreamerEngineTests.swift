@@ -308,10 +308,7 @@ struct GStreamerEngineTests {
     /// Three members: each decodes the other two.
     @Test func aGroupCallIsAMesh() async throws {
         let server = try await TestServer.start()
-        let alice = try await Self.member(server, "alice")
-        let bob = try await Self.member(server, "bob", tone: 660)
-        let carol = try await Self.member(server, "carol", tone: 880)
-        _ = try await Self.connect(alice, [bob, carol], mediaType: .audio)
+        let (alice, bob, carol) = try await Self.mesh(server, mediaType: .audio)
         for member in [alice, bob, carol] {
             let statistics = await member.engine.statistics()
             #expect(statistics.peers.count == 2)
@@ -323,13 +320,10 @@ struct GStreamerEngineTests {
     /// Video to one member of a mesh stops on that member's connection only, with no
     /// renegotiation (the valve ``VideoGate`` closes): bob's count of alice's frames stands still
     /// while carol's goes on and bob still hears alice; opened again, bob decodes alice's video
-    /// again (from the key frame it asks the shared encoder for).
+    /// again (from the key frame it asks the shared encoder for), and a screen shared meanwhile.
     @Test func videoToOneMemberOfAMeshStopsAndStartsAgain() async throws {
         let server = try await TestServer.start()
-        let alice = try await Self.member(server, "alice")
-        let bob = try await Self.member(server, "bob", tone: 660)
-        let carol = try await Self.member(server, "carol", tone: 880)
-        _ = try await Self.connect(alice, [bob, carol], mediaType: .video)
+        let (alice, bob, carol) = try await Self.mesh(server, mediaType: .video)
         try await Self.expect(bob, .frameSize("alice", .video, width: 640, height: 360))
         try await Self.expect(carol, .frameSize("alice", .video, width: 640, height: 360))
 
@@ -346,10 +340,27 @@ struct GStreamerEngineTests {
         #expect(await Self.frames(bob, "alice", .audio) > bobAudio)
         #expect(await Self.frames(carol, "alice", .video) > carolVideo)
 
+        // A video track added while paused (a screen: a new send branch, after a renegotiation)
+        // starts paused on that connection: carol decodes alice's screen, bob none of it.
+        alice.client.deviceStore.startScreenShare(.testPattern)
+        try await Self.expect(carol, .frameSize("alice", .screen, width: 480, height: 270))
+        try await Self.barrier(bob, from: "alice")
+        #expect(await Self.frames(bob, "alice", .screen) == 0)
+
         try await alice.engine.sendVideo(to: bob.id, true)
         try await Self.barrier(bob, from: "alice")
         #expect(await Self.frames(bob, "alice", .video) > bobVideo)
+        try await Self.expect(bob, .frameSize("alice", .screen, width: 480, height: 270))
         await server.stop()
+    }
+
+    /// alice calls bob (tone 660) and carol (tone 880) in one call.
+    static func mesh(_ server: TestServer, mediaType: CallMediaType) async throws -> (Member, Member, Member) {
+        let alice = try await member(server, "alice")
+        let bob = try await member(server, "bob", tone: 660)
+        let carol = try await member(server, "carol", tone: 880)
+        _ = try await connect(alice, [bob, carol], mediaType: mediaType)
+        return (alice, bob, carol)
     }
 
     /// `endCall` returns once the call's media has ended, so a process may exit right after it:
