@@ -227,6 +227,19 @@ struct TransportLimitTests {
         let server = try await TestServer.start()
         let socket = try await RawWebSocket.connect(port: server.port)
         let ping = Array(#"{"id":"1","type":"ping"}"#.utf8)
+        // The server may close as soon as it has seen the violation, before the last frames of
+        // it are written (a CI run: "I/O on closed channel" on the last fragment): a write that
+        // fails then is no failure; the close code below says whether the server saw it right.
+        do {
+            try await Self.commit(violation, ping: ping, on: socket)
+        } catch {
+            print("[transport] \(violation): a write failed after the server closed (\(error))")
+        }
+        #expect(try await socket.waitForClose() == code, "\(violation)")
+        await server.stop()
+    }
+
+    private static func commit(_ violation: String, ping: [UInt8], on socket: RawWebSocket) async throws {
         switch violation {
         case "an unmasked frame": try await socket.send(.text, ping, masked: false)
         case "a frame with a reserved bit": try await socket.send(.text, ping, rsv1: true)
@@ -245,8 +258,6 @@ struct TransportLimitTests {
         default:
             try await socket.send(.text, [UInt8](repeating: 0x20, count: NodeContext.hardMessageLimit + 1))
         }
-        #expect(try await socket.waitForClose() == code, "\(violation)")
-        await server.stop()
     }
 }
 
