@@ -27,6 +27,29 @@ final class CaptureChain: @unchecked Sendable {
 
     func child(_ name: String) -> Element? { bin.child(name) }
 
+    /// Thins the audio encoder (Opus at ``AudioThinning/thinKbps`` in
+    /// ``AudioThinning/thinFrameMilliseconds`` frames) or makes it full; false when this chain has
+    /// no audio encoder. The change comes between two frames: opusenc sizes a frame from
+    /// `frame-size` when it encodes one its base class cut to the size before, and aborts the
+    /// process on a 60 ms frame taken for 20 ms (`g_assert (size == bytes)`, GStreamer 1.22).
+    /// So it is made while the pad that feeds the encoder is idle (an idle probe on the pushing
+    /// side: GStreamer counts a push there until the encoder has encoded it; on the encoder's
+    /// own sink pad it does not): no frame in the encoder, and none let in until both
+    /// properties are set.
+    func encodeAudio(thin: Bool) -> Bool {
+        guard kind == .audio, let encoder = child("encoder"), let feed = encoder.staticPad("sink")?.peer else {
+            return false
+        }
+        let (kbps, frame) = thin
+            ? (AudioThinning.thinKbps, AudioThinning.thinFrameMilliseconds)
+            : (AudioThinning.fullKbps, AudioThinning.fullFrameMilliseconds)
+        feed.whenIdle {
+            encoder.set("bitrate", Int32(kbps * 1000))
+            encoder.set("frame-size", "\(frame)")
+        }
+        return true
+    }
+
     /// The source-and-encoder bin. A file source is not live: starting it in the running call's
     /// pipeline is an asynchronous state change, which the bin keeps to itself (otherwise the
     /// whole pipeline would wait in PAUSED for a preroll its network elements never give).

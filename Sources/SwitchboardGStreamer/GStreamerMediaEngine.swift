@@ -248,6 +248,11 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
         try await perform { try await $0.sendVideo(to: peer, on) }
     }
 
+    /// Thins the audio encoder or makes it full, as ``AudioThinning`` does (for tests of the change).
+    func thinAudio(_ thin: Bool) async throws {
+        try await perform { try await $0.thinAudio(thin) }
+    }
+
     /// When the first audio frame from `peer` was decoded in the current call (for latency measurements).
     public func firstAudioFrame(from peer: UserID) async -> ContinuousClock.Instant? {
         try? await perform { await $0.firstAudioFrame(from: peer) }
@@ -464,13 +469,9 @@ extension GStreamerMediaEngine {
         private func applyAudioThinning() async {
             let thin = AudioThinning.thin(
                 was: audioThin, anyGateShut: gates.values.contains { !$0.isOpen }, lowestKbps: lowestSendKbps)
-            guard thin != audioThin, let encoder = await media?.chain(.audio)?.child("encoder") else { return }
+            guard thin != audioThin, let audio = await media?.chain(.audio), audio.encodeAudio(thin: thin) else { return }
             audioThin = thin
-            let (kbps, frame) = thin
-                ? (AudioThinning.thinKbps, AudioThinning.thinFrameMilliseconds)
-                : (AudioThinning.fullKbps, AudioThinning.fullFrameMilliseconds)
-            encoder.set("bitrate", Int32(kbps * 1000))
-            encoder.set("frame-size", "\(frame)")
+            let kbps = thin ? AudioThinning.thinKbps : AudioThinning.fullKbps
             emit(.sendRate(.audio, kbps: kbps))
         }
 
@@ -516,6 +517,12 @@ extension GStreamerMediaEngine {
         func sendVideo(to peer: UserID, _ on: Bool) async throws {
             guard let media else { throw GStreamerError("no call") }
             await media.sendVideo(to: peer, on)
+        }
+
+        func thinAudio(_ thin: Bool) async throws {
+            guard let audio = await media?.chain(.audio), audio.encodeAudio(thin: thin) else {
+                throw GStreamerError("no audio encoder")
+            }
         }
 
         func firstAudioFrame(from peer: UserID) async -> ContinuousClock.Instant? {

@@ -305,6 +305,33 @@ struct GStreamerEngineTests {
         #expect(await frames(alice, bob.id, .audio) > before)
     }
 
+    /// The audio encoder thinned and made full again thousands of times while alice's audio flows
+    /// (what ``AudioThinning`` does on a narrow link, here as fast as the engine takes it): bob
+    /// goes on decoding her audio, and the process lives. Changing opusenc's frame size under a
+    /// frame aborted it (`g_assert (size == bytes)`); the change now waits for the encoder to be
+    /// between two frames.
+    @Test func audioThinnedAndFullAgainWhileItFlows() async throws {
+        let server = try await TestServer.start()
+        let alice = try await Self.member(server, "alice")
+        let bob = try await Self.member(server, "bob")
+        _ = try await Self.connect(alice, [bob], mediaType: .audio)
+        let changing = Task {
+            var thin = true
+            while !Task.isCancelled {
+                try await alice.engine.thinAudio(thin)
+                thin.toggle()
+            }
+        }
+        try await Self.barrier(bob, from: alice.id, count: 20)
+        changing.cancel()
+        try await changing.value
+        try await alice.engine.thinAudio(false)
+        let before = await Self.frames(bob, alice.id, .audio)
+        try await Self.barrier(bob, from: alice.id, count: 3)
+        #expect(await Self.frames(bob, alice.id, .audio) > before)
+        await server.stop()
+    }
+
     /// Three members: each decodes the other two.
     @Test func aGroupCallIsAMesh() async throws {
         let server = try await TestServer.start()
