@@ -170,7 +170,7 @@ class Servers(ServerProcesses):
         return self.tails(("server.log", "turn.log"), 30)
 
 
-def browser(autoplay=True, place=None):
+def browser(autoplay=True, place=None, extra=()):
     """Chromium; `autoplay=False` keeps the browser's own rule that a page makes sound only after
     the user touched it (the tests' default lets pages play at once). `place` (a `TestNet`, a host
     and the server's origin) runs it inside that host's namespace, where the server's address is
@@ -190,7 +190,7 @@ def browser(autoplay=True, place=None):
         + (", EXCLUDE 10.0.*" if place else ""),
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--disable-default-apps", "--no-first-run", "--disable-domain-reliability",
-        "--disable-client-side-phishing-detection", "--metrics-recording-only",
+        "--disable-client-side-phishing-detection", "--metrics-recording-only", *extra,
     ]:
         options.add_argument(flag)
     if os.environ.get("SWITCHBOARD_FAKE_VIDEO"):
@@ -205,13 +205,65 @@ def browser(autoplay=True, place=None):
     return webdriver.Chrome(service=Service(ARGS.chromedriver), options=options)
 
 
-class Page:
-    """One user in one Chromium session."""
+class SharedChromium:
+    """One Chromium whose windows are several users' pages: a big group call on a small machine
+    runs one browser, GPU, audio and network process for all its pages instead of one each (each
+    page still has its own renderer, with its own WebRTC). Its windows are never backgrounded."""
 
-    def __init__(self, user, query="", url=None, autoplay=True, place=None):
+    def __init__(self):
+        self.driver = browser(extra=["--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+                                     "--disable-backgrounding-occluded-windows"])
+        self.current = self.driver.current_window_handle
+        self.unused = self.current
+        self.windows = set()
+
+    def window(self):
+        """A new window of this Chromium, as a driver for one page."""
+        if self.unused:
+            handle, self.unused = self.unused, None
+        else:
+            self.driver.switch_to.new_window("window")
+            handle = self.current = self.driver.current_window_handle
+        self.windows.add(handle)
+        return Window(self, handle)
+
+    def focus(self, handle):
+        if self.current != handle:
+            self.driver.switch_to.window(handle)
+            self.current = handle
+
+    def close(self, handle):
+        self.windows.discard(handle)
+        if not self.windows:
+            self.driver.quit()
+            return
+        self.focus(handle)
+        self.driver.close()
+        self.current = None
+
+
+class Window:
+    """A page's window in a `SharedChromium`, used as its driver: every command first makes this
+    window the current one (elements found through it are used before another page's command)."""
+
+    def __init__(self, shared, handle):
+        self._shared, self._handle = shared, handle
+
+    def __getattr__(self, name):
+        self._shared.focus(self._handle)
+        return getattr(self._shared.driver, name)
+
+    def quit(self):
+        self._shared.close(self._handle)
+
+
+class Page:
+    """One user in one Chromium session, or in one window of a `SharedChromium`."""
+
+    def __init__(self, user, query="", url=None, autoplay=True, place=None, shared=None):
         self.user = user
         self.violations_expected = False
-        self.driver = browser(autoplay, place)
+        self.driver = shared.window() if shared else browser(autoplay, place)
         # Every Content-Security-Policy violation of every document, from before its first script.
         self.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
             window.cspViolations = [];
@@ -526,8 +578,8 @@ class Harness(unittest.TestCase):
         if violations:
             self.fail(f"Content-Security-Policy violations: {violations}")
 
-    def page(self, user, query="", url=None, autoplay=True, place=None):
-        page = Page(user, query, url, autoplay, place)
+    def page(self, user, query="", url=None, autoplay=True, place=None, shared=None):
+        page = Page(user, query, url, autoplay, place, shared)
         self.pages.append(page)
         return page
 
@@ -1816,9 +1868,10 @@ class SFUTests(Harness):
             print(self.janus.logs(), file=sys.stderr)
         super().tearDown()
 
-    def sfu_page(self, user):
-        # A 640x360 camera at 15 frames a second: two simulcast layers (640x360 and 320x180).
-        page = self.page(user, url=self.janus.url("&capture=640x360@15"))
+    def sfu_page(self, user, shared=None, capture="640x360@15"):
+        # By default a 640x360 camera at 15 frames a second: two simulcast layers (640x360 and
+        # 320x180); 480x270 is the smallest with two.
+        page = self.page(user, url=self.janus.url("&capture=" + capture), shared=shared)
         # getStats on several pages at once can take long on a loaded machine.
         page.driver.set_script_timeout(120)
         wait_until(lambda: page.js("return !!window.switchboard"), what=f"{user}'s page to load")
@@ -1886,9 +1939,16 @@ class SFUTests(Harness):
             page.click("hangup")
 
     def test_a_group_call_through_janus(self):
+        """Pages in one call through Janus, as windows of one Chromium: three by default,
+        `SWITCHBOARD_SFU_PAGES` for more (six ran here with `SWITCHBOARD_SFU_CAPTURE=480x270@15`, in
+        14.5 minutes: too long for every run on two cores, BENCHMARKS.md). Every page decodes every
+        other; each publishes once; a tile enlarged gets the big layer; Janus restarts mid-call
+        and media comes back in the same call; a member leaves."""
         count = int(os.environ.get("SWITCHBOARD_SFU_PAGES", "3"))
         users = [f"sfu{index}" for index in range(count)]
-        pages = {user: self.sfu_page(user) for user in users}
+        shared = SharedChromium()
+        capture = os.environ.get("SWITCHBOARD_SFU_CAPTURE", "640x360@15")
+        pages = {user: self.sfu_page(user, shared, capture) for user in users}
         caller = pages[users[0]]
         caller.call(",".join(users[1:]), "video")
         for user in users[1:]:
@@ -1898,19 +1958,24 @@ class SFUTests(Harness):
             wait_until(lambda: page.visible("call-view"), what=f"{page.user} in the call")
             self.assertEqual(page.js("return window.switchboard.activeCall().info.media"), "sfu")
 
-        # Every page decodes every other page's audio and video, from the SFU (one getStats a poll:
-        # a loaded two-core machine runs these pages).
-        for page in pages.values():
+        def decoding_everyone(page, since=None, timeout=120):
+            """Waits until `page` decodes audio and video of every other page: more than in
+            `since` (its stats at an earlier moment), or any when `since` is None."""
             peers = sorted(set(users) - {page.user})
-            base = wait_until(lambda: (lambda now: now if all(p in now for p in peers) else None)(page.stats()),
-                              timeout=90, interval=1, what=f"{page.user} receiving {peers}")
 
             def flowing(now, peer):
-                return (now[peer]["framesDecoded"]["video"] > base[peer]["framesDecoded"]["video"]
-                        and now[peer]["totalSamplesReceived"] > base[peer]["totalSamplesReceived"]
+                before = (since or {}).get(peer, {})
+                return (now.get(peer, {}).get("framesDecoded", {}).get("video", 0)
+                        > before.get("framesDecoded", {}).get("video", 0)
+                        and now[peer]["totalSamplesReceived"] > before.get("totalSamplesReceived", 0)
                         and now[peer]["totalAudioEnergy"] > 0)
-            wait_until(lambda: (lambda now: all(flowing(now, p) for p in peers))(page.stats()), timeout=90, interval=1,
-                       what=f"{page.user} decoding audio and video from {peers}")
+            # One getStats a poll: a loaded two-core machine runs these pages.
+            return wait_until(lambda: (lambda now: now if all(flowing(now, p) for p in peers) else None)(page.stats()),
+                              timeout=timeout, interval=1, what=f"{page.user} decoding audio and video from {peers}")
+
+        # Every page decodes every other member's audio and video from the SFU.
+        for page in pages.values():
+            decoding_everyone(page, since=decoding_everyone(page))
 
         # Each page sends its camera once, in two simulcast layers, on one connection, whatever
         # the number of members; and its microphone once.
@@ -1941,20 +2006,17 @@ class SFUTests(Harness):
         if other:
             self.assertLessEqual(decoded(other, shown)["width"], small)
 
-        # Janus dies and comes back on the same port: the server places the room again, every page
-        # starts a new session, and media flows again in the same call.
+        # Janus dies and comes back on the same port: the server places the room again, every
+        # page starts a new session, and media flows again in the same call.
         call_id = caller.js("return window.switchboard.activeCall().info.callId")
         sessions = {page.user: page.js("return window.switchboard.sfuSession()") for page in pages.values()}
         self.janus.restart_janus()
         for page in pages.values():
-            peers = sorted(set(users) - {page.user})
             wait_until(lambda: page.js("return window.switchboard.sfuSession()") > sessions[page.user], timeout=60,
                        what=f"a new SFU session on {page.user}'s page")
+        for page in pages.values():
             # The new session's subscription counts from zero: what it decodes came after the restart.
-            wait_until(lambda: (lambda now: all(
-                now.get(p, {}).get("framesDecoded", {}).get("video", 0) > 0
-                and now.get(p, {}).get("totalSamplesReceived", 0) > 0 for p in peers))(page.stats()),
-                timeout=120, interval=1, what=f"{page.user} decoding {peers} again after Janus restarted")
+            decoding_everyone(page)
             self.assertEqual(page.js("return window.switchboard.activeCall().info.callId"), call_id)
         self.assertGreaterEqual(self.janus.rooms_placed(), 2, "the room was placed again")
 
