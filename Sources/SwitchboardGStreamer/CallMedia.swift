@@ -27,9 +27,8 @@ final class CaptureChain: @unchecked Sendable {
 
     func child(_ name: String) -> Element? { bin.child(name) }
 
-    /// Thins the audio encoder (Opus at ``AudioThinning/thinKbps`` in
-    /// ``AudioThinning/thinFrameMilliseconds`` frames) or makes it full; false when this chain has
-    /// no audio encoder. The change comes between two frames: opusenc sizes a frame from
+    /// Thins the audio encoder or makes it full (``AudioThinning/encoding(thin:)``); false when
+    /// this chain has no audio encoder. The change comes between two frames: opusenc sizes a frame from
     /// `frame-size` when it encodes one its base class cut to the size before, and aborts the
     /// process on a 60 ms frame taken for 20 ms (`g_assert (size == bytes)`, GStreamer 1.22).
     /// So it is made while the pad that feeds the encoder is idle (an idle probe on the pushing
@@ -40,9 +39,7 @@ final class CaptureChain: @unchecked Sendable {
         guard kind == .audio, let encoder = child("encoder"), let feed = encoder.staticPad("sink")?.peer else {
             return false
         }
-        let (kbps, frame) = thin
-            ? (AudioThinning.thinKbps, AudioThinning.thinFrameMilliseconds)
-            : (AudioThinning.fullKbps, AudioThinning.fullFrameMilliseconds)
+        let (kbps, frame) = AudioThinning.encoding(thin: thin)
         feed.whenIdle {
             encoder.set("bitrate", Int32(kbps * 1000))
             encoder.set("frame-size", "\(frame)")
@@ -87,8 +84,9 @@ final class CaptureChain: @unchecked Sendable {
     static func audio(_ source: AudioSource) -> String {
         "\(source.launchDescription) ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=1 ! "
             + "volume name=volume ! level name=capture-level interval=100000000 post-messages=true ! "
-            + "valve name=gate drop=true ! opusenc name=encoder bitrate=\(AudioThinning.fullKbps * 1000) "
-            + "frame-size=\(AudioThinning.fullFrameMilliseconds)"
+            + "valve name=gate drop=true ! opusenc name=encoder "
+            + "bitrate=\(AudioThinning.encoding(thin: false).kbps * 1000) "
+            + "frame-size=\(AudioThinning.encoding(thin: false).frameMilliseconds)"
     }
 
     static func video(_ source: VideoSource, width: Int, height: Int, frameRate: Int, bitrateKbps: Int) -> String {

@@ -471,8 +471,7 @@ extension GStreamerMediaEngine {
                 was: audioThin, anyGateShut: gates.values.contains { !$0.isOpen }, lowestKbps: lowestSendKbps)
             guard thin != audioThin, let audio = await media?.chain(.audio), audio.encodeAudio(thin: thin) else { return }
             audioThin = thin
-            let kbps = thin ? AudioThinning.thinKbps : AudioThinning.fullKbps
-            emit(.sendRate(.audio, kbps: kbps))
+            emit(.sendRate(.audio, kbps: AudioThinning.encoding(thin: thin).kbps))
         }
 
         /// The lowest rate a member whose video is not paused allows (nil: none gets video).

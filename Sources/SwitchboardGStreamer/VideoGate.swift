@@ -111,12 +111,10 @@ struct VideoGate: Equatable, Sendable {
 enum AudioThinning {
     static let thinBelowKbps = 100
     static let fullFromKbps = 150
-    /// The thinned encoder's settings.
-    static let thinKbps = 16
-    static let thinFrameMilliseconds = 60
-    /// The full encoder's settings (`CaptureChain.audio`).
-    static let fullKbps = 32
-    static let fullFrameMilliseconds = 20
+    /// The audio encoder's settings, thinned or full (full: `CaptureChain.audio`).
+    static func encoding(thin: Bool) -> (kbps: Int, frameMilliseconds: Int) {
+        thin ? (16, 60) : (32, 20)
+    }
 
     /// Whether the audio is thin after this second: `lowestKbps` is the lowest video rate towards
     /// a member that gets video (nil: none does).

@@ -244,7 +244,9 @@ class SharedChromium:
 
 class Window:
     """A page's window in a `SharedChromium`, used as its driver: every command first makes this
-    window the current one (elements found through it are used before another page's command)."""
+    window the current one (elements found through it are used before another page's command).
+    The browser's console log is the session's: the first page to read it gets every window's
+    lines (a failure prints them under that page's name)."""
 
     def __init__(self, shared, handle):
         self._shared, self._handle = shared, handle
