@@ -2376,6 +2376,40 @@ class NetworkTests(Harness):
         alice.click("hangup")
 
 
+class TimedResult(unittest.TextTestResult):
+    """Notes how long each test took and how it ended (scripts/test prints the slowest)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.times = []
+        self._started = {}
+
+    def startTest(self, test):
+        self._started[test.id()] = time.monotonic()
+        super().startTest(test)
+
+    def _note(self, test, outcome):
+        started = self._started.pop(test.id(), None)
+        if started is not None:
+            self.times.append((test.id().removeprefix("__main__."), time.monotonic() - started, outcome))
+
+    def addSuccess(self, test):
+        self._note(test, "ok")
+        super().addSuccess(test)
+
+    def addFailure(self, test, err):
+        self._note(test, "failed")
+        super().addFailure(test, err)
+
+    def addError(self, test, err):
+        self._note(test, "error")
+        super().addError(test, err)
+
+    def addSkip(self, test, reason):
+        self._note(test, "skipped")
+        super().addSkip(test, reason)
+
+
 def main():
     global ARGS, SERVER
     parser = argparse.ArgumentParser()
@@ -2385,12 +2419,18 @@ def main():
     parser.add_argument("--artifacts", required=True)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--chromedriver", default="/usr/bin/chromedriver")
+    parser.add_argument("--times", help="a file to write each test's name, seconds and outcome to (TSV)")
     ARGS, rest = parser.parse_known_args()
     SERVER = Servers()
     SERVER.start()
     try:
-        program = unittest.main(argv=[sys.argv[0], "-v", *rest], exit=False)
+        runner = unittest.TextTestRunner(verbosity=2, resultclass=TimedResult)
+        program = unittest.main(argv=[sys.argv[0], "-v", *rest], exit=False, testRunner=runner)
         ok = program.result.wasSuccessful()
+        if ARGS.times:
+            with open(ARGS.times, "w") as out:
+                for name, seconds, outcome in program.result.times:
+                    out.write(f"{name}\t{seconds:.1f}\t{outcome}\n")
     finally:
         SERVER.stop()
     print(f"screenshots in {ARGS.artifacts}")
