@@ -74,16 +74,16 @@ final class NodeContext: Sendable {
         self.deadlines = ConnectionDeadlines(clock: clock)
         self.clock = clock
         self.logger = logger
-    }
-
-    /// What each signaling session (and the channel that accepts it) is handed.
-    var sessions: SessionServices {
-        SessionServices(
+        self.sessions = SessionServices(
             configuration: configuration, storage: storage, apps: apps, profiles: profiles, registry: registry,
             calls: calls, cluster: cluster, ledger: ledger, limiter: limiter, gate: gate, deadlines: deadlines,
             outboxes: outboxes, connections: connections, metrics: metrics, webPushEndpoints: webPushEndpoints,
             webhooks: webhooks, webhookDispatcher: webhookDispatcher, clock: clock)
     }
+
+    /// What each signaling session (and the channel that accepts it) is handed: one for the node,
+    /// which every session refers to.
+    let sessions: SessionServices
 
     /// What the admin API is handed.
     var admin: AdminServices {

@@ -5,7 +5,11 @@ import SwitchboardProtocol
 /// its node it uses, and nothing else. Not the engine, the persistence writer, the push service
 /// or the SFU: a session reaches calls only through ``calls`` (the engine on a single node, the
 /// leader in a cluster), which answers each request.
-struct SessionServices: Sendable {
+///
+/// A class, made once per node: every connection's session holds a reference to it. As a struct
+/// each session held its own copy of all of it, the configuration included (about 2.7 KiB per
+/// held connection, docs/BENCHMARKS.md "The cost of a call and of a connection").
+final class SessionServices: Sendable {
     let configuration: ServerConfiguration
     let storage: any SwitchboardStorage
     let apps: AppDirectory
@@ -26,6 +30,34 @@ struct SessionServices: Sendable {
     let webhooks: WebhookDirectory
     let webhookDispatcher: WebhookDispatcher
     let clock: any SwitchboardClock
+
+    init(
+        configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
+        profiles: ProfileDirectory, registry: ConnectionRegistry, calls: any CallRouter, cluster: ClusterNode?,
+        ledger: RequestLedger, limiter: RateLimiter, gate: ConnectionGate, deadlines: ConnectionDeadlines,
+        outboxes: LoopOutboxes, connections: NodeConnections, metrics: ServerMetrics,
+        webPushEndpoints: WebPushEndpointPolicy, webhooks: WebhookDirectory, webhookDispatcher: WebhookDispatcher,
+        clock: any SwitchboardClock
+    ) {
+        self.configuration = configuration
+        self.storage = storage
+        self.apps = apps
+        self.profiles = profiles
+        self.registry = registry
+        self.calls = calls
+        self.cluster = cluster
+        self.ledger = ledger
+        self.limiter = limiter
+        self.gate = gate
+        self.deadlines = deadlines
+        self.outboxes = outboxes
+        self.connections = connections
+        self.metrics = metrics
+        self.webPushEndpoints = webPushEndpoints
+        self.webhooks = webhooks
+        self.webhookDispatcher = webhookDispatcher
+        self.clock = clock
+    }
 
     /// Set once graceful shutdown began: logins are refused from then on.
     var isShuttingDown: Bool { connections.isShuttingDown }
