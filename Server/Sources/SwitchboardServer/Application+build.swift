@@ -370,9 +370,11 @@ public func buildApplication(
 
     // Calls the last run left in the journal (a deploy, a crash) are restored before anyone
     // connects, or ended with records when the node was down longer than the reconnect grace. (In
-    // a cluster the node that comes to lead does it, and reads who blocks anyone then.)
+    // a cluster the node that comes to lead does it, and reads who blocks anyone and which devices
+    // may ring by push then.)
     if cluster == nil {
         engine.blockers.replace(with: try await storage.blockers())
+        engine.pushReach.replace(with: try await storage.ringingPushDevices())
         let journal = try await storage.loadJournal()
         if !journal.isEmpty {
             await engine.recover(

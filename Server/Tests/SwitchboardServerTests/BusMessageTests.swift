@@ -18,6 +18,7 @@ struct BusMessageTests {
             .deliver(frame: "", recipient: .user(Self.alice)),
             .reply(token: 7, reply: .ok),
             .blocks(token: 3, user: Self.alice, node: "node1-abcdef"),
+            .ringsByPush(token: 4, user: Self.alice, device: "phone", node: "node1-abcdef"),
             .appsChanged,
         ]
         for message in messages {

@@ -73,6 +73,21 @@ struct PerDevicePushTests {
         await PushTests().tearDown(s)
     }
 
+    /// Which devices ring by push is read from the database when the server starts: a phone that
+    /// registered its token before a restart and has not connected since is pushed after it.
+    @Test func aTokenRegisteredBeforeARestartStillRingsItsDevice() async throws {
+        let s = try await PushTests().setUp()
+        await s.server.stopKeepingFiles()
+        let server = try await PushTests.server(clock: s.server.clock, directory: s.server.directory, apns: s.apns)
+        let alice = try await server.client("alice")
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        let push = try await s.apns.pushes.first { _ in true }
+        #expect(push.token == PushTests.bobToken && push.push?.callId == call.callId)
+        try await alice.callStore.hangup()
+        await PushTests().tearDown(PushTests.Setup(
+            server: server, apns: s.apns, alice: alice, aliceEvents: s.aliceEvents, deliveries: s.deliveries))
+    }
+
     /// A device that connects while its push is still being retried gets the invitation over its
     /// socket, and the retries to its token stop.
     @Test func aPushBeingRetriedStopsWhenItsDeviceConnects() async throws {

@@ -37,14 +37,7 @@ struct PushTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-push-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let apns = try await TestAPNsServer.start(clock: clock, bundleIds: [Self.bundle], directory: directory)
-        let server = try await TestServer.start(clock: clock, directory: directory) { configuration in
-            var push = APNsConfiguration(keyPath: apns.keyPath, keyId: apns.keyId, teamId: apns.teamId)
-            push.productionURL = apns.url
-            push.sandboxURL = apns.url
-            push.trustRootsPath = apns.certificatePath
-            push.tokenLifetime = lifetime
-            configuration.apns = push
-        }
+        let server = try await Self.server(clock: clock, directory: directory, apns: apns, lifetime: lifetime)
         let deliveries = Recorder(server.node.context.push.deliveries)
         apns.declare(Self.bobToken, as: .voip)
         apns.declare(Self.bobAlertToken, as: .alert)
@@ -53,6 +46,20 @@ struct PushTests {
         let alice = try await server.client("alice")
         try await alice.loginStore.setSelfInfo(nickname: "Alice")
         return Setup(server: server, apns: apns, alice: alice, aliceEvents: Recorder(alice.callStore.events), deliveries: deliveries)
+    }
+
+    /// A server on `directory`'s database that pushes through `apns`.
+    static func server(
+        clock: TestClock, directory: URL, apns: TestAPNsServer, lifetime: Duration = .seconds(25 * 60)
+    ) async throws -> TestServer {
+        try await TestServer.start(clock: clock, directory: directory) { configuration in
+            var push = APNsConfiguration(keyPath: apns.keyPath, keyId: apns.keyId, teamId: apns.teamId)
+            push.productionURL = apns.url
+            push.sandboxURL = apns.url
+            push.trustRootsPath = apns.certificatePath
+            push.tokenLifetime = lifetime
+            configuration.apns = push
+        }
     }
 
     /// A phone of `user` registers a VoIP push token, then its app is killed (no logout).

@@ -20,6 +20,8 @@ actor CallEngine {
     private let storage: any SwitchboardStorage
     /// Who blocks anyone: read by every new call and invitation (``resolve(_:)``).
     let blockers = BlockerIndex()
+    /// Which devices may ring by push: read by every new call and invitation (``resolve(_:)``).
+    let pushReach = PushReachIndex()
     private let limiter: RateLimiter
     private let limits: RateLimits
     private let writer: PersistenceWriter
@@ -194,13 +196,16 @@ actor CallEngine {
     }
 
     /// Who among `invitees` blocks the inviter, is online, can be rung by push (with the tokens
-    /// read to decide it); presence is read last, after the waits.
+    /// read to decide it); presence is read last, after the waits. Tokens are read only for the
+    /// invitees with a device that may ring by push and is not connected (``PushReachIndex``).
     private func inviteeFacts(
         _ invitees: Set<UserID>, inviter: UserID, app: SdkAppID
     ) async throws -> (CallFacts, tokens: [UserID: [PushToken]]) {
         var facts = CallFacts()
         facts.blockedBy = try await usersBlocking(inviter, among: invitees, app: app)
-        let tokens = try await pushTokens(app: app, of: invitees)
+        let delivery = self.delivery
+        let unconnected = pushReach.unconnected(among: invitees, app: app) { delivery.connectedDevices($0) }
+        let tokens = try await pushTokens(app: app, of: unconnected)
         facts.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
         facts.pushable = ringable(tokens, app: app)
         facts.declineDelays = declineDelays(facts.blockedBy)
@@ -222,12 +227,13 @@ actor CallEngine {
     /// Number of calls in progress.
     var activeCallCount: Int { machine.calls.count }
 
-    /// Drops every call and timer and who blocks anyone, and takes requests again: this node no
-    /// longer leads its cluster (the calls are in the journal and the blocks in their table, for
-    /// the node that leads next).
+    /// Drops every call and timer, who blocks anyone and which devices may ring by push, and takes
+    /// requests again: this node no longer leads its cluster (the calls are in the journal, the
+    /// blocks and push tokens in their tables, for the node that leads next).
     func reset() {
         if let sfu { Task { await sfu.reset() } }
         blockers.replace(with: [])
+        pushReach.replace(with: [])
         machine = CallStateMachine(configuration: machine.configuration)
         timers = TimerQueue()
         sleeper?.cancel()

@@ -19,6 +19,12 @@ protocol CallRouter: Sendable {
     /// Returns why the engine could not be told (its node did not answer).
     func blocks(_ user: UserKey) async -> SwitchboardError?
 
+    /// `device` of `user` has a token that rings (the row is written): the engine's
+    /// ``PushReachIndex`` has it before the registration is answered, so a call placed after the
+    /// answer reads the device's tokens when it is not connected. Returns why the engine could not
+    /// be told (its node did not answer).
+    func ringsByPush(_ user: UserKey, _ device: DeviceID) async -> SwitchboardError?
+
     /// A device's connection on this node closed without a logout.
     func deviceOffline(_ user: UserKey, _ device: DeviceID) async
 
@@ -45,6 +51,11 @@ struct LocalCallRouter: CallRouter {
 
     func blocks(_ user: UserKey) async -> SwitchboardError? {
         engine.blockers.insert(user)
+        return nil
+    }
+
+    func ringsByPush(_ user: UserKey, _ device: DeviceID) async -> SwitchboardError? {
+        engine.pushReach.insert(user, device)
         return nil
     }
 

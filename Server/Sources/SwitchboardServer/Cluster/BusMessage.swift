@@ -13,6 +13,10 @@ enum BusMessage: Codable, Equatable, Sendable {
     /// `user` blocks someone now (node `node` wrote the rows); the leader answers ``reply`` (`ok`)
     /// once its ``BlockerIndex`` has them, and the node answers the block then.
     case blocks(token: UInt64, user: UserKey, node: String)
+    /// `device` of `user` registered a token that rings (node `node` wrote the row); the leader
+    /// answers ``reply`` (`ok`) once its ``PushReachIndex`` has it, and the node answers the
+    /// registration then.
+    case ringsByPush(token: UInt64, user: UserKey, device: DeviceID, node: String)
     /// A device's connection on node `node` closed (not a logout).
     case deviceOffline(user: UserKey, device: DeviceID, node: String)
     /// A device logged out on node `node`: its calls are left.

@@ -46,8 +46,10 @@ extension ClusterNode {
         let term = try await store.beginTerm(id)
         await engine.reset()
         writer.fence = term
-        // Who blocks anyone, before the first call: blocks answered later come as messages.
+        // Who blocks anyone and which devices may ring by push, before the first call: what is
+        // answered later comes as messages.
         engine.blockers.replace(with: try await storage.blockers())
+        engine.pushReach.replace(with: try await storage.ringingPushDevices())
         let journal = try await storage.loadJournal()
         await engine.recover(journal, lastAlive: try await storage.lastAlive(), grace: grace)
         let live = try await liveNodes()
@@ -140,6 +142,7 @@ extension ClusterNode {
                 switch follows {
                 case .deviceOnline(let user, let device): await connected(user, device, on: id)
                 case .blocks(let user): engine.blockers.insert(user)
+                case .ringsByPush(let user, let device): engine.pushReach.insert(user, device)
                 }
                 answered(token, .ok)
             } else {

@@ -23,6 +23,8 @@ extension ClusterNode {
                 await learn(token, from: node) { await self.connected(user, device, on: node) }
             case .blocks(let token, let user, let node):
                 await learn(token, from: node) { self.engine.blockers.insert(user) }
+            case .ringsByPush(let token, let user, let device, let node):
+                await learn(token, from: node) { self.engine.pushReach.insert(user, device) }
             case .deviceOffline(let user, let device, let node):
                 if isLeader, directory.disconnected(user, device, on: node) {
                     logger.debug("device offline", metadata: ["user": "\(user)", "device": "\(device)", "node": "\(node)"])

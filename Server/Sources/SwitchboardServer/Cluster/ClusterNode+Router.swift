@@ -92,6 +92,19 @@ extension ClusterNode {
         return nil
     }
 
+    func ringsByPush(_ user: UserKey, _ device: DeviceID) async -> SwitchboardError? {
+        if isCutOff { return Self.cutOffRefusal }
+        let leader = await findLeader()
+        if leader == id {
+            engine.pushReach.insert(user, device)
+            return nil
+        }
+        // Without a leader the next one reads the rows, written already, when it takes over.
+        guard let leader else { return nil }
+        if case .failure(let error) = await tell(leader, .ringsByPush(user, device)) { return error }
+        return nil
+    }
+
     /// Removes a device's row, waiting at most ``Configuration/commandTimeout`` for the database
     /// (none while cut off from it: the leader drops this node's devices then): a connection's end
     /// must not wait for good on a database that does not answer.

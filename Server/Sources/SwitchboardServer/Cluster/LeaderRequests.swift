@@ -7,11 +7,14 @@ enum LeaderFollows: Equatable, Sendable {
     case deviceOnline(UserKey, DeviceID)
     /// A user's blocks changed.
     case blocks(UserKey)
+    /// A device registered a token that rings.
+    case ringsByPush(UserKey, DeviceID)
 
     func message(token: UInt64, node: String) -> BusMessage {
         switch self {
         case .deviceOnline(let user, let device): .deviceOnline(token: token, user: user, device: device, node: node)
         case .blocks(let user): .blocks(token: token, user: user, node: node)
+        case .ringsByPush(let user, let device): .ringsByPush(token: token, user: user, device: device, node: node)
         }
     }
 }

@@ -441,6 +441,17 @@ final class PostgresStorage: SwitchboardStorage {
         try await client.query("DELETE FROM push_tokens WHERE token = \(token)", logger: logger)
     }
 
+    func ringingPushDevices() async throws -> [(UserKey, DeviceID)] {
+        var devices: [(UserKey, DeviceID)] = []
+        let rows = try await client.query(
+            PostgresQuery(unsafeSQL: "SELECT DISTINCT sdk_app_id, user_id, device_id FROM push_tokens WHERE \(PushToken.ringsWhere)"),
+            logger: logger)
+        for try await (app, user, device) in rows.decode((Int64, String, String).self) {
+            devices.append((UserKey(app: SdkAppID(app), user: UserID(rawValue: user)), DeviceID(rawValue: device)))
+        }
+        return devices
+    }
+
     // MARK: - blocks
 
     func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID] {

@@ -368,6 +368,16 @@ final class SQLiteStorage: SwitchboardStorage {
         }
     }
 
+    func ringingPushDevices() async throws -> [(UserKey, DeviceID)] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT DISTINCT sdk_app_id, user_id, device_id FROM push_tokens WHERE \(PushToken.ringsWhere)")
+                .map { row in
+                    (UserKey(app: SdkAppID(row["sdk_app_id"] as Int64), user: UserID(rawValue: row["user_id"])),
+                     DeviceID(rawValue: row["device_id"]))
+                }
+        }
+    }
+
     // MARK: blocks
 
     func blockedUsers(app: SdkAppID, user: UserID) async throws -> [UserID] {

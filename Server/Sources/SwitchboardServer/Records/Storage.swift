@@ -179,6 +179,9 @@ struct PushToken: Equatable, Sendable {
         case .alert: alertRinging
         }
     }
+
+    /// ``rings`` as a condition on the `push_tokens` table (SQLite and PostgreSQL).
+    static let ringsWhere = "(kind <> 'alert' OR alert_ringing)"
 }
 
 extension WebPushKeys {
@@ -201,6 +204,8 @@ protocol PushTokenStore: Sendable {
     func pushTokens(app: SdkAppID, users: [UserID]) async throws -> [UserID: [PushToken]]
     /// Forgets a token APNs said is no longer valid.
     func removePushToken(_ token: String) async throws
+    /// Every device with a token that rings (``PushToken/rings``), for the engine's ``PushReachIndex``.
+    func ringingPushDevices() async throws -> [(UserKey, DeviceID)]
 }
 
 /// The database connection itself.

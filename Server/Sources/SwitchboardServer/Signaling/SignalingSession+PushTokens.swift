@@ -19,9 +19,14 @@ extension SignalingSession {
             token: request.normalizedToken, user: identity.user, device: identity.device, kind: request.kind ?? .voip,
             environment: request.environment ?? .production, bundleId: request.bundleId ?? "", updatedAt: services.clock.now(),
             webPush: request.webPush, sealingKey: request.sealingKey, alertRinging: request.alertRinging ?? false)
-        if await storage(id, { try await self.services.storage.registerPushToken(token, move: request.move ?? false) }) != nil {
-            succeed(id, Empty())
+        guard await storage(id, { try await self.services.storage.registerPushToken(token, move: request.move ?? false) }) != nil
+        else { return }
+        // A call placed after this answer must know the device can ring by push.
+        if token.rings, let problem = await services.calls.ringsByPush(identity.user, identity.device) {
+            fail(id, problem)
+            return
         }
+        succeed(id, Empty())
     }
 
     func unregisterPushToken(_ request: UnregisterPushTokenRequest, _ identity: Identity, id: RequestID) async {
