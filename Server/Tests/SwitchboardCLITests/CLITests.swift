@@ -96,7 +96,8 @@ struct CLITests {
             banner += String(decoding: chunk, as: UTF8.self)
         }
         #expect(banner.contains("Development app"))
-        #expect(banner.contains("usersig gen --app-id"))
+        // A command that runs where the README runs things (issue 48: it lacked --package-path).
+        #expect(banner.contains("a UserSig: swift run --package-path Server switchboard usersig gen --app-id"))
         #expect(!banner.contains("admin API  Authorization"), "an admin secret from the environment is not printed")
         let port = try #require(
             banner.split(separator: "\n").first?.split(separator: ":").last.flatMap { Int($0) }, "\(banner)")
