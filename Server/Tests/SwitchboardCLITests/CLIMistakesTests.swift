@@ -131,7 +131,34 @@ extension CLITests {
             "usersig gen for a user id that is none",
             ["usersig", "gen", "--app-id", "1", "--secret", "s", "--user", "no spaces"], status: 64,
             says: ["userID must be 1-32 letters, digits, '-' or '_'"]),
+        Mistake(
+            "call with neither --to nor --answer", ["call", "--app-id", "1", "--secret", "s", "--user", "alice"],
+            status: 64, says: ["give either --to ID[,ID…] or --answer"]),
+        Mistake(
+            "call without an app", ["call", "--secret", "s", "--user", "alice", "--to", "bob"], status: 64,
+            says: ["Missing expected argument '--app-id <app-id>'"]),
+        Mistake(
+            "call an http server", ["call", "--app-id", "1", "--secret", "s", "--user", "a", "--to", "b", "--server", "http://x"],
+            status: 64, says: ["--server is a ws:// or wss:// URL"]),
+        Mistake(
+            "call a server that is not there",
+            { ["call", "--app-id", "1", "--secret", "s", "--user", "alice", "--to", "bob", "--server", "ws://127.0.0.1:\($0.freePort)/v1/ws"] },
+            status: Self.mediaBuilt ? 1 : 3,
+            says: {
+                Self.mediaBuilt
+                    ? ["no server at ws://127.0.0.1:\($0.freePort)/v1/ws — start `switchboard serve` or pass `--server`"]
+                    : ["swift build --package-path Server --traits GStreamer"]
+            }),
     ]
+
+    /// Whether this build has `switchboard call`'s media (the GStreamer trait).
+    static var mediaBuilt: Bool {
+        #if GStreamer
+        true
+        #else
+        false
+        #endif
+    }
 
     /// Longer than any of these runs may take on a loaded machine; a run still going then hangs.
     static let hangBound: Duration = .seconds(60)

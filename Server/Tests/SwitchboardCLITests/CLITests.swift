@@ -110,6 +110,13 @@ struct CLITests {
         #expect(await process.ended() == .exit(0))
     }
 
+    /// The build commands the help prints run from the repository's root, as the README's do.
+    @Test func theHelpsBuildCommandsNameTheServerPackage() throws {
+        let help = try Self.run(["call", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("swift build --package-path Server --traits GStreamer"), "\(help.stdout)")
+    }
+
     @Test func serveRefusesACommitIntervalOutOfRange() throws {
         for flag in ["--commit-interval=1001", "--commit-interval=-1"] {
             let output = try Self.run(["serve", "--port", "0", flag])
