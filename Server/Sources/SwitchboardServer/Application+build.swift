@@ -282,6 +282,7 @@ private func assembleNode(
     // PostgreSQL that does not answer keeps its connections' queries waiting, and the client's
     // shutdown waits for them.
     teardown.add { await waitBounded(.seconds(5), clock: clock) { await storage.shutdown() } }
+    try await storage.setWebhookMaxBacklog(configuration.webhooks.maxBacklog)
 
     let now = clock.now()
     var served: [AppRecord] = []

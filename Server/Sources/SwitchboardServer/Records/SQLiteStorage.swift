@@ -211,6 +211,10 @@ final class SQLiteStorage: SwitchboardStorage {
         migrator.registerMigration("webhooks-v2-indexes") { db in
             try db.execute(sql: Self.webhookIndexMigration)
         }
+        migrator.registerMigration("webhooks-v3-pending") { db in
+            // The backlog's bound at every write (issue 48): a count per endpoint kept by triggers.
+            try db.execute(sql: Self.webhookPendingMigration)
+        }
         return migrator
     }
 

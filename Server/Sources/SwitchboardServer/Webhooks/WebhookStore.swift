@@ -174,6 +174,11 @@ protocol WebhookStore: Sendable {
     /// Marks an endpoint as at its bound (new events are not queued for it) or, when `full` is
     /// false, no longer: the time since it filled is noted as a gap.
     func setWebhookFull(endpoint: String, full: Bool, now: Int64) async throws
+    /// The bound of every endpoint's backlog (``WebhookConfiguration/maxBacklog``), kept in the
+    /// database: the transaction that writes an event leaves it out for an endpoint with that many
+    /// deliveries waiting and marks the endpoint full (``WebhookEndpoint/fullSince``), so the bound
+    /// holds at every write, not only at the housekeeper's rounds.
+    func setWebhookMaxBacklog(_ bound: Int) async throws
 
     /// Claims up to `limit` deliveries of `endpoint` that are due, each the first of its ordering
     /// key still pending (so one call's events go out one at a time, in order), and not claimed by
