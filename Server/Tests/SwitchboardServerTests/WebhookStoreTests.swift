@@ -269,6 +269,29 @@ struct WebhookStoreTests {
         #expect(try await store.webhookBacklogs()["ep"]?.pending == 1)
     }
 
+    /// A call's deliveries held back by its first, which fails, say so: the listing shows which
+    /// delivery holds them and its attempts and last failure (issue 48: they showed `attempts: 0`
+    /// and no status, so the list hid why an endpoint was stuck).
+    @Test(arguments: StorageTests.kinds) func aDeliveryHeldBackSaysByWhichAndWhy(_ kind: Kind) async throws {
+        let test = try await StorageTests.makeStore(kind)
+        defer { Task { await test.close() } }
+        let store = test.store
+        try await store.saveWebhookEndpoint(Self.endpoint("ep"))
+        _ = try await store.commit(
+            PersistenceBatch(events: [
+                Self.event("a", 1, .callCreated, time: 10), Self.event("a", 2, .memberInvited, time: 11),
+                Self.event("a", 3, .memberRinging, time: 12), Self.event("b", 1, .callCreated, time: 13),
+            ]))
+        #expect(try await Self.claim(store, "ep", now: 100) == ["evt_a_1", "evt_b_1"])
+        try await Self.finish(store, "ep", "evt_a_1", at: 200, .retry(at: 5000))
+        let listed = try await store.webhookDeliveries(endpoint: "ep", state: .pending, before: nil, limit: 10)
+        let blocker = DeliveryInfo.Blocker(
+            eventId: "evt_a_1", attempts: 1, lastStatus: 500, lastError: "HTTP 500", nextAttemptAt: 5000)
+        #expect(listed.map(\.eventId) == ["evt_b_1", "evt_a_3", "evt_a_2", "evt_a_1"])
+        #expect(listed.map(\.waitingFor) == [nil, blocker, blocker, nil])
+        #expect(listed.map(\.attempts) == [0, 0, 0, 1])
+    }
+
     /// Range replays are bounded and continue where they stopped; the sweep deletes the oldest
     /// events and their deliveries, at most a batch at a time.
     @Test(arguments: StorageTests.kinds) func replaysAndSweepsAreBounded(_ kind: Kind) async throws {

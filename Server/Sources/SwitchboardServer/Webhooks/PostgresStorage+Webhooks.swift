@@ -442,20 +442,33 @@ extension PostgresStorage {
             PostgresQuery(
                 unsafeSQL: """
                     SELECT e.id, e.type, d.ordering_key, e.created_at, d.state, d.attempts, d.first_attempt_at,
-                        d.last_attempt_at, d.last_status, d.last_error, d.due_at, d.event_seq
+                        d.last_attempt_at, d.last_status, d.last_error, d.due_at, d.event_seq,
+                        be.id, b.attempts, b.last_status, b.last_error, b.due_at
                     FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
+                    \(SQLiteStorage.blockerJoin)
                     WHERE \(conditions.joined(separator: " AND ")) ORDER BY d.event_seq DESC LIMIT $\(bindings.count)
                     """, binds: bindings), logger: logger)
         var deliveries: [DeliveryInfo] = []
-        for try await (id, type, key, created, stateText, attempts, first, last, status, error, due, seq) in rows.decode(
-            (String, String, String, Int64, String, Int32, Int64?, Int64?, Int32?, String?, Int64, Int64).self)
+        for try await (
+            id, type, key, created, stateText, attempts, first, last, status, error, due, seq, blocker, blockerAttempts,
+            blockerStatus, blockerError, blockerDue
+        ) in rows.decode(
+            (
+                String, String, String, Int64, String, Int32, Int64?, Int64?, Int32?, String?, Int64, Int64, String?, Int32?,
+                Int32?, String?, Int64?
+            ).self)
         {
             let state = DeliveryInfo.State(rawValue: stateText) ?? .pending
             deliveries.append(
                 DeliveryInfo(
                     eventId: id, type: type, orderingKey: key, eventTime: created, state: state, attempts: Int(attempts),
                     firstAttemptAt: first, lastAttemptAt: last, lastStatus: status.map(Int.init), lastError: error,
-                    nextAttemptAt: state == .pending ? due : nil, seq: seq))
+                    nextAttemptAt: state == .pending ? due : nil,
+                    waitingFor: blocker.map {
+                        DeliveryInfo.Blocker(
+                            eventId: $0, attempts: Int(blockerAttempts ?? 0), lastStatus: blockerStatus.map(Int.init),
+                            lastError: blockerError, nextAttemptAt: blockerDue ?? 0)
+                    }, seq: seq))
         }
         return deliveries
     }

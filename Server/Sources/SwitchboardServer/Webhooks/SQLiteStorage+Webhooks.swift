@@ -376,23 +376,42 @@ extension SQLiteStorage {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT d.*, e.id AS event_id, e.type, e.created_at FROM webhook_deliveries d
+                    SELECT d.*, e.id AS event_id, e.type, e.created_at, be.id AS b_event_id, b.attempts AS b_attempts,
+                        b.last_status AS b_last_status, b.last_error AS b_last_error, b.due_at AS b_due_at
+                    FROM webhook_deliveries d
                     JOIN webhook_events e ON e.seq = d.event_seq
+                    \(Self.blockerJoin)
                     WHERE d.endpoint_id = ? AND (? IS NULL OR d.state = ?) AND (? IS NULL OR d.event_seq < ?)
                     ORDER BY d.event_seq DESC LIMIT ?
                     """,
                 arguments: [endpoint, state?.rawValue, state?.rawValue, before, before, limit]
             ).map { row in
                 let state = DeliveryInfo.State(rawValue: row["state"]) ?? .pending
+                let blocker: String? = row["b_event_id"]
                 return DeliveryInfo(
                     eventId: row["event_id"], type: row["type"], orderingKey: row["ordering_key"],
                     eventTime: row["created_at"], state: state, attempts: row["attempts"],
                     firstAttemptAt: row["first_attempt_at"], lastAttemptAt: row["last_attempt_at"],
                     lastStatus: row["last_status"], lastError: row["last_error"],
-                    nextAttemptAt: state == .pending ? row["due_at"] : nil, seq: row["event_seq"])
+                    nextAttemptAt: state == .pending ? row["due_at"] : nil,
+                    waitingFor: blocker.map {
+                        DeliveryInfo.Blocker(
+                            eventId: $0, attempts: row["b_attempts"], lastStatus: row["b_last_status"],
+                            lastError: row["b_last_error"], nextAttemptAt: row["b_due_at"])
+                    }, seq: row["event_seq"])
             }
         }
     }
+
+    /// For a pending delivery `d`: the first pending delivery of its call (`b`, with its event
+    /// `be`) when that is an earlier one, which holds `d` back. The same on PostgreSQL.
+    static let blockerJoin = """
+        LEFT JOIN webhook_deliveries b ON d.state = 'pending' AND b.endpoint_id = d.endpoint_id
+            AND b.event_seq = (SELECT min(p.event_seq) FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id
+                AND p.ordering_key = d.ordering_key AND p.state = 'pending')
+            AND b.event_seq < d.event_seq
+        LEFT JOIN webhook_events be ON be.seq = b.event_seq
+        """
 
     /// Queues events again for an endpoint: a delivery that is pending stays as it is; any other
     /// starts over (its attempts and retry bound from zero), due at once.

@@ -103,8 +103,20 @@ struct DeliveryInfo: Equatable, Sendable, Codable {
     var lastError: String?
     /// For a pending delivery: when it is tried next.
     var nextAttemptAt: Int64?
+    /// For a pending delivery held back by an earlier one of its call (a call's events go out one
+    /// at a time): that one, with its attempts and last failure, which say why this one waits.
+    var waitingFor: Blocker?
     /// The cursor of the listing (`before`).
     var seq: Int64
+
+    /// The delivery that holds a call's later ones back.
+    struct Blocker: Equatable, Sendable, Codable {
+        var eventId: String
+        var attempts: Int
+        var lastStatus: Int?
+        var lastError: String?
+        var nextAttemptAt: Int64
+    }
 }
 
 /// What is waiting for one endpoint.
