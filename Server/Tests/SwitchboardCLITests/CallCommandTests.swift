@@ -107,9 +107,10 @@ extension Tag {
     /// Needs GStreamer (the `GStreamer` trait).
     @Tag static var gstreamer: Self
 }
+#endif
 
-/// A `switchboard` process fed through stdin, whose output lines are recorded as they come (read
-/// on a thread of its own: reading blocks).
+/// A process fed through stdin, whose output lines are recorded as they come (read on a thread
+/// of its own: reading blocks): `switchboard`, or a shell command (the docs' commands).
 final class Spawned: Sendable {
     let output: Recorder<String>
     /// When each line of `output` arrived, by position.
@@ -119,10 +120,22 @@ final class Spawned: Sendable {
     private let finished: Task<(Int32, String), Never>
 
     /// With a `launcher` (such as `ip netns exec NAME`), the binary runs through it.
-    init(_ arguments: [String], launcher: (executable: URL, arguments: [String])? = nil) throws {
-        let process = try ChildProcess(
+    convenience init(_ arguments: [String], launcher: (executable: URL, arguments: [String])? = nil) throws {
+        try self.init(
             executable: launcher?.executable ?? CLITests.binary,
-            arguments: (launcher.map { $0.arguments + [CLITests.binary.path] } ?? []) + arguments, input: .pipe,
+            arguments: (launcher.map { $0.arguments + [CLITests.binary.path] } ?? []) + arguments)
+    }
+
+    /// `command` run by /bin/sh, with `environment` (whole) in `directory`.
+    convenience init(shell command: String, environment: [String: String], directory: URL) throws {
+        try self.init(
+            executable: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", command], environment: environment,
+            directory: directory)
+    }
+
+    init(executable: URL, arguments: [String], environment: [String: String]? = nil, directory: URL? = nil) throws {
+        let process = try ChildProcess(
+            executable: executable, arguments: arguments, environment: environment, directory: directory, input: .pipe,
             output: .pipe)
         input = process.input!
         self.process = process
@@ -173,8 +186,11 @@ final class Spawned: Sendable {
         process.send(SIGKILL)
     }
 
+    func signal(_ signal: Int32) {
+        process.send(signal)
+    }
+
     func finish() async -> (Int32, String) {
         await finished.value
     }
 }
-#endif
