@@ -133,6 +133,9 @@ struct TerminalCall {
             return "the server refused the UserSig: \(error.message) (\(error.code.name) \(error.code.rawValue)); make a new one for --user with `switchboard usersig gen`, or pass --secret"
         case .invalidUserID:
             return "--user is not a user id: \(error.message)"
+        case .rateLimited:
+            let seconds = max(1, Int(((error.retryAfter ?? 1000) + 999) / 1000))
+            return "the server refuses this login for now (too many logins in a row): try again in \(seconds) s"
         default:
             return "logging in failed: \(error)"
         }
