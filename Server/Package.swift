@@ -193,6 +193,8 @@ let package = Package(
                 .product(name: "SwitchboardProtocol", package: "Switchboard"), "SwitchboardTesting", "SwitchboardTestServers", "SwitchboardTools", .product(name: "Switchboard", package: "Switchboard"),
                 "SwitchboardWebClient", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // The key files the docs' commands name (DocsTests).
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .testTarget(

@@ -105,6 +105,8 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
     /// a job only when none waits, and that job applies the latest settings: a burst of changes
     /// while the engine is busy (a pipeline being built) is one job, not one per change.
     private let latest = NIOLockedValueBox((settings: Settings(), queued: false))
+    /// Loading the plugins, in the background from the start (``shutdown()`` waits for it).
+    private let preload: Task<Void, Never>
 
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "switchboard.gstreamer")) {
         _ = GStreamer.initialized
@@ -114,8 +116,18 @@ public final class GStreamerMediaEngine: PeerMediaEngine {
         self.core = Core(configuration: configuration, logger: logger, emit: { [broadcaster] in broadcaster.publish($0) })
         // Loading webrtcbin's and the codecs' plugins takes a few hundred milliseconds the first
         // time; done now, in the background, the first call does not wait for it.
-        Task.detached(priority: .utility) { _ = GStreamer.preloaded }
+        preload = Task.detached(priority: .utility) { _ = GStreamer.preloaded }
         adaptSendRatesEverySecond()
+    }
+
+    /// Returns once the engine does nothing in the background any more: the plugins it loads at
+    /// start are loaded, and the jobs queued before this call (a call's end) have run. For a
+    /// process about to exit: loading the DTLS plugin initialises OpenSSL on another thread, and a
+    /// process whose exit handlers ran meanwhile crashed there (`switchboard call` refused at
+    /// once, issue 48).
+    public func shutdown() async {
+        await preload.value
+        try? await perform { _ in }
     }
 
     /// Once a second on the engine's clock, a job adapts the video send rates (nothing to do

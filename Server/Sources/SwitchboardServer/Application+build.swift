@@ -25,12 +25,16 @@ public final class SwitchboardNode: Sendable {
     private let application: any Service
     /// The event loops this node made for itself (``ServerConfiguration/eventLoopThreads``).
     private let ownEventLoops: MultiThreadedEventLoopGroup?
+    /// The clients, connections and loops let go of when the run ends, however it ends.
+    private let teardown: Teardown
     private let signalingShutdown: SignalingShutdown
     private let state = NIOLockedValueBox<RunState>(RunState())
 
     private struct RunState {
         var port: Int?
-        var portWaiters: [CheckedContinuation<Int, Never>] = []
+        /// The run ended (or failed) before the node listened: nobody waits for a port any more.
+        var ended = false
+        var portWaiters: [CheckedContinuation<Int?, Never>] = []
         var group: ServiceGroup?
         var shutdownRequested = false
     }
@@ -38,10 +42,11 @@ public final class SwitchboardNode: Sendable {
     init(
         apps: [AppCredentials], developmentApp: AppCredentials?, adminSecret: String, startupWebhooks: [StartupWebhook],
         context: NodeContext, housekeeper: WebhookHousekeeper, application: any Service,
-        ownEventLoops: MultiThreadedEventLoopGroup?
+        ownEventLoops: MultiThreadedEventLoopGroup?, teardown: Teardown
     ) {
         self.housekeeper = housekeeper
         self.ownEventLoops = ownEventLoops
+        self.teardown = teardown
         self.startupWebhooks = startupWebhooks
         self.apps = apps
         self.developmentApp = developmentApp
@@ -54,6 +59,9 @@ public final class SwitchboardNode: Sendable {
     /// Runs until SIGTERM/SIGINT (or ``shutdown()``), then shuts down gracefully: logins are
     /// refused, every call is journaled as it is (the next start restores it), records are
     /// flushed, and connections get `sessionEnded` (`shuttingDown`: come back) and close with 1012.
+    ///
+    /// A node that cannot listen (the port is in use, the address is not this machine's) throws
+    /// a ``StartupError`` saying so and what to do, after letting go of everything it made.
     public func run(gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint]) async throws {
         // Shutdown runs in reverse order: the calls are journaled and the connections told to come
         // back first (`SignalingShutdown`), then the cluster hears of it and lets go of the leadership, then
@@ -77,25 +85,22 @@ public final class SwitchboardNode: Sendable {
         if stopAtOnce { await group.triggerGracefulShutdown() }
         let lagProbe = EventLoopLagProbe(registry: context.metrics.registry)
         lagProbe.start(on: ownEventLoops ?? MultiThreadedEventLoopGroup.singleton)
-        defer {
-            lagProbe.stop()
-            ownEventLoops?.shutdownGracefully { _ in }
-        }
+        let failure: (any Error)?
         do {
             try await group.run()
+            failure = nil
         } catch {
-            await closeStorage()
-            throw error
+            failure = error
         }
-        // Last: everything above may still have written to the database.
-        await closeStorage()
-    }
-
-    /// Closes the database, waiting at most 5 s (the node's clock): a PostgreSQL that does not
-    /// answer keeps its connections' queries waiting, and the client's shutdown waits for them.
-    private func closeStorage() async {
-        let storage = context.storage
-        await waitBounded(.seconds(5), clock: context.clock) { await storage.shutdown() }
+        lagProbe.stop()
+        ended()
+        // Last, whichever way the run ended (every service above may still have used them): the
+        // push and webhook clients, the SFU's sockets, the database, the node's own loops.
+        await teardown.run()
+        if let failure {
+            throw StartupError(listening: failure, host: context.configuration.host, port: context.configuration.port)
+                ?? failure
+        }
     }
 
     /// Starts a graceful shutdown of a running node.
@@ -133,15 +138,22 @@ public final class SwitchboardNode: Sendable {
         await context.admin.endCall(callId)
     }
 
-    /// The port the node listens on, once it does.
+    /// The port the node listens on, once it does (0 when its run ended before it listened).
     public func listeningPort() async -> Int {
+        await waitUntilListening() ?? 0
+    }
+
+    /// The port the node listens on, once it does; nil when its run ended (or failed, as when
+    /// the port is in use) before it listened.
+    public func waitUntilListening() async -> Int? {
         await withCheckedContinuation { continuation in
-            let port = state.withLockedValue { state -> Int? in
-                if let port = state.port { return port }
+            let known = state.withLockedValue { state -> Int?? in
+                if let port = state.port { return .some(port) }
+                if state.ended { return .some(nil) }
                 state.portWaiters.append(continuation)
                 return nil
             }
-            if let port { continuation.resume(returning: port) }
+            if let known { continuation.resume(returning: known) }
         }
     }
 
@@ -152,6 +164,16 @@ public final class SwitchboardNode: Sendable {
             return state.portWaiters
         }
         waiters.forEach { $0.resume(returning: port) }
+    }
+
+    /// The run is over: whoever still waits for a port gets none.
+    private func ended() {
+        let waiters = state.withLockedValue { state in
+            state.ended = true
+            defer { state.portWaiters = [] }
+            return state.portWaiters
+        }
+        waiters.forEach { $0.resume(returning: nil) }
     }
 }
 
@@ -220,8 +242,25 @@ struct AliveMarker: Service {
 
 /// Builds a server node from its configuration: opens and migrates the database, loads (or
 /// creates) the apps, and wires the WebSocket endpoint, the admin API and the web client.
+///
+/// An error thrown on the way lets go of everything made before it (HTTP clients, the database,
+/// event loops): nothing is left behind for the caller, who only has the error.
 public func buildApplication(
     configuration: ServerConfiguration, clock: any SwitchboardClock = SystemClock(), logger: Logger
+) async throws -> SwitchboardNode {
+    let teardown = Teardown()
+    do {
+        return try await assembleNode(configuration: configuration, clock: clock, logger: logger, teardown: teardown)
+    } catch {
+        await teardown.run()
+        throw error
+    }
+}
+
+/// The body of ``buildApplication(configuration:clock:logger:)``: each part that must be let go of
+/// by hand is added to `teardown` as soon as it is made.
+private func assembleNode(
+    configuration: ServerConfiguration, clock: any SwitchboardClock, logger: Logger, teardown: Teardown
 ) async throws -> SwitchboardNode {
     let webPolicy = try WebPolicy(configuration.web)
     let endpointPolicy = try WebPushEndpointPolicy(allowedHosts: configuration.webPush.allowedHosts)
@@ -231,7 +270,7 @@ public func buildApplication(
     let storage: any SwitchboardStorage
     switch configuration.database {
     case .sqlite(let path):
-        storage = try SQLiteStorage(path: path)
+        storage = try SQLiteStorage.open(path)
     case .postgres(let url):
         guard let location = PostgresStorage.Location(url: url) else {
             throw SwitchboardError(
@@ -239,6 +278,11 @@ public func buildApplication(
         }
         storage = try await PostgresStorage(location, logger: logger)
     }
+    // Last of all: everything else may still write to it. At most 5 s (the node's clock): a
+    // PostgreSQL that does not answer keeps its connections' queries waiting, and the client's
+    // shutdown waits for them.
+    teardown.add { await waitBounded(.seconds(5), clock: clock) { await storage.shutdown() } }
+    try await storage.setWebhookMaxBacklog(configuration.webhooks.maxBacklog)
 
     let now = clock.now()
     var served: [AppRecord] = []
@@ -285,6 +329,7 @@ public func buildApplication(
             logger: logger),
         FCMTransport(configuration: configuration.fcm, credentials: credentials, clock: clock, logger: logger),
     ]
+    teardown.add { for transport in transports { await transport.shutdown() } }
     let profiles = ProfileDirectory(store: storage)
 
     // On PostgreSQL the node is one of a cluster: the engine's events go wherever their devices
@@ -311,8 +356,10 @@ public func buildApplication(
     webhooks.replace(with: try await storage.webhookEndpoints(app: nil))
     let webhookPolicy = WebhookAddressPolicy(allowed: configuration.webhooks.allowedNetworks)
     let webhookMetrics = WebhookMetrics(registry: metrics.registry)
+    let webhookSender = WebhookTransport(policy: webhookPolicy, clock: clock)
+    teardown.add { await webhookSender.shutdown() }
     let dispatcher = WebhookDispatcher(
-        store: storage, directory: webhooks, sender: WebhookTransport(policy: webhookPolicy, clock: clock),
+        store: storage, directory: webhooks, sender: webhookSender,
         configuration: configuration.webhooks, node: nodeId, clock: clock, metrics: webhookMetrics, logger: logger)
     writer.onEventsCommitted.function = { dispatcher.wake() }
     if postgres == nil {
@@ -341,6 +388,7 @@ public func buildApplication(
         sfu.onLost.function = { [weak engine] callId, user in
             await engine?.handle(.sfuRestart(callId, user))
         }
+        teardown.add { await sfu.stop() }
         await sfu.start()
     }
     var cluster: ClusterNode?
@@ -396,6 +444,7 @@ public func buildApplication(
 
     let portBox = NIOLockedValueBox<SwitchboardNode?>(nil)
     let ownEventLoops = configuration.eventLoopThreads.map { MultiThreadedEventLoopGroup(numberOfThreads: max(1, $0)) }
+    if let ownEventLoops { teardown.add { try? await ownEventLoops.shutdownGracefully() } }
     let application = Application(
         router: router,
         server: HTTPServerBuilder { responder in SignalingChannel(responder: responder, services: context.sessions) },
@@ -412,7 +461,7 @@ public func buildApplication(
     let node = SwitchboardNode(
         apps: served.map { AppCredentials(sdkAppID: $0.sdkAppID, secretKey: $0.secretKey) },
         developmentApp: developmentApp, adminSecret: adminSecret, startupWebhooks: startupWebhooks, context: context,
-        housekeeper: webhookHousekeeper, application: application, ownEventLoops: ownEventLoops)
+        housekeeper: webhookHousekeeper, application: application, ownEventLoops: ownEventLoops, teardown: teardown)
     portBox.withLockedValue { $0 = node }
     return node
 }

@@ -48,12 +48,16 @@ public final class TestFCMServer: Sendable {
 
     public enum Behavior: Sendable {
         case normal
-        case throttle(count: Int)
+        /// The next `count` messages get 429 `QUOTA_EXCEEDED`, with `Retry-After: retryAfter`
+        /// (seconds) when given.
+        case throttle(count: Int, retryAfter: Int? = nil)
         case fail(count: Int)
     }
 
     private struct State {
         var unregistered: Set<String> = []
+        /// Tokens FCM takes for no registration token at all (400 `INVALID_ARGUMENT`).
+        var invalid: Set<String> = []
         /// Access token → when it expires (Unix s, test clock).
         var accessTokens: [String: Int64] = [:]
         var grants = 0
@@ -87,6 +91,12 @@ public final class TestFCMServer: Sendable {
     /// The app was uninstalled: messages to the token get 404 `UNREGISTERED`.
     public func unregister(_ token: String) {
         _ = state.withLockedValue { $0.unregistered.insert(token) }
+    }
+
+    /// The token is not a registration token: messages to it get 400 `INVALID_ARGUMENT`, as FCM
+    /// answers for a malformed or truncated token.
+    public func invalidate(_ token: String) {
+        _ = state.withLockedValue { $0.invalid.insert(token) }
     }
 
     /// Every access token granted so far stops working (401), as after a key rotation.
@@ -163,14 +173,28 @@ public final class TestFCMServer: Sendable {
         }
 
         router.post("/v1/projects/:project/messages:send") { request, context -> Response in
-            func failure(_ status: HTTPResponse.Status, _ code: String, token: String = "") -> Response {
+            /// An error as FCM answers it: `field`, for a message FCM refuses, is the field it names
+            /// in a `BadRequest` detail; a token it does not take has an `FcmError` detail instead.
+            func failure(
+                _ status: HTTPResponse.Status, _ code: String, token: String = "", field: String? = nil,
+                headers: HTTPFields = [:]
+            ) -> Response {
                 answers.record(Answer(token: token, status: Int(status.code), reason: code))
                 var error: [String: Any] = ["code": Int(status.code), "message": code, "status": code]
                 if code == "UNREGISTERED" {
                     error["status"] = "NOT_FOUND"
                     error["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": code]]
+                } else if code == "INVALID_ARGUMENT", let field {
+                    error["details"] = [
+                        ["@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [["field": field]]]
+                    ]
+                } else if code == "INVALID_ARGUMENT" {
+                    error["message"] = "The registration token is not a valid FCM registration token"
+                    error["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": code]]
                 }
-                return json(status, ["error": error])
+                var response = json(status, ["error": error])
+                response.headers.append(contentsOf: headers)
+                return response
             }
             let now = clock.now() / 1000
             guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") else {
@@ -184,36 +208,41 @@ public final class TestFCMServer: Sendable {
             let body = Data((try await request.body.collect(upTo: 64 * 1024)).readableBytesView)
             guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
                 let message = object["message"] as? [String: Any], let token = message["token"] as? String
-            else { return failure(.badRequest, "INVALID_ARGUMENT") }
+            else { return failure(.badRequest, "INVALID_ARGUMENT", field: "message") }
             guard let rawData = message["data"] as? [String: Any], let data = rawData as? [String: String],
                 data.reduce(0, { $0 + $1.key.utf8.count + $1.value.utf8.count }) <= 4096
-            else { return failure(.badRequest, "INVALID_ARGUMENT", token: token) }
+            else { return failure(.badRequest, "INVALID_ARGUMENT", token: token, field: "message.data") }
             let android = message["android"] as? [String: Any]
             let priority = android?["priority"] as? String
             guard priority == nil || priority == "HIGH" || priority == "NORMAL" else {
-                return failure(.badRequest, "INVALID_ARGUMENT", token: token)
+                return failure(.badRequest, "INVALID_ARGUMENT", token: token, field: "message.android.priority")
             }
             let ttl = android?["ttl"] as? String
             if let ttl, !(ttl.hasSuffix("s") && Double(ttl.dropLast()) != nil) {
-                return failure(.badRequest, "INVALID_ARGUMENT", token: token)
+                return failure(.badRequest, "INVALID_ARGUMENT", token: token, field: "message.android.ttl")
             }
-            let injected = state.withLockedValue { state -> HTTPResponse.Status? in
+            let injected = state.withLockedValue { state -> (HTTPResponse.Status, Int?)? in
                 switch state.behavior {
-                case .throttle(let count) where count > 0:
-                    state.behavior = count > 1 ? .throttle(count: count - 1) : .normal
-                    return .tooManyRequests
+                case .throttle(let count, let retryAfter) where count > 0:
+                    state.behavior = count > 1 ? .throttle(count: count - 1, retryAfter: retryAfter) : .normal
+                    return (.tooManyRequests, retryAfter)
                 case .fail(let count) where count > 0:
                     state.behavior = count > 1 ? .fail(count: count - 1) : .normal
-                    return .internalServerError
+                    return (.internalServerError, nil)
                 default:
                     return nil
                 }
             }
-            if let injected {
-                return failure(injected, injected == .tooManyRequests ? "QUOTA_EXCEEDED" : "INTERNAL", token: token)
+            if let (status, retryAfter) = injected {
+                return failure(
+                    status, status == .tooManyRequests ? "QUOTA_EXCEEDED" : "INTERNAL", token: token,
+                    headers: retryAfter.map { [.retryAfter: "\($0)"] } ?? [:])
             }
             if state.withLockedValue({ $0.unregistered.contains(token) }) {
                 return failure(.notFound, "UNREGISTERED", token: token)
+            }
+            if state.withLockedValue({ $0.invalid.contains(token) }) {
+                return failure(.badRequest, "INVALID_ARGUMENT", token: token)
             }
             answers.record(Answer(token: token, status: 200, reason: ""))
             messages.record(

@@ -56,7 +56,8 @@ public final class TestWebPushServer: Sendable {
 
     public enum Behavior: Sendable {
         case normal
-        case throttle(count: Int)
+        /// The next `count` messages get 429, with `Retry-After: retryAfter` (seconds) when given.
+        case throttle(count: Int, retryAfter: Int? = nil)
         case fail(count: Int)
     }
 
@@ -127,23 +128,26 @@ public final class TestWebPushServer: Sendable {
         router.post("/push/:id") { request, context -> Response in
             let id = try context.parameters.require("id")
             let endpoint = "https://127.0.0.1:\(portBox.withLockedValue { $0 })/push/\(id)"
-            func answer(_ status: HTTPResponse.Status, _ reason: String) -> Response {
+            func answer(_ status: HTTPResponse.Status, _ reason: String, headers: HTTPFields = [:]) -> Response {
                 answers.record(Answer(endpoint: endpoint, status: Int(status.code), reason: reason))
-                return Response(status: status, body: ResponseBody(byteBuffer: ByteBuffer(string: reason)))
+                return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: reason)))
             }
             func header(_ name: String) -> String? { request.headers[HTTPField.Name(name)!] }
-            let (held, gone, notFound, injected) = state.withLockedValue { state -> (Held?, Bool, Bool, HTTPResponse.Status?) in
+            let (held, gone, notFound, injected, retryAfter) = state.withLockedValue {
+                state -> (Held?, Bool, Bool, HTTPResponse.Status?, Int?) in
                 var injected: HTTPResponse.Status?
+                var retryAfter: Int?
                 switch state.behavior {
-                case .throttle(let count) where count > 0:
-                    state.behavior = count > 1 ? .throttle(count: count - 1) : .normal
+                case .throttle(let count, let after) where count > 0:
+                    state.behavior = count > 1 ? .throttle(count: count - 1, retryAfter: after) : .normal
                     injected = .tooManyRequests
+                    retryAfter = after
                 case .fail(let count) where count > 0:
                     state.behavior = count > 1 ? .fail(count: count - 1) : .normal
                     injected = .internalServerError
                 default: break
                 }
-                return (state.subscriptions[id], state.gone.contains(id), state.notFound.contains(id), injected)
+                return (state.subscriptions[id], state.gone.contains(id), state.notFound.contains(id), injected, retryAfter)
             }
             guard let held, !notFound else { return answer(.notFound, "no such subscription") }
             if gone { return answer(.gone, "unsubscribed") }
@@ -197,7 +201,9 @@ public final class TestWebPushServer: Sendable {
             guard header("content-encoding") == "aes128gcm" else { return answer(.unsupportedMediaType, "aes128gcm only") }
             let body = try await request.body.collect(upTo: 64 * 1024)
             guard body.readableBytes <= 4096 else { return answer(.contentTooLarge, "payload too large") }
-            if let injected { return answer(injected, "injected") }
+            if let injected {
+                return answer(injected, "injected", headers: retryAfter.map { [.retryAfter: "\($0)"] } ?? [:])
+            }
             // The browser's side: decrypt with the subscription's keys.
             guard
                 let plaintext = try? TestWebPushServer.decrypt(

@@ -387,6 +387,9 @@ extension CallStoreEvent {
             "onCallReceived \(callId.rawValue.prefix(8)) from \(callerId) (\(mediaType.rawValue))"
         case .onCallStarted(let callId, _, let startTime):
             "onCallStarted \(callId.rawValue.prefix(8)) at server time \(startTime)"
+        case .onCallEnded(let callId, _, .offline, let userId):
+            // The user is the callee, who did nothing: no device of theirs is known (issue 48).
+            "onCallEnded \(callId.rawValue.prefix(8)) reason=offline (no device of \(userId?.rawValue ?? "the callee") is known)"
         case .onCallEnded(let callId, _, let reason, let userId):
             "onCallEnded \(callId.rawValue.prefix(8)) reason=\(reason.rawValue) by \(userId?.rawValue ?? "server")"
         case .onCallRecord(let record):

@@ -273,6 +273,7 @@ struct Serve: AsyncParsableCommand {
             guard let keyFile, let keyId, let teamId else {
                 throw ValidationError("VoIP push needs --apns-key-file, --apns-key-id and --apns-team-id together")
             }
+            _ = try Self.contents(of: keyFile, flag: "--apns-key-file")
             var apns = APNsConfiguration(keyPath: keyFile, keyId: keyId, teamId: teamId)
             if let url = setting(apnsProductionUrl, "SWITCHBOARD_APNS_PRODUCTION_URL") { apns.productionURL = url }
             if let url = setting(apnsSandboxUrl, "SWITCHBOARD_APNS_SANDBOX_URL") { apns.sandboxURL = url }
@@ -305,7 +306,8 @@ struct Serve: AsyncParsableCommand {
             flags.isEmpty ? (environment[name]?.split(separator: ",").map(String.init) ?? []) : flags
         }
         if let file = setting(vapidKeyFile, "SWITCHBOARD_VAPID_KEY_FILE") {
-            let text = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = String(decoding: try Self.contents(of: file, flag: "--vapid-key-file"), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
             let key = VAPIDKey(privateKey: text, subject: setting(vapidSubject, "SWITCHBOARD_VAPID_SUBJECT") ?? "")
             if let problem = key.problem { throw ValidationError("--vapid-key-file/--vapid-subject: \(problem.message)") }
             configuration.webPush.vapid = key
@@ -314,7 +316,8 @@ struct Serve: AsyncParsableCommand {
         configuration.fcm.trustRootsPath = configuration.webPush.trustRootsPath
         if let file = setting(fcmServiceAccount, "SWITCHBOARD_FCM_SERVICE_ACCOUNT") {
             do {
-                configuration.fcm.serviceAccount = try FCMServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: file)))
+                configuration.fcm.serviceAccount = try FCMServiceAccount(
+                    json: try Self.contents(of: file, flag: "--fcm-service-account"))
             } catch let error as SwitchboardError {
                 throw ValidationError("--fcm-service-account: \(error.message)")
             }
@@ -419,14 +422,41 @@ struct Serve: AsyncParsableCommand {
         guard let parsedLevel = Logger.Level(rawValue: level) else { throw ValidationError("unknown log level \(level)") }
         logger.logLevel = parsedLevel
 
-        let node = try await buildApplication(configuration: configuration, logger: logger)
+        let node: SwitchboardNode
+        do {
+            node = try await buildApplication(configuration: configuration, logger: logger)
+        } catch let error as SwitchboardError {
+            // The server's own sentence (a refused --webhook, a web root that is no folder),
+            // without the wire code that means nothing here.
+            throw Failure(description: error.message)
+        }
         let banner = Task {
-            let port = await node.listeningPort()
+            // None when the node could not listen: its run throws why.
+            guard let port = await node.waitUntilListening() else { return }
             // Written unbuffered: the banner must show up at once when stdout is a pipe or a file.
             FileHandle.standardOutput.write(Data((Self.banner(configuration: configuration, node: node, port: port) + "\n").utf8))
         }
         defer { banner.cancel() }
         try await node.run()
+    }
+
+    /// A start that failed, in a sentence that says why and what to do; printed as `Error: …`, exit 1.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The bytes of a file a flag names; a sentence naming the flag, the file and the problem
+    /// when it cannot be read (Foundation's own error names neither).
+    static func contents(of path: String, flag: String) throws -> Data {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ValidationError("\(flag) \(path): no such file")
+        }
+        guard !isDirectory.boolValue else { throw ValidationError("\(flag) \(path): a directory, not a file") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("\(flag) \(path): the file cannot be read (permissions?)")
+        }
+        return data
     }
 
     /// What the banner says about the browser client: where it is served from, or why it is not.
@@ -456,7 +486,7 @@ struct Serve: AsyncParsableCommand {
                 "Development app (created on first start, kept in the database):",
                 "  sdkAppID   \(app.sdkAppID)",
                 "  secretKey  \(app.secretKey)",
-                "  a UserSig: swift run switchboard usersig gen --app-id \(app.sdkAppID) --secret \(app.secretKey) --user alice",
+                "  a UserSig: swift run --package-path Server switchboard usersig gen --app-id \(app.sdkAppID) --secret \(app.secretKey) --user alice",
             ]
         } else {
             lines.append("  apps       \(node.apps.map { String($0.sdkAppID.rawValue) }.joined(separator: ", "))")

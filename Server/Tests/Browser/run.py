@@ -730,6 +730,37 @@ class BrowserTests(Harness):
         self.assertEqual(runs["trialPasses"], [[2000, "pause"], [12000, "resume"], [14000, "open"], [17000, "pause"],
                                                [27000, "resume"]])
 
+    def test_a_member_whose_media_stops_shows_as_down(self):
+        """stall.js, step by step (issue 48): nothing received for 2 s from a member who sends
+        (microphone or camera on) makes them stalled, shown as down, until media comes again; a
+        member who sends nothing by choice, or from whom nothing came yet, never is; one who left
+        flows."""
+        page = self.page("stall")
+        runs = page.driver.execute_async_script("""
+            const done = arguments[0];
+            import('/js/stall.js').then(({StallWatch}) => {
+              // Each step: [ms, {member: bytes received}, [members who send]]; the result: the changes.
+              const run = (steps) => {
+                const watch = new StallWatch();
+                return steps.map(([at, received, senders]) => watch.sample(at, received, new Set(senders)));
+              };
+              done({
+                stops: run([[1000, {bob: 50}, ['bob']], [2000, {bob: 90}, ['bob']], [3000, {bob: 90}, ['bob']],
+                            [4000, {bob: 90}, ['bob']], [5000, {bob: 90}, ['bob']], [6000, {bob: 95}, ['bob']]]),
+                muted: run([[1000, {bob: 50}, []], [4000, {bob: 50}, []]]),
+                unmuted: run([[1000, {bob: 50}, []], [9000, {bob: 50}, ['bob']], [11000, {bob: 50}, ['bob']]]),
+                nothingYet: run([[1000, {bob: 0}, ['bob']], [5000, {bob: 0}, ['bob']]]),
+                left: run([[1000, {bob: 5}, ['bob']], [3000, {bob: 5}, ['bob']], [4000, {}, ['bob']]]),
+              });
+            }, (error) => done({error: String(error)}));
+        """)
+        self.assertNotIn("error", runs)
+        self.assertEqual(runs["stops"], [[], [], [], [["bob", "stalled"]], [], [["bob", "flowing"]]])
+        self.assertEqual(runs["muted"], [[], []])
+        self.assertEqual(runs["unmuted"], [[], [], [["bob", "stalled"]]])
+        self.assertEqual(runs["nothingYet"], [[], []])
+        self.assertEqual(runs["left"], [[], [["bob", "stalled"]], [["bob", "flowing"]]])
+
     # MARK: calls
 
     def video_call(self, query, caller, callee, shots, share=False):

@@ -96,7 +96,8 @@ struct CLITests {
             banner += String(decoding: chunk, as: UTF8.self)
         }
         #expect(banner.contains("Development app"))
-        #expect(banner.contains("usersig gen --app-id"))
+        // A command that runs where the README runs things (issue 48: it lacked --package-path).
+        #expect(banner.contains("a UserSig: swift run --package-path Server switchboard usersig gen --app-id"))
         #expect(!banner.contains("admin API  Authorization"), "an admin secret from the environment is not printed")
         let port = try #require(
             banner.split(separator: "\n").first?.split(separator: ":").last.flatMap { Int($0) }, "\(banner)")
@@ -107,6 +108,13 @@ struct CLITests {
 
         process.send(SIGTERM)
         #expect(await process.ended() == .exit(0))
+    }
+
+    /// The build commands the help prints run from the repository's root, as the README's do.
+    @Test func theHelpsBuildCommandsNameTheServerPackage() throws {
+        let help = try Self.run(["call", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("swift build --package-path Server --traits GStreamer"), "\(help.stdout)")
     }
 
     @Test func serveRefusesACommitIntervalOutOfRange() throws {

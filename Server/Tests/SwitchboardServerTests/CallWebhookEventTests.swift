@@ -57,19 +57,22 @@ struct CallWebhookEventTests {
             ])
     }
 
+    /// A call nobody answered sends no `call.member.left` for its caller, who was never in a
+    /// connected call (issue 48: it did; WEBHOOKS.md says the event is for a member who was in
+    /// the call); `call.ended` has the caller's outcome.
     @Test func rejectedCanceledMissedAndOffline() {
         #expect(
             Self.events([T.start(), T.reject("bob", "b1")]) == [
                 "call.created #1", "call.member.invited bob #2", "call.member.ringing bob #3", "call.member.rejected bob #4",
-                "call.member.left alice rejected/reject #5", "call.ended reject 0s #6",
-                "call.record.written alice rejected #7", "call.record.written bob rejected #8",
+                "call.ended reject 0s #5", "call.record.written alice rejected #6", "call.record.written bob rejected #7",
             ])
         // The caller hangs up while it rings: the invitee missed a canceled call.
         #expect(
-            Self.events([T.start(), T.hangup("alice", "a1")]).suffix(5) == [
-                "call.member.left alice canceled/canceled #4", "call.member.missed bob missed/canceled #5",
-                "call.ended canceled 0s #6", "call.record.written alice canceled #7", "call.record.written bob missed #8",
+            Self.events([T.start(), T.hangup("alice", "a1")]).suffix(4) == [
+                "call.member.missed bob missed/canceled #4", "call.ended canceled 0s #5",
+                "call.record.written alice canceled #6", "call.record.written bob missed #7",
             ])
+        #expect(!Self.events([T.start(), T.ringTimeout("bob")]).contains { $0.hasPrefix("call.member.left") })
         #expect(Self.events([T.start(), T.ringTimeout("bob")]).contains { $0.hasPrefix("call.member.missed bob missed/noResponse #") })
         let offline = Self.events([T.start(online: [])])
         #expect(offline.prefix(3) == ["call.created #1", "call.member.invited bob #2", "call.member.missed bob missed/offline #3"])

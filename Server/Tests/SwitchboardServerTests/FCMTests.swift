@@ -169,6 +169,35 @@ struct FCMTests {
         await tearDown(s)
     }
 
+    /// FCM says `INVALID_ARGUMENT` for a token that is no registration token (malformed,
+    /// truncated): Firebase's guidance is to remove it, as for `UNREGISTERED` (issue 48: it was
+    /// kept, and every call to the user sent it again).
+    @Test func aTokenFCMDoesNotTakeIsRemoved() async throws {
+        let s = try await setUp()
+        s.fcm.invalidate(Self.bobToken)
+        _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        let removed = try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome != "retrying" }
+        #expect(removed.outcome == "token_removed" && removed.service == "fcm")
+        #expect(s.fcm.answers.values.map(\.reason) == ["INVALID_ARGUMENT"])
+        #expect(try await s.server.node.context.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
+        await tearDown(s)
+    }
+
+    /// A 429 with `Retry-After` is tried again no sooner than FCM asked (issue 48: after the
+    /// 0.5 s backoff, which only earns another 429).
+    @Test func aRetryAfterIsWaitedFor() async throws {
+        let s = try await setUp()
+        s.fcm.behavior = .throttle(count: 1, retryAfter: 5)
+        let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        let retrying = try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "retrying" }
+        #expect(retrying.retryAt == s.server.clock.now() + 5000)
+        s.server.clock.advance(by: .seconds(5))
+        let delivered = try await s.fcm.messages.first(timeout: .seconds(30)) { _ in true }
+        #expect(delivered.push?.callId == call.callId)
+        #expect(s.fcm.answers.values.map(\.status) == [429, 200])
+        await tearDown(s)
+    }
+
     @Test func throttlingAndServerErrorsAreRetried() async throws {
         let s = try await setUp()
         s.fcm.behavior = .throttle(count: 1)
@@ -228,11 +257,24 @@ struct FCMTests {
         (400, #"{"error":{"code":400,"status":"INVALID_ARGUMENT","details":[{"errorCode":"UNREGISTERED"}]}}"#, .tokenInvalid(reason: "UNREGISTERED")),
         (403, #"{"error":{"code":403,"status":"PERMISSION_DENIED","details":[{"errorCode":"SENDER_ID_MISMATCH"}]}}"#, .tokenInvalid(reason: "SENDER_ID_MISMATCH")),
         (401, #"{"error":{"code":401,"status":"UNAUTHENTICATED"}}"#, .credentialExpired("ya29.t")),
-        (429, #"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"errorCode":"QUOTA_EXCEEDED"}]}}"#, .retryable(reason: "QUOTA_EXCEEDED")),
-        (503, "", .retryable(reason: "HTTP 503")),
-        (400, #"{"error":{"code":400,"status":"INVALID_ARGUMENT","details":[{"errorCode":"INVALID_ARGUMENT"}]}}"#, .rejected(status: 400, reason: "INVALID_ARGUMENT")),
+        (429, #"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"errorCode":"QUOTA_EXCEEDED"}]}}"#, .retryable(reason: "QUOTA_EXCEEDED", retryAfter: 7000)),
+        (503, "", .retryable(reason: "HTTP 503", retryAfter: 7000)),
+        // A token FCM does not take is dead; a field of the message it does not take is not the token's fault.
+        (400, #"{"error":{"code":400,"status":"INVALID_ARGUMENT","details":[{"errorCode":"INVALID_ARGUMENT"}]}}"#, .tokenInvalid(reason: "INVALID_ARGUMENT")),
+        (400, #"{"error":{"code":400,"status":"INVALID_ARGUMENT"}}"#, .tokenInvalid(reason: "INVALID_ARGUMENT")),
+        (400, #"{"error":{"code":400,"status":"INVALID_ARGUMENT","details":[{"fieldViolations":[{"field":"message.token"}]}]}}"#, .tokenInvalid(reason: "INVALID_ARGUMENT")),
+        (400, #"{"error":{"code":400,"status":"INVALID_ARGUMENT","details":[{"fieldViolations":[{"field":"message.android.ttl"}]}]}}"#, .rejected(status: 400, reason: "INVALID_ARGUMENT (message.android.ttl)")),
     ])
     func answers(status: Int, body: String, outcome: PushOutcome) {
-        #expect(FCMTransport.outcome(status: status, body: Data(body.utf8), accessToken: "ya29.t") == outcome)
+        #expect(FCMTransport.outcome(status: status, body: Data(body.utf8), accessToken: "ya29.t", retryAfter: 7000) == outcome)
+    }
+
+    /// `Retry-After` in its two forms (RFC 9110 §10.2.3), as FCM and Web Push services send it.
+    @Test(arguments: [
+        ("5", Int64?(5000)), (" 120 ", 120_000), ("0", 0), ("-1", nil), ("soon", nil), ("", nil),
+        ("Thu, 01 Jan 2026 00:00:30 GMT", 30_000), ("Wed, 31 Dec 2025 23:59:00 GMT", 0), ("99999999", 86_400_000),
+    ])
+    func retryAfter(value: String, milliseconds: Int64?) {
+        #expect(RetryAfter.milliseconds(value, now: 1_767_225_600_000) == milliseconds)
     }
 }

@@ -214,6 +214,19 @@ struct WebPushTests {
         await tearDown(s)
     }
 
+    /// A 429 with `Retry-After` is tried again no sooner than the push service asked (issue 48).
+    @Test func aRetryAfterIsWaitedFor() async throws {
+        let s = try await setUp()
+        s.service.behavior = .throttle(count: 1, retryAfter: 3)
+        let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
+        let retrying = try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "retrying" }
+        #expect(retrying.retryAt == s.server.clock.now() + 3000)
+        s.server.clock.advance(by: .seconds(3))
+        let delivered = try await s.service.messages.first(timeout: .seconds(30)) { _ in true }
+        #expect(delivered.push?.callId == call.callId)
+        await tearDown(s)
+    }
+
     /// A new VAPID key pair for the app (admin API) is what the page subscribes with from then
     /// on; a push service refuses pushes to subscriptions made with the old one.
     @Test func anAppsNewKeyPairSignsItsPushes() async throws {

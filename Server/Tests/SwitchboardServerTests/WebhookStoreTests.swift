@@ -224,6 +224,74 @@ struct WebhookStoreTests {
         #expect(again.state == .pending && again.attempts == 0)
     }
 
+    /// The bound holds at every write, not only at the housekeeper's rounds (issue 48: with a
+    /// bound of 20, 80 deliveries queued between two rounds): with a bound of 3, the commit that
+    /// brings 5 events queues 3 and marks the endpoint full at the first it left out; another
+    /// endpoint of the app, which wants none of them, stays as it was. Deliveries taken, replayed
+    /// and swept keep the count the bound reads right.
+    @Test(arguments: StorageTests.kinds) func theBoundHoldsAtEveryWrite(_ kind: Kind) async throws {
+        let test = try await StorageTests.makeStore(kind)
+        defer { Task { await test.close() } }
+        let store = test.store
+        try await store.setWebhookMaxBacklog(3)
+        try await store.saveWebhookEndpoint(Self.endpoint("ep"))
+        try await store.saveWebhookEndpoint(Self.endpoint("ep_ends", events: [.callEnded]))
+        _ = try await store.commit(
+            PersistenceBatch(events: (1...5).map { Self.event("a\($0)", 1, .callCreated, time: Int64(100 + $0)) }))
+        #expect(try await store.webhookBacklogs()["ep"]?.pending == 3)
+        func endpoint(_ id: String) async throws -> WebhookEndpoint {
+            try #require(try await store.webhookEndpoints(app: Self.app).first { $0.id == id })
+        }
+        #expect(try await endpoint("ep").fullSince == 104)
+        #expect(try await endpoint("ep_ends").fullSince == nil)
+        // A later commit, one event at a time: nothing more.
+        _ = try await store.commit(PersistenceBatch(events: [Self.event("b", 1, .callCreated, time: 200)]))
+        #expect(try await store.webhookBacklogs()["ep"]?.pending == 3)
+
+        // Taken, and the mark lifted (the housekeeper's round): room for three again.
+        for eventId in try await Self.claim(store, "ep", now: 300) {
+            try await Self.finish(store, "ep", eventId, at: 301, .delivered)
+        }
+        try await store.setWebhookFull(endpoint: "ep", full: false, now: 302)
+        _ = try await store.commit(
+            PersistenceBatch(events: (1...2).map { Self.event("c\($0)", 1, .callCreated, time: Int64(400 + $0)) }))
+        #expect(try await store.webhookBacklogs()["ep"]?.pending == 2)
+        // A replayed delivery counts: it fills the bound, and the next event is left out.
+        #expect(try await store.replayWebhookEvent(endpoint: "ep", eventId: "evt_a1_1", now: 500))
+        _ = try await store.commit(
+            PersistenceBatch(events: (1...2).map { Self.event("d\($0)", 1, .callCreated, time: Int64(600 + $0)) }))
+        #expect(try await store.webhookBacklogs()["ep"]?.pending == 3)
+        #expect(try await endpoint("ep").fullSince == 601)
+        // Swept with their events: nothing waits, the count says so.
+        #expect(try await store.sweepWebhookEvents(before: 10_000, limit: 100) > 0)
+        try await store.setWebhookFull(endpoint: "ep", full: false, now: 700)
+        _ = try await store.commit(PersistenceBatch(events: [Self.event("e", 1, .callCreated, time: 20_000)]))
+        #expect(try await store.webhookBacklogs()["ep"]?.pending == 1)
+    }
+
+    /// A call's deliveries held back by its first, which fails, say so: the listing shows which
+    /// delivery holds them and its attempts and last failure (issue 48: they showed `attempts: 0`
+    /// and no status, so the list hid why an endpoint was stuck).
+    @Test(arguments: StorageTests.kinds) func aDeliveryHeldBackSaysByWhichAndWhy(_ kind: Kind) async throws {
+        let test = try await StorageTests.makeStore(kind)
+        defer { Task { await test.close() } }
+        let store = test.store
+        try await store.saveWebhookEndpoint(Self.endpoint("ep"))
+        _ = try await store.commit(
+            PersistenceBatch(events: [
+                Self.event("a", 1, .callCreated, time: 10), Self.event("a", 2, .memberInvited, time: 11),
+                Self.event("a", 3, .memberRinging, time: 12), Self.event("b", 1, .callCreated, time: 13),
+            ]))
+        #expect(try await Self.claim(store, "ep", now: 100) == ["evt_a_1", "evt_b_1"])
+        try await Self.finish(store, "ep", "evt_a_1", at: 200, .retry(at: 5000))
+        let listed = try await store.webhookDeliveries(endpoint: "ep", state: .pending, before: nil, limit: 10)
+        let blocker = DeliveryInfo.Blocker(
+            eventId: "evt_a_1", attempts: 1, lastStatus: 500, lastError: "HTTP 500", nextAttemptAt: 5000)
+        #expect(listed.map(\.eventId) == ["evt_b_1", "evt_a_3", "evt_a_2", "evt_a_1"])
+        #expect(listed.map(\.waitingFor) == [nil, blocker, blocker, nil])
+        #expect(listed.map(\.attempts) == [0, 0, 0, 1])
+    }
+
     /// Range replays are bounded and continue where they stopped; the sweep deletes the oldest
     /// events and their deliveries, at most a batch at a time.
     @Test(arguments: StorageTests.kinds) func replaysAndSweepsAreBounded(_ kind: Kind) async throws {

@@ -86,6 +86,43 @@ struct MediaEngineContractTests {
         await server.stop()
     }
 
+    /// A member from whom nothing arrives shows as `down` 2–3 s after the last packet (one
+    /// reading a second), whatever their last report said, and as they report once packets come
+    /// again (issue 48: in a blackout the other side showed `excellent` until the server's
+    /// heartbeat took the member for dropped, 13 s in).
+    @Test func aMemberWhoseMediaStopsShowsAsDown() async throws {
+        let server = try await TestServer.start()
+        let alice = try await MediaNegotiationTests.member(server, "alice")
+        let bob = try await MediaNegotiationTests.member(server, "bob")
+        // alice sends: her microphone is on (a member who sends nothing by choice never stalls).
+        alice.client.deviceStore.openLocalMicrophone()
+        var fromAlice = PeerStatistics(audio: TrackStatistics(packetsReceived: 50, bytesReceived: 6_000), roundTripTimeMs: 40)
+        bob.media.statisticsToReport = MediaStatistics(peers: ["alice": fromAlice])
+        let call = try await MediaNegotiationTests.connect(alice, bob, "alice", "bob")
+        try await bob.media.calls.first { $0 == .callConnected(call, .video) }
+        try await alice.media.calls.first { $0 == .callConnected(call, .video) }
+        let down: @Sendable (CallStoreEvent) -> Bool = { event in
+            if case .onMemberStatusChanged(call, "alice", .down, _) = event { true } else { false }
+        }
+        // Readings at 1 s (packets came), 2 s and 3 s (none more): down at the third.
+        for second in 1...2 {
+            server.clock.advance(by: .seconds(1))
+            try await bob.media.calls.matches(second) { $0 == .statisticsRead }
+        }
+        #expect(!bob.events.values.contains(where: down))
+        server.clock.advance(by: .seconds(1))
+        try await bob.events.first(where: down)
+        #expect(bob.client.callStore.state.allParticipants.first { $0.userId == "alice" }?.networkQuality == .down)
+
+        fromAlice.audio.packetsReceived = 60
+        bob.media.statisticsToReport = MediaStatistics(peers: ["alice": fromAlice])
+        server.clock.advance(by: .seconds(1))
+        try await bob.events.first {
+            if case .onMemberStatusChanged(call, "alice", let quality, _) = $0 { quality != .down } else { false }
+        }
+        await server.stop()
+    }
+
     @Test func theSampleOfAnIntervalUsesTheDifferenceOfTheCounters() throws {
         let before = MediaStatistics(
             localAudioLevel: 10,

@@ -270,7 +270,7 @@ final class MediaCoordinator: Sendable {
         guard let connection else { return }
         if connection.callId != previous?.callId {
             // The first report's deadline is fixed before the engine hears of the call.
-            let reports = reportStatus(engine: engine)
+            let reports = reportStatus(engine: engine, callId: connection.callId)
             engine.callConnected(callId: connection.callId, roomId: connection.roomId, mediaType: connection.mediaType)
             update { state in
                 state.connected = connection
@@ -483,11 +483,15 @@ final class MediaCoordinator: Sendable {
     /// server (the others see this member's network quality and volume from it). The next
     /// deadline is fixed before the report goes out, and a clock that jumps ahead gets one report,
     /// not one per second it skipped.
-    private func reportStatus(engine: any MediaEngine) -> Task<Void, Never> {
+    ///
+    /// The same reading tells which members' media stopped arriving (``MediaStallWatch``): the
+    /// store shows them `down` until packets come again.
+    private func reportStatus(engine: any MediaEngine, callId: CallID) -> Task<Void, Never> {
         let start = clock.now()
         return Task { [clock, callStore, logger] in
             var previous: (statistics: MediaStatistics?, at: Int64) = (nil, start)
             var next = start + Self.reportInterval
+            var stalls = MediaStallWatch()
             while !Task.isCancelled {
                 guard (try? await clock.sleep(until: next)) != nil, !Task.isCancelled else { return }
                 let now = clock.now()
@@ -495,6 +499,15 @@ final class MediaCoordinator: Sendable {
                 let statistics = await engine.statistics()
                 let sample = StatusSample(from: previous.statistics, to: statistics, milliseconds: now - previous.at)
                 previous = (statistics, now)
+                let senders = callStore.state.allParticipants.filter { $0.microphoneOn || $0.cameraOn || $0.screenSharing }
+                for change in stalls.sample(
+                    received: statistics.peers.mapValues(\.packetsReceived), expected: Set(senders.map(\.userId)), now: now)
+                {
+                    switch change {
+                    case .stalled(let user): callStore.mediaFlowChanged(callId: callId, userId: user, flowing: false)
+                    case .flowing(let user): callStore.mediaFlowChanged(callId: callId, userId: user, flowing: true)
+                    }
+                }
                 do {
                     try await callStore.reportStatus(
                         packetLoss: sample.packetLoss, rtt: sample.rtt, bitrate: sample.bitrate,

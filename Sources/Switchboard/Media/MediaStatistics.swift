@@ -42,7 +42,11 @@ public struct PeerStatistics: Equatable, Sendable {
         self.screen = screen
         self.roundTripTimeMs = roundTripTimeMs
         self.localCandidateType = localCandidateType
+    
     }
+
+    /// Every packet received from the member so far: audio, video and screen.
+    public var packetsReceived: Int { audio.packetsReceived + video.packetsReceived + screen.packetsReceived }
 }
 
 /// One kind of media with one member: RTP counters both ways and what the decoder made of it.

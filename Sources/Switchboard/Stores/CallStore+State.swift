@@ -45,10 +45,13 @@ extension CallStore {
             /// Members this device has no media path to (its connection to them gave up restarting
             /// ICE): their network quality shows `down`, whatever their own reports say.
             var unreachable: Set<UserID> = []
+            /// Members whose media stopped arriving here (``MediaStallWatch``): `down` too, until
+            /// packets come again.
+            var stalled: Set<UserID> = []
 
             /// The quality to show for `userId`, given what they report.
             func quality(of userId: UserID, reported: NetworkQuality?) -> NetworkQuality {
-                unreachable.contains(userId) ? .down : reported ?? .unknown
+                unreachable.contains(userId) || stalled.contains(userId) ? .down : reported ?? .unknown
             }
         }
 
@@ -182,7 +185,7 @@ extension CallStore.State {
         allParticipants = current.info.participants.map { participant in
             var info = CallParticipantInfo(participant)
             info.statistics = current.statistics[participant.userId]
-            if current.unreachable.contains(participant.userId) { info.networkQuality = .down }
+            info.networkQuality = current.quality(of: participant.userId, reported: info.networkQuality)
             return info
         }
         if let ownStatus, let index = allParticipants.firstIndex(where: { $0.userId == selfId }) {

@@ -197,6 +197,22 @@ public final class CallStore: Sendable {
         }
     }
 
+    /// Media from a member stopped arriving for a while, or arrives again (``MediaStallWatch``):
+    /// the member's network quality shows `down` meanwhile, whatever their last report said.
+    func mediaFlowChanged(callId: CallID, userId: UserID, flowing: Bool) {
+        apply { state in
+            guard var call = state.calls[callId], let participant = call.info.participant(userId) else { return [] }
+            let changed = flowing ? call.stalled.remove(userId) != nil : call.stalled.insert(userId).inserted
+            guard changed else { return [] }
+            state.calls[callId] = call
+            return [
+                .onMemberStatusChanged(
+                    callId: callId, userId: userId, networkQuality: call.quality(of: userId, reported: participant.networkQuality),
+                    volumeLevel: participant.volumeLevel ?? .mute)
+            ]
+        }
+    }
+
     // MARK: - push
 
     /// Tells the store about a VoIP push (the CallKit bridge hands each one over). An invitation

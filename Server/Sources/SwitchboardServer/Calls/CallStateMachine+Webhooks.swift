@@ -30,6 +30,11 @@ extension CallStateMachine {
                 WebhookMemberMissed(
                     callId: call.id, userId: member.userId, result: departure.result, reason: departure.reason,
                     blocksCaller: blocks))
+        case .joined where member.firstConnectedAt == nil:
+            // Never in a connected call (the caller of a call nobody answered, a member who
+            // joined a group call that never connected): `call.member.left` is for a member who
+            // was in the call; `call.ended` has this one's outcome (issue 48).
+            return nil
         case .joined:
             return .memberLeft(
                 WebhookMemberLeft(

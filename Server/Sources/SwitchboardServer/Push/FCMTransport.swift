@@ -135,20 +135,28 @@ final class FCMTransport: PushTransport {
             let response = try await http.execute(request, timeout: .seconds(15))
             let answer = try await response.body.collect(upTo: 64 * 1024)
             return Self.outcome(
-                status: Int(response.status.code), body: Data(answer.readableBytesView), accessToken: accessToken)
+                status: Int(response.status.code), body: Data(answer.readableBytesView), accessToken: accessToken,
+                retryAfter: RetryAfter.milliseconds(response.headers.first(name: "retry-after"), now: tokens.now))
         } catch {
             logger.debug("FCM push failed", metadata: ["error": "\(error)"])
             return .retryable(reason: "transport: \(type(of: error))")
         }
     }
 
-    /// FCM's answer: 404 or `UNREGISTERED` (the app was uninstalled, the token expired) and
-    /// `SENDER_ID_MISMATCH` (the token belongs to another project) kill the token; 401 means the
-    /// access token expired; 429 and 5xx are worth retrying.
-    static func outcome(status: Int, body: Data, accessToken: String) -> PushOutcome {
+    /// FCM's answer: 404 or `UNREGISTERED` (the app was uninstalled, the token expired),
+    /// `SENDER_ID_MISMATCH` (the token belongs to another project) and `INVALID_ARGUMENT` about the
+    /// token kill the token, as Firebase's token guidance says (an `INVALID_ARGUMENT` that names
+    /// another field of the message, in a `BadRequest` detail, is the message's fault and keeps
+    /// it); 401 means the access token expired; 429 and 5xx are worth retrying, not before
+    /// `retryAfter` (ms, the answer's `Retry-After`).
+    static func outcome(status: Int, body: Data, accessToken: String, retryAfter: Int64? = nil) -> PushOutcome {
         struct Answer: Decodable {
             struct Failure: Decodable {
-                struct Detail: Decodable { var errorCode: String? }
+                struct Detail: Decodable {
+                    struct Violation: Decodable { var field: String? }
+                    var errorCode: String?
+                    var fieldViolations: [Violation]?
+                }
                 var status: String?
                 var details: [Detail]?
             }
@@ -156,13 +164,16 @@ final class FCMTransport: PushTransport {
         }
         let failure = (try? JSONDecoder().decode(Answer.self, from: body))?.error
         let code = failure?.details?.compactMap(\.errorCode).first ?? failure?.status ?? ""
+        let fields = failure?.details?.flatMap { $0.fieldViolations ?? [] }.compactMap(\.field) ?? []
         switch (status, code) {
         case (200, _): return .delivered
         case (404, _), (_, "UNREGISTERED"), (_, "SENDER_ID_MISMATCH"):
             return .tokenInvalid(reason: code.isEmpty ? "HTTP \(status)" : code)
+        case (_, "INVALID_ARGUMENT") where fields.allSatisfy({ $0 == "message.token" }):
+            return .tokenInvalid(reason: code)
         case (401, _): return .credentialExpired(accessToken)
-        case (429, _), (500..., _): return .retryable(reason: code.isEmpty ? "HTTP \(status)" : code)
-        default: return .rejected(status: status, reason: code)
+        case (429, _), (500..., _): return .retryable(reason: code.isEmpty ? "HTTP \(status)" : code, retryAfter: retryAfter)
+        default: return .rejected(status: status, reason: fields.isEmpty ? code : "\(code) (\(fields.joined(separator: ", ")))")
         }
     }
 }

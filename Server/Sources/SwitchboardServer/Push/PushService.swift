@@ -15,9 +15,9 @@ import SwitchboardProtocol
 /// Per token, whatever the service: a delivery is done; a dead token (APNs 410, BadDeviceToken,
 /// DeviceTokenNotForTopic; Web Push 404 and 410; FCM `UNREGISTERED`) is removed; an expired
 /// credential (APNs provider token, FCM access token) is replaced once and the push sent again;
-/// 429, 5xx and transport errors are retried with backoff (0.5 s, doubling) as long as the next
-/// attempt falls before the push's expiration (the end of the ringing); other refusals are given
-/// up. An invitation is sent only while the user rings: once the engine says the ringing stopped
+/// 429, 5xx and transport errors are retried with backoff (0.5 s, doubling), or after the
+/// service's `Retry-After` when that is later, as long as the next attempt falls before the
+/// push's expiration (the end of the ringing); other refusals are given up. An invitation is sent only while the user rings: once the engine says the ringing stopped
 /// (``PushMessage/Content/ringStopped(_:)``, or a missed call), no attempt of it starts any more
 /// (`withdrawn`), and the end of the ringing (or the missed call) goes out only after the
 /// invitation's attempts under way have ended, so a device never hears of the end before the
@@ -36,6 +36,8 @@ final class PushService: Sendable {
         var service: String = ""
         /// `incomingCall`, `callEnded` or `missedCall`.
         var kind: String = ""
+        /// `retrying`: when the next attempt is made (Unix ms, the service's clock).
+        var retryAt: Int64? = nil
     }
 
     private let store: any PushTokenStore
@@ -206,8 +208,8 @@ final class PushService: Sendable {
     ) async {
         var attempt = 0
         var refreshed = false
-        func record(_ outcome: String) {
-            self.record(push, token, transport.name, outcome)
+        func record(_ outcome: String, retryAt: Int64? = nil) {
+            self.record(push, token, transport.name, outcome, retryAt: retryAt)
         }
         while true {
             // Every attempt, the first included: an invitation goes out only while the user rings,
@@ -237,15 +239,18 @@ final class PushService: Sendable {
                     return
                 }
                 record("credential_refreshed")
-            case .retryable(let reason):
-                let next = clock.now() + (Self.retryBase * (1 << min(attempt, 10))).milliseconds
+            case .retryable(let reason, let retryAfter):
+                // The backoff, or the service's Retry-After when it asks for longer (FCM: "wait
+                // at least that long"; retrying sooner only earns another 429).
+                let backoff = (Self.retryBase * (1 << min(attempt, 10))).milliseconds
+                let next = clock.now() + max(backoff, retryAfter ?? 0)
                 attempt += 1
                 guard next < message.expiration else {
                     record("gave_up")
                     return
                 }
                 // The next attempt's time is fixed before anyone hears of this one.
-                record("retrying")
+                record("retrying", retryAt: next)
                 logger.debug("push retried", metadata: ["reason": "\(reason)", "service": "\(transport.name)"])
                 guard (try? await clock.sleep(until: next)) != nil else { return }
             case .credentialExpired:
@@ -263,9 +268,10 @@ final class PushService: Sendable {
         }
     }
 
-    private func record(_ push: CallPush, _ token: PushToken, _ service: String, _ outcome: String) {
+    private func record(_ push: CallPush, _ token: PushToken, _ service: String, _ outcome: String, retryAt: Int64? = nil) {
         metrics.push(outcome, service: service)
-        let delivery = Delivery(callId: push.callId, token: token.token, outcome: outcome, service: service, kind: push.kind)
+        let delivery = Delivery(
+            callId: push.callId, token: token.token, outcome: outcome, service: service, kind: push.kind, retryAt: retryAt)
         for continuation in broadcaster.withLockedValue({ Array($0.values) }) { continuation.yield(delivery) }
     }
 }

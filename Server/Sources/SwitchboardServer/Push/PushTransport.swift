@@ -1,3 +1,4 @@
+import Foundation
 import SwitchboardProtocol
 
 /// One push service (APNs, Web Push, FCM): it carries pushes to the tokens of its kinds. The
@@ -24,13 +25,15 @@ protocol PushTransport: Sendable {
 /// How one attempt to deliver one push to one token ended.
 enum PushOutcome: Equatable, Sendable {
     case delivered
-    /// The token is dead (APNs 410, Web Push 404/410, FCM `UNREGISTERED`): it is removed.
+    /// The token is dead (APNs 410, Web Push 404/410, FCM `UNREGISTERED` or `INVALID_ARGUMENT`
+    /// for the token): it is removed.
     case tokenInvalid(reason: String)
     /// The credential the push was sent with (APNs provider token, FCM access token) was refused
     /// as expired: it is replaced once and the push sent again.
     case credentialExpired(String)
-    /// 429, 5xx or no answer: worth trying again.
-    case retryable(reason: String)
+    /// 429, 5xx or no answer: worth trying again; not before `retryAfter` ms when the service
+    /// said when (`Retry-After`).
+    case retryable(reason: String, retryAfter: Int64? = nil)
     /// Any other refusal: trying again would not help.
     case rejected(status: Int, reason: String)
     /// Nothing was sent: the app has no credentials for the service, or its key cannot sign.
@@ -53,5 +56,23 @@ extension CallPush {
         case (.missedCall, .alert), (.missedCall, .web), (.missedCall, .fcm): true
         default: false
         }
+    }
+}
+
+/// A push service's `Retry-After` (RFC 9110 §10.2.3): seconds, or an HTTP date. FCM sends it with
+/// 429 and 503 and asks senders to wait at least that long; Web Push services (RFC 8030 §8.4)
+/// may too.
+enum RetryAfter {
+    /// The wait it asks for, in ms from `now` (Unix ms); nil when there is none or it is not one
+    /// of the two forms. At most a day: a push never waits that long anyway.
+    static func milliseconds(_ value: String?, now: Int64) -> Int64? {
+        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        if let seconds = Int64(value) { return seconds >= 0 ? min(seconds, 86_400) * 1000 : nil }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        guard let date = formatter.date(from: value) else { return nil }
+        return min(max(0, Int64(date.timeIntervalSince1970 * 1000) - now), 86_400_000)
     }
 }

@@ -115,19 +115,23 @@ final class WebPushTransport: PushTransport {
             let response = try await http.execute(request, timeout: .seconds(15))
             let answer = try await response.body.collect(upTo: 16 * 1024)
             let status = Int(response.status.code)
-            return Self.outcome(status: status, reason: String(decoding: answer.readableBytesView.prefix(200), as: UTF8.self))
+            return Self.outcome(
+                status: status, reason: String(decoding: answer.readableBytesView.prefix(200), as: UTF8.self),
+                retryAfter: RetryAfter.milliseconds(response.headers.first(name: "retry-after"), now: now))
         } catch {
             logger.debug("Web Push failed", metadata: ["error": "\(error)"])
             return .retryable(reason: "transport: \(type(of: error))")
         }
     }
 
-    static func outcome(status: Int, reason: String) -> PushOutcome {
+    /// The push service's answer; 429 and 5xx are retried, not before `retryAfter` (ms, the
+    /// answer's `Retry-After`, RFC 8030 §8.4).
+    static func outcome(status: Int, reason: String, retryAfter: Int64? = nil) -> PushOutcome {
         switch status {
         case 200..<300: .delivered
         // The subscription expired or was cancelled (RFC 8030 §7.3).
         case 404, 410: .tokenInvalid(reason: "HTTP \(status)")
-        case 429, 500...: .retryable(reason: "HTTP \(status)")
+        case 429, 500...: .retryable(reason: "HTTP \(status)", retryAfter: retryAfter)
         default: .rejected(status: status, reason: reason)
         }
     }

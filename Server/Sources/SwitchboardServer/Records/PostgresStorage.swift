@@ -254,6 +254,11 @@ final class PostgresStorage: SwitchboardStorage {
             "webhooks-v2-indexes",
             statements(SQLiteStorage.webhookIndexMigration)
         ),
+        (
+            // The backlog's bound at every write (issue 48): ``PostgresStorage/pendingMigration``.
+            "webhooks-v3-pending",
+            pendingMigration
+        ),
     ]
 
     /// The statements of a script whose statements each end with `;` and contain no other.

@@ -30,6 +30,38 @@ final class SQLiteStorage: SwitchboardStorage {
         try Self.migrator.migrate(pool)
     }
 
+    /// Opens (or creates) the database at `path` as ``init(path:)`` does; when it cannot, the error
+    /// names the file, why, and what to do (SQLite alone says `unable to open database file`).
+    static func open(_ path: String) throws -> SQLiteStorage {
+        do {
+            return try SQLiteStorage(path: path)
+        } catch let error as DatabaseError {
+            throw StartupError(.databaseUnavailable, openingProblem(path: path, error))
+        }
+    }
+
+    /// What keeps `path` from being opened: the cause and the fix, in one sentence.
+    static func openingProblem(path: String, _ error: DatabaseError) -> String {
+        let files = FileManager.default
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        let fix = "pass --database with a file the server may create and write (or a postgresql:// URL)"
+        if files.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return "cannot open the database \(path): it is a directory. Name a file in it, e.g. --database \(url.appendingPathComponent("switchboard.sqlite").path)."
+        }
+        if !files.fileExists(atPath: folder, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            return "cannot open the database \(path): the directory \(folder) does not exist. Create it, or \(fix)."
+        }
+        if error.resultCode == .SQLITE_NOTADB {
+            return "cannot open the database \(path): the file is not an SQLite database. Move it away, or \(fix)."
+        }
+        if !files.isWritableFile(atPath: files.fileExists(atPath: path) ? path : folder) {
+            return "cannot open the database \(path): permission denied. Run as a user who may write there, or \(fix)."
+        }
+        return "cannot open the database \(path): \(error.message ?? "SQLite error \(error.resultCode.rawValue)"). Check the file and its directory, or \(fix)."
+    }
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -178,6 +210,10 @@ final class SQLiteStorage: SwitchboardStorage {
         }
         migrator.registerMigration("webhooks-v2-indexes") { db in
             try db.execute(sql: Self.webhookIndexMigration)
+        }
+        migrator.registerMigration("webhooks-v3-pending") { db in
+            // The backlog's bound at every write (issue 48): a count per endpoint kept by triggers.
+            try db.execute(sql: Self.webhookPendingMigration)
         }
         return migrator
     }

@@ -84,6 +84,120 @@ extension PostgresStorage {
         $outbox$
         """
 
+    /// The backlog's bound at every write (migration `webhooks-v3-pending`, issue 48): as on
+    /// SQLite (``SQLiteStorage/webhookPendingMigration``), a count of each endpoint's deliveries
+    /// waiting, kept by triggers, and the bound as a setting. Here the triggers are per statement
+    /// (one change of each endpoint's row per statement, not one per delivery), and every
+    /// statement that changes counts locks the endpoints' rows in the order of their ids first:
+    /// transactions of several nodes that change the counts of the same endpoints wait for each
+    /// other, and never deadlock.
+    static let pendingMigration: [String] = [
+        "ALTER TABLE webhook_endpoints ADD COLUMN pending BIGINT NOT NULL DEFAULT 0",
+        """
+        UPDATE webhook_endpoints ep SET pending = (SELECT count(*) FROM webhook_deliveries d
+            WHERE d.endpoint_id = ep.id AND d.state = 'pending')
+        """,
+        "CREATE TABLE IF NOT EXISTS switchboard_settings (key TEXT PRIMARY KEY, value BIGINT NOT NULL)",
+        """
+        CREATE OR REPLACE FUNCTION switchboard_count_pending() RETURNS trigger LANGUAGE plpgsql AS $count$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                PERFORM 1 FROM webhook_endpoints WHERE id IN (SELECT endpoint_id FROM new_rows WHERE state = 'pending')
+                    ORDER BY id FOR UPDATE;
+                UPDATE webhook_endpoints ep SET pending = ep.pending + c.n
+                FROM (SELECT endpoint_id, count(*) AS n FROM new_rows WHERE state = 'pending' GROUP BY endpoint_id) c
+                WHERE ep.id = c.endpoint_id;
+            ELSIF TG_OP = 'UPDATE' THEN
+                PERFORM 1 FROM webhook_endpoints WHERE id IN (
+                    SELECT n.endpoint_id FROM new_rows n JOIN old_rows o
+                        ON o.endpoint_id = n.endpoint_id AND o.event_seq = n.event_seq
+                    WHERE (n.state = 'pending') <> (o.state = 'pending')
+                ) ORDER BY id FOR UPDATE;
+                UPDATE webhook_endpoints ep SET pending = ep.pending + c.n
+                FROM (
+                    SELECT n.endpoint_id, sum((n.state = 'pending')::int - (o.state = 'pending')::int) AS n
+                    FROM new_rows n JOIN old_rows o ON o.endpoint_id = n.endpoint_id AND o.event_seq = n.event_seq
+                    WHERE (n.state = 'pending') <> (o.state = 'pending') GROUP BY n.endpoint_id
+                ) c
+                WHERE ep.id = c.endpoint_id;
+            ELSE
+                PERFORM 1 FROM webhook_endpoints WHERE id IN (SELECT endpoint_id FROM old_rows WHERE state = 'pending')
+                    ORDER BY id FOR UPDATE;
+                UPDATE webhook_endpoints ep SET pending = ep.pending - c.n
+                FROM (SELECT endpoint_id, count(*) AS n FROM old_rows WHERE state = 'pending' GROUP BY endpoint_id) c
+                WHERE ep.id = c.endpoint_id;
+            END IF;
+            RETURN NULL;
+        END
+        $count$
+        """,
+        """
+        CREATE TRIGGER webhook_pending_queued AFTER INSERT ON webhook_deliveries
+            REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION switchboard_count_pending()
+        """,
+        """
+        CREATE TRIGGER webhook_pending_changed AFTER UPDATE ON webhook_deliveries
+            REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
+            EXECUTE FUNCTION switchboard_count_pending()
+        """,
+        """
+        CREATE TRIGGER webhook_pending_removed AFTER DELETE ON webhook_deliveries
+            REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION switchboard_count_pending()
+        """,
+        outboxFunctionWithBound,
+    ]
+
+    /// ``outboxFunction`` with the backlog's bound: the endpoints of the batch's apps are locked
+    /// first, in the order of their ids (see ``pendingMigration``); an endpoint gets deliveries
+    /// until it has the bound's count waiting, and the first event left out marks it full (the
+    /// gap starts there). Same signature: nodes of the version before call it too.
+    static let outboxFunctionWithBound = """
+        CREATE OR REPLACE FUNCTION switchboard_outbox(
+            p_ids text[], p_apps bigint[], p_types text[], p_keys text[], p_times bigint[], p_payloads bytea[]
+        ) RETURNS void LANGUAGE plpgsql AS $outbox$
+        DECLARE
+            bound bigint := coalesce((SELECT value FROM switchboard_settings WHERE key = 'webhook_max_backlog'), 100000);
+        BEGIN
+            IF coalesce(array_length(p_ids, 1), 0) = 0 THEN
+                RETURN;
+            END IF;
+            PERFORM 1 FROM webhook_endpoints WHERE sdk_app_id = ANY(p_apps) ORDER BY id FOR UPDATE;
+            WITH inserted AS (
+                INSERT INTO webhook_events (id, sdk_app_id, type, ordering_key, created_at, payload)
+                SELECT e.id, e.app, e.type, e.key, e.at, e.payload
+                FROM unnest(p_ids, p_apps, p_types, p_keys, p_times, p_payloads)
+                    WITH ORDINALITY AS e(id, app, type, key, at, payload, n)
+                ORDER BY e.n
+                ON CONFLICT (id) DO NOTHING
+                RETURNING seq, sdk_app_id, type, ordering_key, created_at
+            ), wanted AS (
+                SELECT ep.id AS endpoint_id, ep.pending, i.seq, i.ordering_key, i.created_at,
+                    row_number() OVER (PARTITION BY ep.id ORDER BY i.seq) AS nth
+                FROM inserted i JOIN webhook_endpoints ep ON ep.sdk_app_id = i.sdk_app_id AND ep.full_since IS NULL
+                    AND (ep.event_types IS NULL OR i.type = ANY(ep.event_types))
+            ), queued AS (
+                INSERT INTO webhook_deliveries (endpoint_id, event_seq, ordering_key, state, due_at)
+                SELECT w.endpoint_id, w.seq, w.ordering_key, 'pending',
+                    GREATEST(w.created_at, COALESCE((SELECT max(p.due_at) FROM webhook_deliveries p
+                        WHERE p.endpoint_id = w.endpoint_id AND p.ordering_key = w.ordering_key AND p.state = 'pending'), 0))
+                FROM wanted w WHERE w.pending + w.nth <= bound
+                RETURNING endpoint_id
+            )
+            UPDATE webhook_endpoints ep SET full_since = f.at
+            FROM (SELECT endpoint_id, min(created_at) AS at FROM wanted WHERE pending + nth > bound GROUP BY endpoint_id) f
+            WHERE ep.id = f.endpoint_id;
+        END
+        $outbox$
+        """
+
+    func setWebhookMaxBacklog(_ bound: Int) async throws {
+        try await client.query(
+            """
+            INSERT INTO switchboard_settings (key, value) VALUES ('webhook_max_backlog', \(Int64(bound)))
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value
+            """, logger: logger)
+    }
+
     /// The bindings of ``outboxFunction``'s arrays, in its order.
     static func appendOutbox(_ events: [OutboxEvent], to bindings: inout PostgresBindings) {
         bindings.append(events.map(\.id))
@@ -248,7 +362,10 @@ extension PostgresStorage {
         guard !results.isEmpty else { return }
         let logger = self.logger
         try await client.withTransaction(logger: logger) { connection in
-            for result in results { try await Self.finish(result, connection, logger: logger) }
+            // In the order of the endpoints' ids, as every statement that changes their counts of
+            // deliveries waiting locks them (``pendingMigration``): never a deadlock with another node.
+            let ordered = results.sorted { ($0.endpointId, $0.eventSeq) < ($1.endpointId, $1.eventSeq) }
+            for result in ordered { try await Self.finish(result, connection, logger: logger) }
         }
     }
 
@@ -325,20 +442,33 @@ extension PostgresStorage {
             PostgresQuery(
                 unsafeSQL: """
                     SELECT e.id, e.type, d.ordering_key, e.created_at, d.state, d.attempts, d.first_attempt_at,
-                        d.last_attempt_at, d.last_status, d.last_error, d.due_at, d.event_seq
+                        d.last_attempt_at, d.last_status, d.last_error, d.due_at, d.event_seq,
+                        be.id, b.attempts, b.last_status, b.last_error, b.due_at
                     FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
+                    \(SQLiteStorage.blockerJoin)
                     WHERE \(conditions.joined(separator: " AND ")) ORDER BY d.event_seq DESC LIMIT $\(bindings.count)
                     """, binds: bindings), logger: logger)
         var deliveries: [DeliveryInfo] = []
-        for try await (id, type, key, created, stateText, attempts, first, last, status, error, due, seq) in rows.decode(
-            (String, String, String, Int64, String, Int32, Int64?, Int64?, Int32?, String?, Int64, Int64).self)
+        for try await (
+            id, type, key, created, stateText, attempts, first, last, status, error, due, seq, blocker, blockerAttempts,
+            blockerStatus, blockerError, blockerDue
+        ) in rows.decode(
+            (
+                String, String, String, Int64, String, Int32, Int64?, Int64?, Int32?, String?, Int64, Int64, String?, Int32?,
+                Int32?, String?, Int64?
+            ).self)
         {
             let state = DeliveryInfo.State(rawValue: stateText) ?? .pending
             deliveries.append(
                 DeliveryInfo(
                     eventId: id, type: type, orderingKey: key, eventTime: created, state: state, attempts: Int(attempts),
                     firstAttemptAt: first, lastAttemptAt: last, lastStatus: status.map(Int.init), lastError: error,
-                    nextAttemptAt: state == .pending ? due : nil, seq: seq))
+                    nextAttemptAt: state == .pending ? due : nil,
+                    waitingFor: blocker.map {
+                        DeliveryInfo.Blocker(
+                            eventId: $0, attempts: Int(blockerAttempts ?? 0), lastStatus: blockerStatus.map(Int.init),
+                            lastError: blockerError, nextAttemptAt: blockerDue ?? 0)
+                    }, seq: seq))
         }
         return deliveries
     }

@@ -71,6 +71,53 @@ extension SQLiteStorage {
             WHERE state = 'pending';
         """
 
+    /// The count of each endpoint's deliveries waiting, kept by triggers in the transaction that
+    /// changes one (queued, delivered, failed for good, replayed, swept), so that the write of an
+    /// event reads its endpoints' backlogs at the cost of a row each (counting them would read the
+    /// whole backlog at every event). The bound itself is a setting (``setWebhookMaxBacklog(_:)``).
+    static let webhookPendingMigration = """
+        ALTER TABLE webhook_endpoints ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;
+        UPDATE webhook_endpoints SET pending = (SELECT count(*) FROM webhook_deliveries d
+            WHERE d.endpoint_id = webhook_endpoints.id AND d.state = 'pending');
+        CREATE TABLE switchboard_settings (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        CREATE TRIGGER webhook_pending_queued AFTER INSERT ON webhook_deliveries WHEN NEW.state = 'pending'
+        BEGIN
+            UPDATE webhook_endpoints SET pending = pending + 1 WHERE id = NEW.endpoint_id;
+        END;
+        CREATE TRIGGER webhook_pending_changed AFTER UPDATE OF state ON webhook_deliveries
+            WHEN (OLD.state = 'pending') <> (NEW.state = 'pending')
+        BEGIN
+            UPDATE webhook_endpoints SET pending = pending + (CASE WHEN NEW.state = 'pending' THEN 1 ELSE -1 END)
+            WHERE id = NEW.endpoint_id;
+        END;
+        CREATE TRIGGER webhook_pending_removed AFTER DELETE ON webhook_deliveries WHEN OLD.state = 'pending'
+        BEGIN
+            UPDATE webhook_endpoints SET pending = pending - 1 WHERE id = OLD.endpoint_id;
+        END;
+        """
+
+    /// The bound of an endpoint's backlog as the statements read it (the default until a server
+    /// sets it: ``WebhookConfiguration/maxBacklog``).
+    static let maxBacklogSQL = "coalesce((SELECT value FROM switchboard_settings WHERE key = 'webhook_max_backlog'), 100000)"
+
+    /// The endpoints of an event's app that are at their bound become full with that event
+    /// (arguments: its time, its app): the event and those after it are not queued for them.
+    static let fullAtBound = """
+        UPDATE webhook_endpoints SET full_since = ?
+        WHERE sdk_app_id = ? AND full_since IS NULL AND pending >= \(maxBacklogSQL)
+        """
+
+    func setWebhookMaxBacklog(_ bound: Int) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO switchboard_settings (key, value) VALUES ('webhook_max_backlog', ?)
+                    ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                    """,
+                arguments: [bound])
+        }
+    }
+
     /// The event types as SQLite keeps them: `,call.created,call.ended,` (a type matches when
     /// `,type,` is in it), NULL for all.
     static func storedTypes(_ types: Set<WebhookEventType>?) -> String? {
@@ -82,7 +129,8 @@ extension SQLiteStorage {
     }
 
     /// Stores events and queues a delivery of each for every endpoint of its app that wants its
-    /// type and is not at its bound, in the caller's transaction. An event already stored (a batch
+    /// type and is not at its bound, in the caller's transaction: an endpoint with the bound's
+    /// count of deliveries waiting is marked full by the event (``fullAtBound``). An event already stored (a batch
     /// retried after its commit's answer was lost) is left as it is. A delivery is due at once,
     /// or when the last one still pending for its ordering key is: a call whose delivery is
     /// waiting out a backoff holds its later events back anyway.
@@ -110,6 +158,7 @@ extension SQLiteStorage {
                         event.id, event.app.rawValue, event.type.rawValue, event.orderingKey, event.time, event.payload,
                     ])
             else { continue }
+            try db.cachedStatement(sql: fullAtBound).execute(arguments: [event.time, event.app.rawValue])
             try db.cachedStatement(sql: deliveryInsert).execute(arguments: [
                 seq, event.orderingKey, event.time, event.orderingKey, event.app.rawValue, event.type.rawValue,
             ])
@@ -327,23 +376,42 @@ extension SQLiteStorage {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT d.*, e.id AS event_id, e.type, e.created_at FROM webhook_deliveries d
+                    SELECT d.*, e.id AS event_id, e.type, e.created_at, be.id AS b_event_id, b.attempts AS b_attempts,
+                        b.last_status AS b_last_status, b.last_error AS b_last_error, b.due_at AS b_due_at
+                    FROM webhook_deliveries d
                     JOIN webhook_events e ON e.seq = d.event_seq
+                    \(Self.blockerJoin)
                     WHERE d.endpoint_id = ? AND (? IS NULL OR d.state = ?) AND (? IS NULL OR d.event_seq < ?)
                     ORDER BY d.event_seq DESC LIMIT ?
                     """,
                 arguments: [endpoint, state?.rawValue, state?.rawValue, before, before, limit]
             ).map { row in
                 let state = DeliveryInfo.State(rawValue: row["state"]) ?? .pending
+                let blocker: String? = row["b_event_id"]
                 return DeliveryInfo(
                     eventId: row["event_id"], type: row["type"], orderingKey: row["ordering_key"],
                     eventTime: row["created_at"], state: state, attempts: row["attempts"],
                     firstAttemptAt: row["first_attempt_at"], lastAttemptAt: row["last_attempt_at"],
                     lastStatus: row["last_status"], lastError: row["last_error"],
-                    nextAttemptAt: state == .pending ? row["due_at"] : nil, seq: row["event_seq"])
+                    nextAttemptAt: state == .pending ? row["due_at"] : nil,
+                    waitingFor: blocker.map {
+                        DeliveryInfo.Blocker(
+                            eventId: $0, attempts: row["b_attempts"], lastStatus: row["b_last_status"],
+                            lastError: row["b_last_error"], nextAttemptAt: row["b_due_at"])
+                    }, seq: row["event_seq"])
             }
         }
     }
+
+    /// For a pending delivery `d`: the first pending delivery of its call (`b`, with its event
+    /// `be`) when that is an earlier one, which holds `d` back. The same on PostgreSQL.
+    static let blockerJoin = """
+        LEFT JOIN webhook_deliveries b ON d.state = 'pending' AND b.endpoint_id = d.endpoint_id
+            AND b.event_seq = (SELECT min(p.event_seq) FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id
+                AND p.ordering_key = d.ordering_key AND p.state = 'pending')
+            AND b.event_seq < d.event_seq
+        LEFT JOIN webhook_events be ON be.seq = b.event_seq
+        """
 
     /// Queues events again for an endpoint: a delivery that is pending stays as it is; any other
     /// starts over (its attempts and retry bound from zero), due at once.

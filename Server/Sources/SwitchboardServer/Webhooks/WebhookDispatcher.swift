@@ -216,16 +216,16 @@ actor WebhookDispatcher {
     }
 }
 
-/// Runs the node's ``WebhookDispatcher`` until graceful shutdown.
+/// Runs the node's ``WebhookDispatcher`` until graceful shutdown, or until the service group is
+/// cancelled: the dispatcher runs in a child task, which the group's cancellation reaches. (It ran
+/// in a task of its own, which only a graceful shutdown cancelled: when another service failed,
+/// such as the HTTP server that could not bind its port, the group waited for it for ever and
+/// the process ignored SIGINT and SIGTERM; issue 48.)
 struct WebhookService: Service {
     let dispatcher: WebhookDispatcher
 
     func run() async throws {
-        let task = Task { await dispatcher.run() }
-        await withGracefulShutdownHandler {
-            await task.value
-        } onGracefulShutdown: {
-            task.cancel()
-        }
+        let dispatcher = self.dispatcher
+        await cancelWhenGracefulShutdown { await dispatcher.run() }
     }
 }

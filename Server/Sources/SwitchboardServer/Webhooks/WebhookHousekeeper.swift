@@ -72,6 +72,8 @@ struct WebhookHousekeeper: Sendable {
         for _ in 0..<Self.sweepBatches {
             do {
                 guard try await batch() == Self.sweepBatch else { return }
+            } catch is CancellationError {
+                return  // the node is stopping: the next start sweeps
             } catch {
                 logger.warning("retention sweep failed", metadata: ["what": "\(what)", "error": "\(error)"])
                 return

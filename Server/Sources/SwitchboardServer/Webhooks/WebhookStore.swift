@@ -103,8 +103,20 @@ struct DeliveryInfo: Equatable, Sendable, Codable {
     var lastError: String?
     /// For a pending delivery: when it is tried next.
     var nextAttemptAt: Int64?
+    /// For a pending delivery held back by an earlier one of its call (a call's events go out one
+    /// at a time): that one, with its attempts and last failure, which say why this one waits.
+    var waitingFor: Blocker?
     /// The cursor of the listing (`before`).
     var seq: Int64
+
+    /// The delivery that holds a call's later ones back.
+    struct Blocker: Equatable, Sendable, Codable {
+        var eventId: String
+        var attempts: Int
+        var lastStatus: Int?
+        var lastError: String?
+        var nextAttemptAt: Int64
+    }
 }
 
 /// What is waiting for one endpoint.
@@ -174,6 +186,11 @@ protocol WebhookStore: Sendable {
     /// Marks an endpoint as at its bound (new events are not queued for it) or, when `full` is
     /// false, no longer: the time since it filled is noted as a gap.
     func setWebhookFull(endpoint: String, full: Bool, now: Int64) async throws
+    /// The bound of every endpoint's backlog (``WebhookConfiguration/maxBacklog``), kept in the
+    /// database: the transaction that writes an event leaves it out for an endpoint with that many
+    /// deliveries waiting and marks the endpoint full (``WebhookEndpoint/fullSince``), so the bound
+    /// holds at every write, not only at the housekeeper's rounds.
+    func setWebhookMaxBacklog(_ bound: Int) async throws
 
     /// Claims up to `limit` deliveries of `endpoint` that are due, each the first of its ordering
     /// key still pending (so one call's events go out one at a time, in order), and not claimed by

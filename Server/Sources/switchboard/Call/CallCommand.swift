@@ -14,7 +14,8 @@ struct CallCommand: AsyncParsableCommand {
             normally. Lines on stdin control it: mute, unmute, camera on|off, quality p360|p540|p720|p1080, \
             share [pattern|display[:NAME]|FILE], unshare, switch audio|video, hangup.
 
-            Needs a build with the GStreamer trait: swift build --traits GStreamer (see README, "Media on Linux").
+            Needs a build with the GStreamer trait (README, "Media on Linux"), from the repository's root:
+              swift build --package-path Server --traits GStreamer
             """)
 
     @Option(help: "The server's WebSocket URL.")
@@ -117,7 +118,7 @@ struct CallCommand: AsyncParsableCommand {
             sudo apt-get install libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \\
                 libgstreamer-plugins-bad1.0-dev libnice-dev gstreamer1.0-plugins-good \\
                 gstreamer1.0-plugins-bad gstreamer1.0-nice
-            swift build --traits GStreamer
+            swift build --package-path Server --traits GStreamer
             Server/.build/debug/switchboard call --help
 
         """

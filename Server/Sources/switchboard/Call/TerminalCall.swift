@@ -35,6 +35,10 @@ struct TerminalCall {
             output.error("GStreamer lacks \(missing.joined(separator: ", ")): install gstreamer1.0-plugins-good, -bad and gstreamer1.0-nice")
             return 3
         }
+        guard let quality = VideoQuality(rawValue: options.quality) else {
+            output.error("unknown quality \(options.quality) (p360, p540, p720, p1080)")
+            return 2
+        }
         var logger = Logger(label: "switchboard.call")
         logger.logLevel = Logger.Level(rawValue: options.logLevel) ?? .error
         let engine = GStreamerMediaEngine(
@@ -48,25 +52,46 @@ struct TerminalCall {
             configuration: SwitchboardConfiguration(
                 serverURL: URL(string: options.server)!, platform: "cli", mediaEngine: engine,
                 networkPathMonitor: options.ignorePathChanges ? nil : SystemNetworkPathMonitor(), logger: logger))
-        guard let quality = VideoQuality(rawValue: options.quality) else {
-            output.error("unknown quality \(options.quality) (p360, p540, p720, p1080)")
-            return 2
-        }
-        let sig = options.userSig ?? UserSig.generate(
-            sdkAppID: SdkAppID(options.appID), secretKey: options.secret ?? "", userID: options.user, expire: 86_400,
-            time: Int64(Date().timeIntervalSince1970))
 
         // Bounded as the engine's own events are: a terminal that cannot keep up loses the oldest.
         let (inputs, feed) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingNewest(observingBufferLimit))
         let sources = startSources(client: client, engine: engine, feed: feed)
-        defer { sources.forEach { $0.cancel() } }
+        var run = RunState()
+        let status = await call(quality: quality, client: client, engine: engine, inputs: inputs, feed: feed, &run)
 
-        try await client.loginStore.login(sdkAppID: SdkAppID(options.appID), userID: options.user, userSig: sig)
+        // Every way out ends the same way, before the process exits: nothing of the run may still
+        // be working then (a plugin loading in the background crashed in libcrypto's exit handlers
+        // after a refused call; issue 48).
+        sources.forEach { $0.cancel() }
+        run.timers.forEach { $0.cancel() }
+        // The recordings are complete before the process exits.
+        if let callId = run.callId { await engine.endCall(callId) }
+        try? await client.loginStore.logout()
+        await engine.shutdown()
+        if status == nil { output.summary(run.summary(user: options.user)) }
+        return status ?? (run.connected && run.endReason == .hangup ? 0 : 1)
+    }
+
+    /// Logs in, places or waits for the call, and handles what comes until the call ends: nil
+    /// then (the summary says how it went), or the exit status of a run that failed before it had
+    /// a call, once its sentence is printed.
+    private func call(
+        quality: VideoQuality, client: SwitchboardClient, engine: GStreamerMediaEngine, inputs: AsyncStream<Input>,
+        feed: AsyncStream<Input>.Continuation, _ run: inout RunState
+    ) async -> Int32? {
+        let sig = options.userSig ?? UserSig.generate(
+            sdkAppID: SdkAppID(options.appID), secretKey: options.secret ?? "", userID: options.user, expire: 86_400,
+            time: Int64(Date().timeIntervalSince1970))
+        do {
+            try await client.loginStore.login(sdkAppID: SdkAppID(options.appID), userID: options.user, userSig: sig)
+        } catch {
+            output.error(Self.loginFailure(error, server: options.server, appID: options.appID))
+            return 1
+        }
         output.line("logged in as \(options.user) on \(options.server)", ["event": "loggedIn", "userId": options.user])
         client.deviceStore.openLocalMicrophone()
         client.deviceStore.setVideoQuality(quality)
 
-        var run = RunState()
         if let to = options.to {
             let callees = to.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
             if options.video { client.deviceStore.openLocalCamera() }
@@ -75,11 +100,12 @@ struct TerminalCall {
                     participantIds: callees, mediaType: options.video ? .video : .audio,
                     params: CallParams(timeout: options.timeout))
                 run.callId = result.callId
+                run.callees = callees
                 output.line(
                     "calling \(callees.joined(separator: ", ")) (\(options.video ? "video" : "audio")), call \(result.callId)",
                     ["event": "calling", "callId": result.callId.rawValue])
             } catch {
-                output.error("the call failed: \(error)")
+                output.error(Self.callFailure(error, user: options.user, callees: callees))
                 return 1
             }
         } else {
@@ -90,18 +116,55 @@ struct TerminalCall {
         for await input in inputs {
             if await handle(input, &run, client: client, engine: engine, feed: feed) { break }
         }
-        run.timers.forEach { $0.cancel() }
-        // The recordings are complete before the process exits.
-        if let callId = run.callId { await engine.endCall(callId) }
-        try? await client.loginStore.logout()
-        let summary = run.summary(user: options.user)
-        output.summary(summary)
-        return run.connected && run.endReason == .hangup ? 0 : 1
+        return nil
+    }
+
+    /// The sentence for a login that failed: the cause and what to do.
+    static func loginFailure(_ error: any Error, server: String, appID: Int64) -> String {
+        guard let error = error as? SwitchboardError else { return "logging in failed: \(error)" }
+        switch error.code {
+        case .connectionFailed:
+            return "no server at \(server) — start `switchboard serve` or pass `--server`"
+        case .unknownApp:
+            return "the server at \(server) serves no app \(appID) — pass the sdkAppID `switchboard serve` printed with --app-id"
+        case .userSigBadSignature:
+            return "the server refused the UserSig (\(error.code.name) \(error.code.rawValue)): pass the app's secretKey with --secret, as `switchboard serve` printed it"
+        case .userSigMalformed, .userSigExpired, .userSigNotYetValid, .userSigWrongApp, .userSigWrongUser:
+            return "the server refused the UserSig: \(error.message) (\(error.code.name) \(error.code.rawValue)); make a new one for --user with `switchboard usersig gen`, or pass --secret"
+        case .invalidUserID:
+            return "--user is not a user id: \(error.message)"
+        case .rateLimited:
+            let seconds = max(1, Int(((error.retryAfter ?? 1000) + 999) / 1000))
+            return "the server refuses this login for now (too many logins in a row): try again in \(seconds) s"
+        default:
+            return "logging in failed: \(error)"
+        }
+    }
+
+    /// The sentence for a call that ended `offline`: the server knows no device of the callee.
+    static func offline(_ user: String) -> String {
+        "no device of \(user) is known to the server (never logged in, or logged out, and no push token): "
+            + "check the user id, or log \(user) in first"
+    }
+
+    /// The sentence for a call the server refused.
+    static func callFailure(_ error: any Error, user: String, callees: [String]) -> String {
+        guard let error = error as? SwitchboardError else { return "the call failed: \(error)" }
+        switch error.code {
+        case .cannotCallSelf:
+            return "you cannot call yourself (\(error.code.name) \(error.code.rawValue)): --to names \(user), who is logged in here; call another user"
+        case .invalidUserID:
+            return "the call failed: \(error.message) (\(error.code.name) \(error.code.rawValue)); --to takes user ids separated by commas"
+        default:
+            return "the call failed: \(error)"
+        }
     }
 
     /// What the run has seen so far.
     struct RunState {
         var callId: CallID?
+        /// Whom the run called (with --to).
+        var callees: [String] = []
         var connected = false
         var connectedAt: ContinuousClock.Instant?
         var answeredAt: ContinuousClock.Instant?
@@ -194,6 +257,9 @@ struct TerminalCall {
             run.endReason = reason
             run.endedBy = userId
             run.endedAt = .now
+            if reason == .offline, !run.connected {
+                output.error(Self.offline(userId.map(\.rawValue) ?? run.callees.joined(separator: ", ")))
+            }
             return true
         case .onMediaTypeChangeRequested(let callId, let transaction, let mediaType, let userId) where callId == run.callId:
             let agree = options.mediaChange == "agree"
@@ -431,9 +497,14 @@ struct Output: Sendable {
 
     func summary(_ summary: CallSummary) {
         if !json {
+            // `offline` names the callee, who did nothing: say what it means instead of "by".
+            let ended =
+                summary.endReason == CallEndReason.offline.rawValue
+                ? "offline (no device of \(summary.endedBy ?? "the callee") is known)"
+                : "\(summary.endReason ?? "-") by \(summary.endedBy ?? "server")"
             write(
                 "call \(summary.callId ?? "-"): \(summary.connected ? "connected" : "not connected"), "
-                    + "ended: \(summary.endReason ?? "-") by \(summary.endedBy ?? "server"), \(summary.durationSeconds) s")
+                    + "ended: \(ended), \(summary.durationSeconds) s")
             for (user, member) in summary.members.sorted(by: { $0.key < $1.key }) {
                 write(
                     "  \(user): audio \(member.audio.packetsReceived) packets, \(member.audio.framesDecoded) frames, "

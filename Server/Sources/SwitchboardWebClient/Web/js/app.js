@@ -4,6 +4,7 @@
 
 import { Signaling, tabDeviceId } from "./signaling.js";
 import { MediaSession, networkQuality, volumeLevel } from "./media.js";
+import { StallWatch } from "./stall.js";
 import { SFUSession } from "./sfu.js";
 import { clampFloating, durationText, tiles, videoLayers } from "./layout.js";
 import { ServerRefused, resolveServers } from "./servers.js";
@@ -83,6 +84,9 @@ const remoteStreams = new Map();
 const remoteScreens = new Map();
 // Members this page has no media path to (their connection gave up restarting ICE): shown down.
 const unreachable = new Set();
+// Members whose media stopped arriving for 2 s (stall.js): shown down too, until it comes again.
+const stalled = new Set();
+let stallWatch = new StallWatch();
 let statsTimer = null;
 let lastBytesSent = 0;
 const ringer = new Ringer();
@@ -683,6 +687,8 @@ function stopMedia() {
   remoteStreams.clear();
   remoteScreens.clear();
   unreachable.clear();
+  stalled.clear();
+  stallWatch = new StallWatch();
   state.speaker = null;
 }
 
@@ -700,6 +706,13 @@ async function reportStatus() {
   const audioLevel = state.microphoneOn ? Math.min(100, figures.audioLevel) : 0;
   const callId = session.callId;
   state.own = { quality: networkQuality(packetLoss, rtt), volume: volumeLevel(audioLevel, state.microphoneOn) };
+  const info = state.calls.get(callId)?.info;
+  const senders = new Set((info?.participants ?? [])
+    .filter((p) => p.userId !== state.me && (p.microphoneOn || p.cameraOn || p.screenSharing)).map((p) => p.userId));
+  for (const [user, change] of stallWatch.sample(Date.now(), figures.received ?? {}, senders)) {
+    if (change === "stalled") stalled.add(user);
+    else stalled.delete(user);
+  }
   signaling.post("call.statusReport", { callId, packetLoss: Math.round(packetLoss * 10) / 10, rtt, bitrate, audioLevel });
   render();
 }
@@ -945,7 +958,7 @@ function renderCall(call) {
       stream: media?.localStream,
     },
     remote: (userId, screen) => (screen ? remoteScreens : remoteStreams).get(userId),
-    unreachable: (userId) => unreachable.has(userId),
+    unreachable: (userId) => unreachable.has(userId) || stalled.has(userId),
     videoPaused: (userId) => media?.videoStalled?.(userId) ?? false,
     onTap: tap,
   });

@@ -12,8 +12,9 @@ const QUALITY_TEXT = { bad: "Weak network", veryBad: "Very weak network", down: 
 /**
  * Draws the tiles of `info` on `stage`. `local` is this user's own state ({microphoneOn,
  * cameraOn, quality, volume, stream}); `remote(userId, screen)` gives a member's stream;
- * `unreachable(userId)` says this page has no media path to a member (shown as `down`, whatever
- * their own reports say); `videoPaused(userId)` that no new frame of a member's camera came for a
+ * `unreachable(userId)` says this page has no media path to a member, or that no media came from
+ * them for 2 s (stall.js): shown as `down`, whatever their own reports say; `videoPaused(userId)`
+ * that no new frame of a member's camera came for a
  * while (their picture shows, saying so, not a frozen frame); `onTap(userId)` is a click or Enter
  * on a tile.
  */

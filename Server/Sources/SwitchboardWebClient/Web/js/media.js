@@ -588,6 +588,7 @@ export class MediaSession {
       rtt: Math.max(...entries.map((e) => e.rtt)),
       bytesSent: entries.reduce((sum, e) => sum + e.bytesSent.audio + e.bytesSent.video + e.bytesSent.screen, 0),
       audioLevel: Math.max(...entries.map((e) => e.audioLevel)),
+      received: receivedByPeer(byPeer),
     };
   }
 
@@ -610,4 +611,10 @@ export class MediaSession {
     for (const track of this.localStream.getTracks()) track.stop();
     this.screenTrack?.stop();
   }
+}
+
+/** Everything received from each peer so far (bytes of audio, video and screen), by peer id. */
+export function receivedByPeer(byPeer) {
+  return Object.fromEntries(
+    Object.entries(byPeer).map(([id, e]) => [id, e.bytesReceived.audio + e.bytesReceived.video + e.bytesReceived.screen]));
 }

@@ -341,12 +341,14 @@ export class SFUSession {
   /** This member's figures for its status report: loss, round trip, bytes sent, microphone level. */
   async status() {
     const sent = await this.publishStats();
-    const received = Object.values(await this.stats());
+    const byPeer = await this.stats();
+    const received = Object.values(byPeer);
     return {
       packetLoss: sent.packetLoss,
       rtt: Math.max(sent.rtt, ...received.map((e) => e.rtt)),
       bytesSent: sent.bytesSent,
       audioLevel: sent.audioLevel,
+      received: receivedByPeer(byPeer),
     };
   }
 
