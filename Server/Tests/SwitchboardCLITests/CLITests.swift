@@ -9,13 +9,9 @@ import FoundationNetworking
 
 /// The `switchboard` executable itself, as users run it.
 struct CLITests {
-    static let binary: URL = {
-        var directory = URL(fileURLWithPath: #filePath)
-        while directory.path != "/" && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
-            directory.deleteLastPathComponent()
-        }
-        return directory.appendingPathComponent(".build/debug/switchboard")
-    }()
+    /// Built beside the test bundle (whatever `--scratch-path` the build used).
+    static let binary: URL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent("switchboard")
 
     struct Output {
         var status: Int32
