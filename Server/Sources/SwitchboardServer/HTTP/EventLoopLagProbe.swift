@@ -15,7 +15,7 @@ final class EventLoopLagProbe: Sendable {
     private let histogram: DurationHistogram
     private let maximum: Gauge
     private let longest = NIOLockedValueBox<Int64>(0)
-    private let tasks = NIOLockedValueBox<[RepeatedTask]>([])
+    private let probes = NIOLockedValueBox<[LoopProbe]>([])
 
     init(registry: PrometheusCollectorRegistry) {
         histogram = registry.makeDurationHistogram(
@@ -35,26 +35,16 @@ final class EventLoopLagProbe: Sendable {
 
     /// Starts probing every loop of `group`.
     func start(on group: any EventLoopGroup) {
-        var started: [RepeatedTask] = []
-        for loop in group.makeIterator() {
-            // Each loop's own probe: the time its last run ended, touched only on that loop.
-            let lastEnd = NIOLockedValueBox(NIODeadline.now())
-            started.append(
-                loop.scheduleRepeatedTask(initialDelay: Self.interval, delay: Self.interval) { [self] _ in
-                    let now = NIODeadline.now()
-                    let late = max(0, (now - lastEnd.withLockedValue { $0 } - Self.interval).nanoseconds)
-                    record(late)
-                    lastEnd.withLockedValue { $0 = NIODeadline.now() }
-                })
-        }
-        tasks.withLockedValue { $0 += started }
+        let started = group.makeIterator().map { LoopProbe(owner: self, loop: $0) }
+        probes.withLockedValue { $0 += started }
+        for probe in started { probe.loop.execute { probe.scheduleNext() } }
     }
 
     func stop() {
-        for task in tasks.withLockedValue({ $0 }) { task.cancel() }
+        for probe in probes.withLockedValue({ $0 }) { probe.stop() }
     }
 
-    private func record(_ nanoseconds: Int64) {
+    fileprivate func record(_ nanoseconds: Int64) {
         histogram.recordNanoseconds(nanoseconds)
         let (grew, value) = longest.withLockedValue { longest -> (Bool, Int64) in
             guard nanoseconds > longest else { return (false, longest) }
@@ -62,5 +52,41 @@ final class EventLoopLagProbe: Sendable {
             return (true, longest)
         }
         if grew { maximum.set(Double(value) / 1e9) }
+    }
+
+    /// One loop's probe: a callback due ``interval`` after the last one ended, scheduled with no
+    /// promise or future (a `RepeatedTask` made and completed both at every run: in a debug build
+    /// that was most of what an idle server did, docs/BENCHMARKS.md "The cost guard").
+    fileprivate final class LoopProbe: NIOScheduledCallbackHandler, Sendable {
+        let owner: EventLoopLagProbe
+        let loop: any EventLoop
+        /// When the next run is due, and the run scheduled; touched on the loop only.
+        private let state: NIOLoopBoundBox<(due: NIODeadline, scheduled: NIOScheduledCallback?, stopped: Bool)>
+
+        init(owner: EventLoopLagProbe, loop: any EventLoop) {
+            self.owner = owner
+            self.loop = loop
+            self.state = .makeBoxSendingValue((.now(), nil, false), eventLoop: loop)
+        }
+
+        func scheduleNext() {
+            guard !state.value.stopped else { return }
+            let due = NIODeadline.now() + EventLoopLagProbe.interval
+            state.value.due = due
+            state.value.scheduled = try? loop.scheduleCallback(at: due, handler: self)
+        }
+
+        func handleScheduledCallback(eventLoop: some EventLoop) {
+            owner.record(max(0, (NIODeadline.now() - state.value.due).nanoseconds))
+            scheduleNext()
+        }
+
+        func stop() {
+            loop.execute {
+                self.state.value.stopped = true
+                self.state.value.scheduled?.cancel()
+                self.state.value.scheduled = nil
+            }
+        }
     }
 }
