@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "SwitchboardTestServers", targets: ["SwitchboardTestServers"]),
         .executable(name: "switchboard", targets: ["switchboard"]),
         .executable(name: "switchboard-testnet", targets: ["switchboard-testnet"]),
+        // Preloaded into a server that `switchboard bench cost` runs under valgrind (see its source).
+        .library(name: "SwitchboardValgrindShim", type: .dynamic, targets: ["CValgrindShim"]),
     ],
     traits: [
         // Off by default, so `swift run switchboard serve` never needs GStreamer: the trait builds
@@ -57,6 +59,7 @@ let package = Package(
         .target(
             name: "SwitchboardServer",
             dependencies: [
+                "CHeap",
                 .product(name: "SwitchboardProtocol", package: "Switchboard"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -83,6 +86,9 @@ let package = Package(
             ]
         ),
 
+        // malloc's count of the heap in use (glibc's mallinfo2), for /metrics.
+        .target(name: "CHeap"),
+
         // MARK: the browser client, shipped with the CLI as package resources
         .target(
             name: "SwitchboardWebClient",
@@ -92,6 +98,8 @@ let package = Package(
         // MARK: tools (shipped in the CLI: the demo player, child processes, waiting for events)
         // posix_spawn with glibc's closefrom and chdir actions (C: they need _GNU_SOURCE).
         .target(name: "CSpawn"),
+        // sigsuspend with a copy of its mask, for servers run under valgrind (bench cost).
+        .target(name: "CValgrindShim", linkerSettings: [.linkedLibrary("dl")]),
         .target(
             name: "SwitchboardTools",
             dependencies: [
