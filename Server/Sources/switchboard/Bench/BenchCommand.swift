@@ -22,7 +22,7 @@ struct BenchCommand: AsyncParsableCommand {
     /// The scenarios; `media` needs the GStreamer trait.
     static var scenarios: [any ParsableCommand.Type] {
         var scenarios: [any ParsableCommand.Type] = [
-            Echo.self, Invite.self, Lifecycle.self, Connections.self, Login.self, JSON.self,
+            Echo.self, Invite.self, Lifecycle.self, Connections.self, Login.self, JSON.self, Cost.self,
         ]
         #if GStreamer
         scenarios.append(Media.self)
@@ -51,6 +51,11 @@ struct BenchCommand: AsyncParsableCommand {
 
         @Option(help: "Event-loop threads of the load generator (it shares the machine with the server).")
         var clientThreads = 1
+
+        @Option(
+            name: .customLong("server-binary"),
+            help: "Start the servers from this switchboard binary instead of this one (another build or commit, side by side).")
+        var serverBinary: String?
 
         @Option(help: "Event-loop threads of the server this bench starts (default: one per core).")
         var serverThreads: Int?
@@ -327,9 +332,14 @@ final class Bench: Sendable {
     private let directory: URL?
     private let databaseIsPostgres: Bool
 
-    init(_ options: BenchCommand.Options) async throws {
+    /// - Parameter launcher: runs each server node this bench starts under another program
+    ///   (valgrind, for the cost scenario's instruction count).
+    init(
+        _ options: BenchCommand.Options, launcher: (executable: URL, arguments: [String])? = nil,
+        warnOfDebugBuild: Bool = true
+    ) async throws {
         #if DEBUG
-        if !options.smoke {
+        if !options.smoke, warnOfDebugBuild {
             FileHandle.standardError.write(
                 Data("warning: a debug build; build with `swift build -c release` for numbers worth keeping\n".utf8))
         }
@@ -363,14 +373,14 @@ final class Bench: Sendable {
             }
             for index in 0..<options.nodes {
                 let server = try ServerProcess.launch(
-                    binary: binary,
+                    binary: options.serverBinary.map { URL(fileURLWithPath: $0) } ?? binary,
                     arguments: [
                         "--database", database, "--app", "\(app.rawValue):\(secret)", "--node-id", "bench\(index)",
                         // Storms of logins from a few loopback addresses are the point here.
                         "--no-rate-limits", "--host", "127.0.0.1", "--max-pending-per-ip", "100000", "--max-pending", "100000",
                     ] + (options.serverThreads.map { ["--threads", "\($0)"] } ?? [])
                         + (options.serverCommitInterval.map { ["--commit-interval", "\($0)"] } ?? []) + webhook,
-                    directory: directory)
+                    directory: directory, launcher: launcher)
                 spawned.append(server)
                 targets.append(
                     BenchTarget(host: "127.0.0.1", port: server.port, sdkAppID: app, secretKey: secret, pid: server.processIdentifier))

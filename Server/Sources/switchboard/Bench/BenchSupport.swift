@@ -44,15 +44,35 @@ final class BenchClient: Sendable {
         let socket = try await BenchSocket.connect(
             host: target.host, port: target.port, path: "/v1/ws", localAddress: source, group: group,
             onText: { [weak self] buffer, time in self?.received(buffer, time) },
-            onClose: { [weak self] in self?.closed.withLockedValue { $0 = true } })
+            onClose: { [weak self] in self?.socketClosed() })
         socketBox.withLockedValue { $0 = socket }
     }
 
-    /// Sends a request and waits for its answer (result or error frame).
+    /// Sends a request and waits for its answer (result or error frame); throws if the
+    /// connection closes first (a server that died must not leave the load waiting for good).
     func request(id: String, _ text: String) async throws -> ByteBuffer {
         try await withCheckedThrowingContinuation { continuation in
-            waiters.withLockedValue { $0[id] = continuation }
+            let open = waiters.withLockedValue { waiters -> Bool in
+                guard !closed.withLockedValue({ $0 }) else { return false }
+                waiters[id] = continuation
+                return true
+            }
+            guard open else {
+                continuation.resume(throwing: BenchError("\(user)'s connection closed before \(id) was answered"))
+                return
+            }
             socket.send(text)
+        }
+    }
+
+    private func socketClosed() {
+        let pending = waiters.withLockedValue { waiters in
+            closed.withLockedValue { $0 = true }
+            defer { waiters = [:] }
+            return waiters
+        }
+        for (id, waiter) in pending {
+            waiter.resume(throwing: BenchError("\(user)'s connection closed before \(id) was answered"))
         }
     }
 

@@ -135,6 +135,9 @@ final class CallLoad: Sendable {
     let records = LatencyRecorder()
     private let counters = NIOLockedValueBox(Counters())
     private let recordWaits = NIOLockedValueBox<[String: (hangupSent: UInt64, count: Int)]>([:])
+    /// In ``closedLoop(calls:timeout:)``: the calls still to place; a pair whose call ended
+    /// places the next at once while any are left.
+    private let refill = NIOLockedValueBox(0)
 
     /// How long each call stays connected before the caller hangs up (0: at once).
     let hold: TimeAmount
@@ -194,6 +197,36 @@ final class CallLoad: Sendable {
         while !recordWaits.withLockedValue({ $0.isEmpty }), monotonicNanos() < drainEnd {
             try? await Task.sleep(for: .milliseconds(5))
         }
+        let stuck = states.indices.filter { states[$0].withLockedValue { $0.busy } }
+        for index in stuck { abandon(index) }
+        let missing = recordWaits.withLockedValue { waits -> Int in
+            defer { waits = [:] }
+            return waits.count
+        }
+        return counters.withLockedValue { counters in
+            counters.unfinished += stuck.count
+            counters.recordsMissing += missing
+            return counters
+        }
+    }
+
+    /// Places exactly `calls` calls, every pair busy at once: each pair places its next call as
+    /// soon as its last one ended. Then waits (at most `timeout` seconds in all) for them and
+    /// their records. The work is the same whatever the machine's speed: the cost scenario counts
+    /// the server's instructions for it.
+    func closedLoop(calls: Int, timeout: Double) async -> Counters {
+        reset()
+        let first = Array(pairs.indices.prefix(calls))
+        for lane in lanes { lane.idle.withLockedValue { $0.removeAll { first.contains($0) } } }
+        refill.withLockedValue { $0 = calls - first.count }
+        for index in first { place(index) }
+        let end = monotonicNanos() + UInt64(timeout * 1e9)
+        while monotonicNanos() < end {
+            let done = counters.withLockedValue { $0.completed + $0.errors } >= calls
+            if done, recordWaits.withLockedValue({ $0.isEmpty }) { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        refill.withLockedValue { $0 = 0 }
         let stuck = states.indices.filter { states[$0].withLockedValue { $0.busy } }
         for index in stuck { abandon(index) }
         let missing = recordWaits.withLockedValue { waits -> Int in
@@ -334,7 +367,16 @@ final class CallLoad: Sendable {
         guard let finished else { return }
         hangup.record(nanos: finished)
         counters.withLockedValue { $0.completed += 1 }
-        lanes[laneOf[index]].idle.withLockedValue { $0.append(index) }
+        let again = refill.withLockedValue { remaining -> Bool in
+            guard remaining > 0 else { return false }
+            remaining -= 1
+            return true
+        }
+        if again {
+            place(index)
+        } else {
+            lanes[laneOf[index]].idle.withLockedValue { $0.append(index) }
+        }
     }
 
     /// A call that never finished: hang it up and free the pair.
