@@ -32,6 +32,13 @@ public final class RawTCPClient: Sendable {
         func channelInactive(context: ChannelHandlerContext) {
             RawTCPClient.update(state) { $0.closed = true }
         }
+
+        /// The server ended its side (its close frame sent, it reads on for a while): closed,
+        /// for what the test waits on, while what the test still writes goes out.
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if case ChannelEvent.inputClosed = event { RawTCPClient.update(state) { $0.closed = true } }
+            context.fireUserInboundEventTriggered(event)
+        }
     }
 
     private init(channel: any Channel, state: NIOLockedValueBox<State>) {
@@ -45,6 +52,7 @@ public final class RawTCPClient: Sendable {
     {
         let reader = Reader()
         var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(reader) }
             }

@@ -31,6 +31,10 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
 
     static let path = "/v1/ws"
 
+    /// How much each read of a connection may take: from 512 bytes, growing up to 64 KiB while
+    /// reads fill it, and shrinking back.
+    static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 256, initial: 512, maximum: 64 * 1024)
+
     let responder: HTTPChannelHandler.Responder
     let services: SessionServices
 
@@ -53,10 +57,15 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
             deadlines.arm(id, after: services.configuration.connections.headTimeout) { [weak channel] in
                 channel?.close(promise: nil)
             }
+            // Reads start small: a logged-in connection keeps its last receive buffer between
+            // reads, and most frames are a few hundred bytes (NIO's default starts every
+            // connection at 2 KiB); the buffer grows for larger messages as NIO sees them fill it.
+            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.receiveBuffers)
             let undecided = UndecidedConnection()
             try channel.pipeline.syncOperations.addHandler(undecided)
             let outcome = try configure(channel, id: id, address: address, logger: logger)
-            outcome.whenSuccess { _ in undecided.decided() }
+            // Once the connection is HTTP or a WebSocket, its own handlers take over.
+            outcome.whenSuccess { _ in channel.pipeline.removeHandler(undecided, promise: nil) }
             return Value(outcome: outcome, channel: channel)
         }
     }
@@ -168,16 +177,13 @@ final class HTTPRequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler 
     }
 }
 
-/// Closes a connection that has not finished its first request head when the server shuts down
-/// (once it is an HTTP or a WebSocket connection, their own handlers decide).
+/// Closes a connection that has not finished its first request head when the server shuts down.
+/// Removed once it is an HTTP or a WebSocket connection, whose own handlers decide then.
 final class UndecidedConnection: ChannelInboundHandler, RemovableChannelHandler, Sendable {
     typealias InboundIn = NIOAny
-    private let isDecided = NIOLockedValueBox(false)
-
-    func decided() { isDecided.withLockedValue { $0 = true } }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ChannelShouldQuiesceEvent, !isDecided.withLockedValue({ $0 }) {
+        if event is ChannelShouldQuiesceEvent {
             context.close(promise: nil)
             return
         }

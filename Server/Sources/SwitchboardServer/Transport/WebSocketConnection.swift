@@ -67,11 +67,14 @@ final class Connection: EventSink {
 /// in more than ``maxFragments`` fragments, 1008 for a peer that does not read (over its outgoing
 /// budget) or did not log in in time, 1012 (service restart: come back) when the server shuts
 /// down, 1000 otherwise.
-final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelHandler, NIOScheduledCallbackHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    private let limits: ConnectionLimits
+    /// The outgoing budget (``ConnectionLimits/outgoingBudgetBytes`` and `Frames`): the two
+    /// numbers, not the whole limits, are kept for each connection.
+    private let budgetBytes: Int
+    private let budgetFrames: Int
     /// The heartbeat interval: a connection silent for a whole one is closed.
     private let pingInterval: Duration
     private let metrics: ServerMetrics
@@ -79,7 +82,9 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     private var context: ChannelHandlerContext?
     private var runner: SessionRunner?
     private var heardSincePing = true
-    private var pinger: Scheduled<Void>?
+    /// The next ping, scheduled with no promise or future (a `Scheduled` task made both for each
+    /// connection at every heartbeat and kept them for its whole interval).
+    private var pinger: NIOScheduledCallback?
     private var framesWhileUnwritable = 0
     /// Where frames go: out; held back until a login answer goes first (``hold()``, bounded by the
     /// outgoing budget); or nowhere, once a close frame was sent or the channel is closing (nothing
@@ -106,7 +111,8 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     init(
         limits: ConnectionLimits, pingInterval: Duration, metrics: ServerMetrics, outbox: LoopOutbox, logger: Logger
     ) {
-        self.limits = limits
+        self.budgetBytes = limits.outgoingBudgetBytes
+        self.budgetFrames = limits.outgoingBudgetFrames
         self.pingInterval = pingInterval
         self.outbox = outbox
         self.metrics = metrics
@@ -238,7 +244,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
             // Out of the value while it grows, so that appending does not copy it.
             output = .open
             waiting.append(text)
-            guard waiting.count <= limits.outgoingBudgetFrames else {
+            guard waiting.count <= budgetFrames else {
                 // Nobody answers the login in time and frames pile up: as for a peer that does not read.
                 output = .closed
                 context.close(promise: nil)
@@ -260,7 +266,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
             outbox.flushLater(self)
         }
         let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-        if waiting > limits.outgoingBudgetBytes || framesWhileUnwritable > limits.outgoingBudgetFrames {
+        if waiting > budgetBytes || framesWhileUnwritable > budgetFrames {
             metrics.slowReaderClosed()
             logger.notice(
                 "closing a connection that does not read",
@@ -292,7 +298,15 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
         close(context, code: code)
     }
 
-    /// Sends a close frame with `code` and closes the connection once it is written.
+    /// How long a connection that sent its close frame goes on reading (and dropping) what the
+    /// peer still sends before the socket is closed.
+    static let lingering = TimeAmount.seconds(2)
+
+    /// Sends a close frame with `code`, then ends the connection's sending side and drops what
+    /// still comes in, until the peer closes or ``lingering`` is over. A socket closed with input
+    /// unread makes the kernel reset the connection, and the reset can reach the peer before it
+    /// read the close frame: a client that sent a message in too many fragments saw "connection
+    /// reset", not 1009 (TransportLimitTests).
     private func close(_ context: ChannelHandlerContext, code: WebSocketErrorCode) {
         guard !closed else { return }
         output = .closed
@@ -300,7 +314,9 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
         data.write(webSocketErrorCode: code)
         let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
         context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in
-            context.close(promise: nil)
+            context.close(mode: .output, promise: nil)
+            context.channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
+            context.eventLoop.assumeIsolated().scheduleTask(in: Self.lingering) { context.close(promise: nil) }
         }
     }
 
@@ -308,9 +324,12 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
 
     private func schedulePing(_ context: ChannelHandlerContext) {
         let interval = TimeAmount.nanoseconds(Int64(pingInterval.components.seconds) * 1_000_000_000)
-        pinger = context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [weak self] in
-            self?.ping()
-        }
+        pinger = try? context.eventLoop.assumeIsolated().scheduleCallback(in: interval, handler: self)
+    }
+
+    func handleScheduledCallback(eventLoop: some EventLoop) {
+        pinger = nil
+        ping()
     }
 
     private func ping() {
