@@ -34,14 +34,17 @@ extension BenchCommand {
         @OptionGroup var options: Options
         @Option(help: "Calls counted (after a warm-up of one call per pair).") var calls = 120
         @Option(help: "Caller-callee pairs, each with one call at a time.") var pairs = 6
-        @Option(help: "Connections held for the memory figure.") var connections = 2000
+        @Option(help: "Connections held for the memory figure (0: no memory figure; a server without switchboard_heap_in_use_bytes).")
+        var connections = 2000
         @Option(help: "A JSON file of figures to compare with (written by --write-baseline).") var baseline: String?
         @Option(help: "How far above the baseline a figure may be, as a fraction.") var tolerance = 0.15
         @Flag(help: "Write the figures measured to --baseline instead of comparing.") var writeBaseline = false
         @Option(help: "The valgrind program.") var valgrind = "valgrind"
+        @Option(help: "Keep callgrind's counts of the calls here (read them with callgrind_annotate).") var profile: String?
 
         func validate() throws {
-            guard calls > 0, pairs > 0, connections > 0 else { throw ValidationError("--calls, --pairs and --connections must be positive") }
+            guard calls > 0, pairs > 0, connections >= 0 else { throw ValidationError("--calls and --pairs must be positive") }
+            if baseline != nil, connections == 0 { throw ValidationError("a baseline compares the memory figure too: --connections above 0") }
             guard tolerance > 0 else { throw ValidationError("--tolerance must be above 0") }
             if writeBaseline, baseline == nil { throw ValidationError("--write-baseline needs --baseline FILE") }
         }
@@ -51,11 +54,13 @@ extension BenchCommand {
             let pairs = min(options.smoke ? 2 : self.pairs, calls)
             let connections = options.smoke ? 50 : self.connections
             let instructions = try await instructionsPerCall(calls: calls, pairs: pairs)
-            let bytes = try await bytesPerConnection(connections)
+            let bytes = connections > 0 ? try await bytesPerConnection(connections) : 0
             let build = options.serverBinary.map { "the server binary \($0)" } ?? Self.buildName
             let measured = CostFigures(instructionsPerCall: instructions, bytesPerConnection: bytes, build: build)
             print("instructions per call      \(measured.instructionsPerCall)  (\(calls) calls, \(pairs) pairs, callgrind)")
-            print("bytes per held connection  \(measured.bytesPerConnection)  (\(connections) connections, heap in use)")
+            if connections > 0 {
+                print("bytes per held connection  \(measured.bytesPerConnection)  (\(connections) connections, heap in use)")
+            }
             guard let baseline else { return }
             let url = URL(fileURLWithPath: baseline)
             if writeBaseline {
@@ -133,7 +138,11 @@ extension BenchCommand {
             // Everything the server did meanwhile counts, its timers' work too: under callgrind that
             // is a few per cent, and it moved the total by 1-2 % when the calls took half as long
             // again on a machine busy with other work (docs/BENCHMARKS.md, "The cost guard").
-            let total = try Self.dumpedInstructions(output, dump: 1)
+            let (dump, total) = try Self.dumped(output, number: 1)
+            if let profile {
+                try? FileManager.default.removeItem(atPath: profile)
+                try FileManager.default.copyItem(atPath: dump, toPath: profile)
+            }
             print("counted \(total) instructions in \(String(format: "%.1f", seconds)) s")
             return total / calls
         }
@@ -203,16 +212,17 @@ extension BenchCommand {
             }
         }
 
-        /// The instructions a callgrind dump counted (its `summary:` line).
-        static func dumpedInstructions(_ output: String, dump: Int) throws -> Int {
+        /// A callgrind dump's file and the instructions it counted (its `summary:` line).
+        static func dumped(_ output: String, number: Int) throws -> (path: String, instructions: Int) {
             let folder = URL(fileURLWithPath: output).deletingLastPathComponent()
             let name = URL(fileURLWithPath: output).lastPathComponent
             let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
-                .filter { $0.hasPrefix(name + ".") && $0.hasSuffix(".\(dump)") }
-            guard let file = files.first else { throw BenchError("callgrind wrote no dump \(dump) in \(folder.path)") }
-            let text = try String(contentsOfFile: folder.appendingPathComponent(file).path, encoding: .utf8)
+                .filter { $0.hasPrefix(name + ".") && $0.hasSuffix(".\(number)") }
+            guard let file = files.first else { throw BenchError("callgrind wrote no dump \(number) in \(folder.path)") }
+            let path = folder.appendingPathComponent(file).path
+            let text = try String(contentsOfFile: path, encoding: .utf8)
             for line in text.split(separator: "\n") where line.hasPrefix("summary:") || line.hasPrefix("totals:") {
-                if let value = line.split(separator: " ").last.flatMap({ Int($0) }) { return value }
+                if let value = line.split(separator: " ").last.flatMap({ Int($0) }) { return (path, value) }
             }
             throw BenchError("no summary in \(file)")
         }
