@@ -9,11 +9,13 @@ import Testing
 struct CallWebhookEventTests {
     typealias T = CallStateMachineTests
 
-    static func events(_ steps: [T.Step]) -> [String] {
+    /// The events of `steps`, for an app that has an endpoint from the step numbered `from` on.
+    static func events(_ steps: [T.Step], endpointFrom: Int = 0) -> [String] {
         var machine = CallStateMachine()
         var now = T.t0
         var described: [String] = []
-        for step in steps {
+        for (index, step) in steps.enumerated() {
+            machine.webhookApps = index >= endpointFrom ? [T.app] : []
             switch step {
             case .wait(let ms): now += ms
             case .event(let event, let facts):
@@ -77,6 +79,18 @@ struct CallWebhookEventTests {
         let offline = Self.events([T.start(online: [])])
         #expect(offline.prefix(3) == ["call.created #1", "call.member.invited bob #2", "call.member.missed bob missed/offline #3"])
         #expect(!offline.contains { $0.hasPrefix("call.member.ringing") })
+    }
+
+    /// An app without an endpoint gets no events made, and its calls are numbered all the same:
+    /// an endpoint made during a call gets the numbers that follow, not 1 again.
+    @Test func anAppWithoutAnEndpointGetsNoEventsAndItsCallsNumbersGoOn() {
+        let steps = [T.start(), T.accept("bob", "b1"), T.hangup("bob", "b1")]
+        #expect(Self.events(steps, endpointFrom: 3).isEmpty)
+        #expect(
+            Self.events(steps, endpointFrom: 2) == [
+                "call.member.left bob answered/hangup #5", "call.member.left alice answered/hangup #6",
+                "call.ended hangup 1s #7", "call.record.written alice answered #8", "call.record.written bob answered #9",
+            ])
     }
 
     @Test func aGroupCallsJoinAndLeave() {

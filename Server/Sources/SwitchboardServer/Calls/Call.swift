@@ -155,7 +155,7 @@ extension CallStateMachine {
         /// The last SFU session number given out in this call (to any member): sessions are
         /// unique in a call, so a signal of a member's earlier stay never matches a later one.
         var sfuSessions: Int?
-        /// The number of the call's last webhook event (``CallStateMachine/notify(_:of:now:out:)``).
+        /// The number of the call's last webhook event (``CallStateMachine/notify(of:now:out:_:)``).
         /// Journaled with the call, so a call restored after a restart numbers on without reusing
         /// one. Optional: journals from before webhooks lack it.
         var eventSequence: Int?

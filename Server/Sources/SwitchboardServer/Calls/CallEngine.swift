@@ -76,6 +76,7 @@ actor CallEngine {
             reply?(refusal)
             return refusal
         }
+        machine.webhookApps = webhooks.apps
         let output = machine.handle(resolved.event, facts: resolved.facts, now: clock.now())
         return perform(output, reply: reply, tokens: resolved.tokens)
     }
@@ -349,9 +350,11 @@ actor CallEngine {
             }
             let stoppedAt = min(now, max(entry.updatedAt, lastAlive ?? entry.updatedAt))
             if now - stoppedAt <= grace {
+                machine.webhookApps = webhooks.apps
                 perform(machine.restore(call, now: now), reply: nil)
                 logger.notice("restored a call from the journal", metadata: ["call": "\(call.id)"])
             } else {
+                machine.webhookApps = webhooks.apps
                 perform(machine.recover(call, endTime: stoppedAt), reply: nil)
                 logger.notice("ended a call the last run left open", metadata: ["call": "\(call.id)"])
             }
@@ -394,6 +397,7 @@ actor CallEngine {
         sleeper = nil
         sleeperDeadline = nil
         let now = clock.now()
+        machine.webhookApps = webhooks.apps
         for key in timers.popDue(now: now) {
             perform(machine.handle(.timerFired(key), now: now), reply: nil)
         }

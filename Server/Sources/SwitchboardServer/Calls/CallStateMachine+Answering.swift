@@ -97,7 +97,7 @@ extension CallStateMachine {
         let entered = WebhookMemberEntered(
             callId: call.id, userId: key.user, deviceId: command.device, callStartTime: call.startTime ?? now)
         // Answered: the invitation rang the user's devices; joined: anyone else who came in.
-        notify(pushed != nil ? .memberAnswered(entered) : .memberJoined(entered), of: &call, now: now, out: &out)
+        notify(of: &call, now: now, out: &out) { _ in pushed != nil ? .memberAnswered(entered) : .memberJoined(entered) }
         let snapshot = call.info
         out.answer(.call(snapshot))
         out.append(contentsOf: waiting.actions)

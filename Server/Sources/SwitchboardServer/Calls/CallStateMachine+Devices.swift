@@ -25,11 +25,12 @@ extension CallStateMachine {
                     .send(
                         .callReceived(CallReceivedEvent(call: call.info, inviterId: member.inviterId ?? call.callerId)),
                         to: .device(user, device)))
-                notify(
+                notify(of: &call, now: now, out: &out) { call in
                     .memberRinging(
                         WebhookMemberRinging(
                             callId: call.id, userId: user.user, connected: true, pushed: false, deviceId: device,
-                            ringsUntil: deadline)), of: &call, now: now, out: &out)
+                            ringsUntil: deadline))
+                }
                 calls[call.id] = call
             case .joined(let presence) where presence.device == device:
                 // The same device is back: resume the call where it was.

@@ -56,7 +56,7 @@ extension CallStateMachine {
             out.send(event, to: member, of: call)
             out.append(contentsOf: elsewhere)
         }
-        notify(endedEvent(call, reason: reason, by: by, now: now), of: &call, now: now, out: &out)
+        notify(of: &call, now: now, out: &out) { Self.endedEvent($0, reason: reason, by: by, now: now) }
     }
 
     /// Marks a member as left, adds up their time in the call and stops their timers. Returns the
@@ -95,8 +95,8 @@ extension CallStateMachine {
                 at: now, result: result, reason: reason, by: by, device: member.presence?.device,
                 blocksCaller: member.isScreened))
         roster.remove(call.key(member), from: call.id)
-        if let event = departureEvent(call.members[index], phase: member.phase, in: call) {
-            notify(event, of: &call, now: now, out: &out)
+        if let event = Self.departureEvent(call.members[index], phase: member.phase, in: call) {
+            notify(of: &call, now: now, out: &out) { _ in event }
         }
         return elsewhere
     }

@@ -27,13 +27,14 @@ extension CallStateMachine {
         call.pushConfig = params.pushConfig
         if invitees.count > 1 || params.chatGroupId != nil { call.becomeGroup(sfu: configuration.sfu) }
         roster.add(command.caller, to: call.id)
-        notify(
+        notify(of: &call, now: now, out: &out) { call in
             .callCreated(
                 WebhookCallCreated(
                     callId: call.id, roomId: call.roomId, callType: call.type, mediaType: call.mediaType,
                     callerId: call.callerId, callerDeviceId: command.device, inviteeIds: invitees,
                     chatGroupId: call.chatGroupId, userData: call.userData, isEphemeral: call.isEphemeral,
-                    timeout: call.timeout, createdAt: now)), of: &call, now: now, out: &out)
+                    timeout: call.timeout, createdAt: now))
+        }
         let added = addInvitees(
             invitees, inviter: command.caller.user, to: &call, settings: command.settings, facts: facts,
             profiles: command.profiles, now: now, out: &out)
@@ -131,10 +132,12 @@ extension CallStateMachine {
             } else {
                 call.members.append(member)
             }
-            notify(.memberInvited(WebhookMemberInvited(callId: call.id, userId: invitee, inviterId: inviter)), of: &call, now: now, out: &out)
+            notify(of: &call, now: now, out: &out) { call in
+                .memberInvited(WebhookMemberInvited(callId: call.id, userId: invitee, inviterId: inviter))
+            }
             // Not reached at all (busy, offline, or blocking the caller who sees them offline).
-            if let missed = departureEvent(member, phase: .ringing(pushed: false, deadline: deadline), in: call) {
-                notify(missed, of: &call, now: now, out: &out)
+            if let missed = Self.departureEvent(member, phase: .ringing(pushed: false, deadline: deadline), in: call) {
+                notify(of: &call, now: now, out: &out) { _ in missed }
             }
         }
         return (ringing, busy, unreachable)
@@ -165,11 +168,12 @@ extension CallStateMachine {
             let key = UserKey(app: call.app, user: invitee)
             out.append(.send(.callReceived(CallReceivedEvent(call: snapshot, inviterId: inviter)), to: .user(key)))
             out.append(.setTimer(.ring(call.id, invitee), at: deadline))
-            notify(
+            notify(of: &call, now: now, out: &out) { call in
                 .memberRinging(
                     WebhookMemberRinging(
                         callId: call.id, userId: invitee, connected: online.contains(invitee), pushed: pushed,
-                        ringsUntil: deadline)), of: &call, now: now, out: &out)
+                        ringsUntil: deadline))
+            }
             if pushed {
                 let push = IncomingCallPush(
                     callId: call.id, sdkAppID: call.app, userId: invitee, callerId: call.callerId,

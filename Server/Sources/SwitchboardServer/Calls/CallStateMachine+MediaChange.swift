@@ -85,11 +85,11 @@ extension CallStateMachine {
         call.mediaChange = nil
         out.append(.cancelTimer(.mediaChange(call.id, change.id)))
         if result == .agreed {
-            notify(
+            notify(of: &call, now: now, out: &out) { call in
                 .mediaTypeChanged(
                     WebhookMediaTypeChanged(
-                        callId: call.id, from: call.mediaType, to: change.mediaType, requesterId: change.requester)),
-                of: &call, now: now, out: &out)
+                        callId: call.id, from: call.mediaType, to: change.mediaType, requesterId: change.requester))
+            }
             call.mediaType = change.mediaType
         }
         calls[call.id] = call

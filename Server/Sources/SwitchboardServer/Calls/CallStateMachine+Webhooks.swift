@@ -6,18 +6,24 @@ extension CallStateMachine {
     /// Numbers an event of `call` and asks the owner to report it (``CallAction/notify(_:)``).
     /// The call is journaled with its new count in the same commit as the event: were the count
     /// not kept with the event, a call restored after a crash would number a later event the same.
-    mutating func notify(_ data: WebhookEventData, of call: inout Call, now: Int64, out: inout CallOutput) {
+    /// An app without a webhook endpoint has its events numbered (an endpoint made during the call
+    /// sees the numbers go on) but not made: most calls' apps want none, and making every event of
+    /// every call to drop it in the engine was a share of each call's cost (docs/BENCHMARKS.md).
+    mutating func notify(
+        of call: inout Call, now: Int64, out: inout CallOutput, _ make: (Call) -> WebhookEventData
+    ) {
         let sequence = (call.eventSequence ?? 0) + 1
         call.eventSequence = sequence
-        var data = data
+        markForJournal(call.id)
+        guard webhookApps.contains(call.app) else { return }
+        var data = make(call)
         data.setSequence(sequence)
         out.append(.notify(WebhookNotice(id: "evt_\(call.id.rawValue)_\(sequence)", app: call.app, time: now, data: data)))
-        markForJournal(call.id)
     }
 
     /// How a member's part ended, as its webhook reports it: a ringing member rejected or missed
     /// the call, a joined one left it. `phase` is the member's phase before leaving.
-    func departureEvent(_ member: Member, phase: Member.Phase, in call: Call) -> WebhookEventData? {
+    static func departureEvent(_ member: Member, phase: Member.Phase, in call: Call) -> WebhookEventData? {
         guard let departure = member.departure else { return nil }
         switch phase {
         case .ringing, .screened:
@@ -47,7 +53,7 @@ extension CallStateMachine {
     }
 
     /// `call.ended`: the call's end, duration and every member's outcome (once all have left).
-    func endedEvent(_ call: Call, reason: CallEndReason, by: UserID?, now: Int64) -> WebhookEventData {
+    static func endedEvent(_ call: Call, reason: CallEndReason, by: UserID?, now: Int64) -> WebhookEventData {
         let members = call.members.map { member in
             let departure = member.departure
             return WebhookCallEnded.Member(

@@ -42,6 +42,9 @@ struct CallStateMachine: Sendable {
     var calls: [CallID: Call] = [:]
     var roster = CallRoster()
     var ended: EndedCalls
+    /// The apps that have a webhook endpoint now (the owner keeps it up to date): the events of
+    /// other apps' calls are numbered but not made (``notify(of:now:out:_:)``).
+    var webhookApps: Set<SdkAppID> = []
     /// Calls whose membership changed since the owner last journaled them.
     private var journalPending: [CallID] = []
     private var journalPendingSet: Set<CallID> = []
@@ -234,7 +237,9 @@ struct CallStateMachine: Sendable {
         let records = call.isEphemeral ? [] : call.records(now: now)
         var reported = call
         for draft in records {
-            notify(.recordWritten(WebhookRecordWritten(userId: draft.owner.user, record: draft.record)), of: &reported, now: now, out: &out)
+            notify(of: &reported, now: now, out: &out) { _ in
+                .recordWritten(WebhookRecordWritten(userId: draft.owner.user, record: draft.record))
+            }
         }
         out.append(.writeRecords(call.id, records))
     }

@@ -11,6 +11,7 @@ final class WebhookDirectory: Sendable {
         var endpoints: [WebhookEndpoint] = []
         /// Per app, the types some endpoint wants; nil: every type.
         var wanted: [SdkAppID: Set<WebhookEventType>?] = [:]
+        var apps: Set<SdkAppID> = []
     }
 
     private let state = NIOLockedValueBox(State())
@@ -26,6 +27,9 @@ final class WebhookDirectory: Sendable {
 
     var endpoints: [WebhookEndpoint] { state.withLockedValue { $0.endpoints } }
 
+    /// The apps with an endpoint (the call engine's machine makes events for these only).
+    var apps: Set<SdkAppID> { state.withLockedValue { $0.apps } }
+
     func replace(with endpoints: [WebhookEndpoint]) {
         var wanted: [SdkAppID: Set<WebhookEventType>?] = [:]
         for endpoint in endpoints {
@@ -38,6 +42,7 @@ final class WebhookDirectory: Sendable {
         state.withLockedValue { state in
             state.endpoints = endpoints
             state.wanted = wanted
+            state.apps = Set(wanted.keys)
         }
     }
 }
