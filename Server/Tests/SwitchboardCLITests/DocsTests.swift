@@ -26,8 +26,8 @@ import Glibc
 /// for `N` and `S`, and hangs up after 1 s instead of 30. Variables the docs use (`$SECRET`,
 /// `$ADMIN_SECRET`, …) are set, and the key files they name are made.
 struct DocsTests {
-    /// The repository's root.
-    static let root = CLITests.binary.deletingLastPathComponent().deletingLastPathComponent()
+    /// The repository's root (this file is Server/Tests/SwitchboardCLITests/DocsTests.swift).
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
     // MARK: - links
