@@ -56,7 +56,9 @@ extension BenchCommand {
             let instructions = try await instructionsPerCall(calls: calls, pairs: pairs)
             let bytes = connections > 0 ? try await bytesPerConnection(connections) : 0
             let build = options.serverBinary.map { "the server binary \($0)" } ?? Self.buildName
-            let measured = CostFigures(instructionsPerCall: instructions, bytesPerConnection: bytes, build: build)
+            let measured = CostFigures(
+                instructionsPerCall: instructions, bytesPerConnection: bytes, build: build, calls: calls, pairs: pairs,
+                connections: connections)
             print("instructions per call      \(measured.instructionsPerCall)  (\(calls) calls, \(pairs) pairs, callgrind)")
             if connections > 0 {
                 print("bytes per held connection  \(measured.bytesPerConnection)  (\(connections) connections, heap in use)")
@@ -71,6 +73,10 @@ extension BenchCommand {
             let committed = try JSONDecoder().decode(CostFigures.self, from: Data(contentsOf: url))
             guard committed.build == measured.build else {
                 throw BenchError("\(baseline) holds figures of a \(committed.build) build; this is a \(measured.build) build")
+            }
+            guard (committed.calls, committed.pairs, committed.connections) == (calls, pairs, connections) else {
+                throw BenchError(
+                    "\(baseline) was measured with --calls \(committed.calls) --pairs \(committed.pairs) --connections \(committed.connections): compare like with like")
             }
             let verdicts = measured.compare(with: committed, tolerance: tolerance)
             for verdict in verdicts { print(verdict.line) }
@@ -235,6 +241,10 @@ struct CostFigures: Codable, Equatable {
     var bytesPerConnection: Int
     /// "debug" or "release": figures of different builds are not compared.
     var build: String
+    /// The scenario they were measured with (`--calls`, `--pairs`, `--connections`).
+    var calls: Int
+    var pairs: Int
+    var connections: Int
 
     struct Verdict {
         var name: String
