@@ -15,6 +15,17 @@ public final class TestClock: SwitchboardClock {
         var cancelled: Set<UInt64> = []
         var nextID: UInt64 = 0
         var countWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var deadlineWaiters: [(deadline: Int64, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// The waiters a new sleep (with its deadline) satisfies, removed from the lists.
+        mutating func satisfied(byA deadline: Int64) -> [CheckedContinuation<Void, Never>] {
+            let count = sleepers.count
+            let ready = countWaiters.filter { $0.count <= count }.map(\.continuation)
+                + deadlineWaiters.filter { $0.deadline == deadline }.map(\.continuation)
+            countWaiters.removeAll { $0.count <= count }
+            deadlineWaiters.removeAll { $0.deadline == deadline }
+            return ready
+        }
     }
 
     private let state: NIOLockedValueBox<State>
@@ -41,10 +52,7 @@ public final class TestClock: SwitchboardClock {
                     if state.cancelled.remove(id) != nil { return (.failure(CancellationError()), []) }
                     if deadline <= state.now { return (.success(()), []) }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    let count = state.sleepers.count
-                    let ready = state.countWaiters.filter { $0.count <= count }.map(\.continuation)
-                    state.countWaiters.removeAll { $0.count <= count }
-                    return (nil, ready)
+                    return (nil, state.satisfied(byA: deadline))
                 }
                 if let outcome { continuation.resume(with: outcome) }
                 ready.forEach { $0.resume() }
@@ -68,6 +76,20 @@ public final class TestClock: SwitchboardClock {
             let ready = state.withLockedValue { state -> Bool in
                 if state.sleepers.count >= count { return true }
                 state.countWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Returns once a task sleeps until exactly `deadline` (milliseconds on this clock): the event
+    /// that one particular timer was armed, told from the others by its deadline (a backoff of
+    /// 500 ms from now, beside tickers of a second).
+    public func waitForSleeper(until deadline: Int64) async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLockedValue { state -> Bool in
+                if state.sleepers.values.contains(where: { $0.deadline == deadline }) { return true }
+                state.deadlineWaiters.append((deadline, continuation))
                 return false
             }
             if ready { continuation.resume() }

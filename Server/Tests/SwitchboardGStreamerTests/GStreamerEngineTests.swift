@@ -223,11 +223,15 @@ struct GStreamerEngineTests {
         try await Self.barrier(bob, from: "alice")
         #expect(await Self.frames(bob, "alice", .video) > stopped)
 
-        // bob shares a screen: a second video track, which alice decodes as a screen; then he stops.
+        // bob shares a screen: a second video track, which alice decodes as a screen beside his
+        // camera (whose count goes on from where it was when the share began); then he stops.
+        let cameraBeforeTheShare = await Self.frames(alice, "bob", .video)
         bob.client.deviceStore.startScreenShare(.testPattern)
         try await alice.calls.first(timeout: Self.wait) { if case .onRemoteScreenShareChanged(_, "bob", true) = $0 { true } else { false } }
         try await Self.expect(alice, .frameSize("bob", .screen, width: 480, height: 270))
-        #expect(await Self.frames(alice, "bob", .video) > 0)
+        try await Self.barrier(alice, from: "bob")
+        #expect(await Self.frames(alice, "bob", .video) > cameraBeforeTheShare, "bob's camera stopped when his screen began")
+        #expect(await Self.frames(alice, "bob", .screen) > 0)
         bob.client.deviceStore.stopScreenShare()
         try await Self.expect(alice, .trackEnded("bob", .screen))
         await server.stop()

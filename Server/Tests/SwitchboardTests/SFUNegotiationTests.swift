@@ -40,17 +40,14 @@ struct SFUNegotiationTests {
         }
 
         // Janus dies and comes back: each member's old connections close, new ones open, and the
-        // new publish offer is answered by the new Janus.
+        // new publish offer is answered by the new Janus. The server connects again after its
+        // first backoff (500 ms on its clock, which stands still until the test moves it): once
+        // that timer is armed and Janus is back, the test moves the clock past it.
+        let lost = server.clock.now()
         janus.kill()
         try await janus.restart()
-        // The server connects again after a backoff on its clock, which the test moves.
-        let reconnecting = Task {
-            for _ in 0..<120 where !Task.isCancelled {
-                server.clock.advance(by: .seconds(1))
-                try? await Task.sleep(for: .milliseconds(50))
-            }
-        }
-        defer { reconnecting.cancel() }
+        await server.clock.waitForSleeper(until: lost + 500)
+        server.clock.advance(by: .milliseconds(500))
         for (index, member) in [alice, bob, carol].enumerated() {
             let closed = try await member.media.calls.position(after: marks[index]) { $0 == .sfuClosed(.publish) }
             let opened = try await member.media.calls.position(after: closed) { $0 == .sfuOpened(.publish) }
