@@ -3,12 +3,20 @@ import SwitchboardTestServers
 import Testing
 
 /// Suites that need an outside part (PostgreSQL, Janus, the GStreamer engine, Tencent's generator, the
-/// soak's minute) skip where it is missing, so that `swift test` works on any machine. In CI
-/// (`CI=true`, or `SWITCHBOARD_REQUIRE_ALL=1`) a skip would hide a whole area from the run: there
-/// each missing part fails here, by name.
+/// soak's minute, Chromium for the browser tests, the iOS kit for the type-check) skip where it is
+/// missing, so that `swift test` works on any machine. In CI (`CI=true`, or `SWITCHBOARD_REQUIRE_ALL=1`,
+/// which `.ci/run` sets itself) a skip would hide a whole area from the run: there each missing part
+/// fails here, by name.
 struct RequiredPartsTests {
     static let environment = ProcessInfo.processInfo.environment
     static let required = environment["CI"] == "true" || environment["SWITCHBOARD_REQUIRE_ALL"] == "1"
+
+    /// Where scripts/ios-typecheck finds the iPhoneOS SDK and WebRTC headers: $SWITCHBOARD_IOS_KIT, or
+    /// ../shared/ios beside the repository (this file is Server/Tests/SwitchboardCLITests/…).
+    static let iosKit = environment["SWITCHBOARD_IOS_KIT"]
+        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("shared/ios").path
 
     @Test(.enabled(if: required)) func everySuiteRunsInCI() {
         #expect(
@@ -29,6 +37,13 @@ struct RequiredPartsTests {
         #expect(
             NetworkPostgres.binaries != nil,
             "PostgreSQL is not installed: LeaderDatabaseCutTests were skipped (scripts/postgres install)")
+        #expect(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
+                && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"),
+            "Chromium or chromedriver is not installed: the browser tests cannot run (scripts/browser-deps)")
+        #expect(
+            FileManager.default.fileExists(atPath: Self.iosKit),
+            "no iOS kit at \(Self.iosKit): the Apple-only code is not type-checked (set SWITCHBOARD_IOS_KIT)")
         #expect(
             Self.environment["SWITCHBOARD_SOAK"] == "1",
             "SWITCHBOARD_SOAK is not 1: the soak suites were skipped (scripts/test sets it for the whole suite)")
