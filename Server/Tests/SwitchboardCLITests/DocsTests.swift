@@ -217,6 +217,8 @@ struct DocsTests {
     /// Every command the three files give, by how it starts (its words), and how it is run.
     static let ways: [(start: String, way: Way)] = [
         ("scripts/test", .notRun("the test suite itself")),
+        (".build-venv/bin/python Server/Tests/Browser/run.py", .notRun("the browser tests, which scripts/test runs")),
+        ("Server/.build-test/debug/switchboard bench cost", .notRun("the cost guard, which scripts/test runs (a minute under callgrind)")),
         ("scripts/media-deps", .notRun("installs packages with apt (scripts/test runs it before it builds)")),
         ("swift build --package-path Server", .notRun("the build this test runs on (the release build's 20 minutes: the debug binary stands for it)")),
         ("apt-get install janus", .notRun("installs a package (scripts/janus installs Janus for the SFU tests)")),
