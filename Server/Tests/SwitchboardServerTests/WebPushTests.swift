@@ -86,11 +86,13 @@ struct WebPushTests {
 
     /// The message that rang `call`. The transports' timeouts are real time while the test clock
     /// stands still: on a machine loaded enough for an attempt to run out of time, the retry waits
-    /// for the clock, so each `retrying` outcome moves it past the backoff (0.5 s, doubling).
+    /// for the clock, so each `retrying` outcome moves it past the backoff (0.5 s, doubling). An
+    /// outcome comes within one attempt's timeouts (connect 10 s, answer 15 s) of real time: the
+    /// wait for it is 60 s (a run beside a release build once took more than 30).
     func ringingMessage(_ s: Setup, of call: CallID) async throws -> TestWebPushServer.Message {
         var from = 0
         for _ in 0..<4 {
-            let outcome = try await s.deliveries.first(from: from, timeout: .seconds(30)) { $0.callId == call && $0.kind == "incomingCall" }
+            let outcome = try await s.deliveries.first(from: from, timeout: .seconds(60)) { $0.callId == call && $0.kind == "incomingCall" }
             guard outcome.outcome == "retrying" else { break }
             print("WebPushTests: an attempt to ring \(call) is retried (answers: \(s.service.answers.values))")
             from = try await s.deliveries.position(after: from) { $0.callId == call && $0.kind == "incomingCall" }
@@ -243,11 +245,8 @@ struct WebPushTests {
         let fresh = s.service.subscribe(applicationServerKey: newKey)
         try await Self.registerSubscription(s.server, user: "bob", device: "bob-tab", fresh)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        let callId = call.callId
-        let outcome = try await s.deliveries.first(timeout: .seconds(30)) { $0.callId == callId }
-        #expect(outcome.outcome == "delivered", "answers: \(s.service.answers.values)")
-        let message = try await s.service.messages.first(timeout: .seconds(30)) { _ in true }
-        #expect(message.endpoint == fresh.endpoint && message.push?.callId == call.callId)
+        let message = try await ringingMessage(s, of: call.callId)
+        #expect(message.endpoint == fresh.endpoint && message.push?.callId == call.callId, "answers: \(s.service.answers.values)")
         #expect(message.subject == "mailto:ops@example.com")
         await tearDown(s)
     }
