@@ -307,9 +307,14 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     /// unread makes the kernel reset the connection, and the reset can reach the peer before it
     /// read the close frame: a client that sent a message in too many fragments saw "connection
     /// reset", not 1009 (TransportLimitTests).
+    ///
+    /// The session ends with the close frame, not with the socket: a device that closed and logs
+    /// in again at once finds its old session gone, as it did when the socket closed at once (the
+    /// channel's end later is a second `disconnected`, which the session ignores).
     private func close(_ context: ChannelHandlerContext, code: WebSocketErrorCode) {
         guard !closed else { return }
         output = .closed
+        runner?.disconnected()
         var data = context.channel.allocator.buffer(capacity: 2)
         data.write(webSocketErrorCode: code)
         let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
