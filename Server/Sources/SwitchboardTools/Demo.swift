@@ -328,7 +328,9 @@ final class Timeline: Sendable {
         _ predicate: @escaping @Sendable (CallStoreEvent) -> Bool
     ) async throws {
         do {
-            try await participant.events.first(timeout: timeout, where: predicate)
+            // From the start of the participant's events: every event the demo waits for names
+            // its own call, so none earlier can answer it.
+            try await participant.events.first(from: 0, timeout: timeout, where: predicate)
         } catch {
             fail("\(name) did not get the expected event")
         }
@@ -339,7 +341,8 @@ final class Timeline: Sendable {
         _ predicate: @escaping @Sendable (CallStore.State) -> Bool
     ) async throws {
         do {
-            try await Recorder(participant.client.callStore.stateUpdates).first(timeout: timeout, where: predicate)
+            // A state reached: the state as it is now (the stream's first value) counts.
+            try await Recorder(participant.client.callStore.stateUpdates).first(from: 0, timeout: timeout, where: predicate)
             output("\(stamp())  \(participant.name.padding(toLength: 10, withPad: " ", startingAt: 0)) ✓ \(description)")
         } catch {
             fail("\(participant.name): \(description) not reached")

@@ -95,10 +95,15 @@ public final class Recorder<Value: Sendable>: Sendable {
         }
     }
 
-    /// The first value (received at or after position `from`) that matches, waiting for it if needed.
+    /// The first value received at or after position `from` that matches, waiting for it if needed.
+    ///
+    /// `from` has no default: a wait says where it starts. `0` is the whole stream, replayed state
+    /// included (a state stream begins with the state as it was when the recorder subscribed), so
+    /// a wait for what an action brings about starts at a position taken before that action
+    /// (``values``' count, or ``position(after:where:)`` of the event that precedes it).
     @discardableResult
     public func first(
-        from: Int = 0, timeout: Duration = Recorder.defaultTimeout, where predicate: @escaping @Sendable (Value) -> Bool
+        from: Int, timeout: Duration = Recorder.defaultTimeout, where predicate: @escaping @Sendable (Value) -> Bool
     ) async throws -> Value {
         let waiterID = state.withLockedValue { state in
             state.nextWaiter += 1
@@ -126,7 +131,7 @@ extension Recorder {
     /// past it: a wait for what must follow that value starts there, so a value replayed or
     /// received before it cannot answer that wait.
     public func position(
-        after from: Int = 0, timeout: Duration = Recorder.defaultTimeout, where predicate: @escaping @Sendable (Value) -> Bool
+        after from: Int, timeout: Duration = Recorder.defaultTimeout, where predicate: @escaping @Sendable (Value) -> Bool
     ) async throws -> Int {
         try await first(from: from, timeout: timeout, where: predicate)
         let values = self.values
@@ -135,12 +140,13 @@ extension Recorder {
         return index + 1
     }
 
-    /// Waits until `count` values that match have arrived; returns them.
+    /// Waits until `count` values that match have arrived at or after position `from`; returns them.
     @discardableResult
     public func matches(
-        _ count: Int, timeout: Duration = Recorder.defaultTimeout, where predicate: @escaping @Sendable (Value) -> Bool
+        _ count: Int, from: Int, timeout: Duration = Recorder.defaultTimeout,
+        where predicate: @escaping @Sendable (Value) -> Bool
     ) async throws -> [Value] {
-        var from = 0
+        var from = from
         var found: [Value] = []
         while found.count < count {
             let value = try await first(from: from, timeout: timeout, where: predicate)

@@ -63,10 +63,10 @@ struct CallCommandTests {
         }
         let bob = try Spawned(arguments("bob") + ["--answer", "--audio-source", "tone"])
         // bob is waiting before alice calls: his second line says so.
-        try await bob.output.first(timeout: .seconds(30)) { $0.contains("\"waiting\"") }
+        try await bob.output.first(from: 0, timeout: .seconds(30)) { $0.contains("\"waiting\"") }
         let alice = try Spawned(arguments("alice") + ["--to", "bob"])
         for (process, peer) in [(alice, "bob"), (bob, "alice")] {
-            try await process.output.first(timeout: .seconds(30)) { line in
+            try await process.output.first(from: 0, timeout: .seconds(30)) { line in
                 guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                     object["event"] as? String == "status",
                     let member = (object["members"] as? [String: Any])?[peer] as? [String: Any]

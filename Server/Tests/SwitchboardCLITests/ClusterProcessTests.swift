@@ -339,10 +339,10 @@ import FoundationNetworking
                 group.addTask {
                     try await pair.caller.callStore.hangup(callId: pair.call)
                     for events in [pair.callerEvents, pair.calleeEvents] {
-                        let ended = try await events.first(timeout: .seconds(60), where: isEnded)
+                        let ended = try await events.first(from: 0, timeout: .seconds(60), where: isEnded)
                         #expect(
                             ended == .onCallEnded(callId: pair.call, mediaType: .audio, reason: .hangup, userId: pair.callerName))
-                        let record = try #require(await events.first(timeout: .seconds(60), where: isRecord).record)
+                        let record = try #require(await events.first(from: 0, timeout: .seconds(60), where: isRecord).record)
                         #expect(record.callId == pair.call && record.result == .answered && record.endReason == .hangup)
                         #expect(record.startTime == pair.startTime)
                         #expect(record.duration == Int((record.endTime - pair.startTime) / 1000))

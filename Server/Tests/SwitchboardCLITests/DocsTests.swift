@@ -301,7 +301,7 @@ struct DocsTests {
                 .replacingOccurrences(of: "switchboard call", with: "switchboard call --server ws://127.0.0.1:\(server.port)/v1/ws")
         }
         let answering = try scratch.start(text(calls[0]))
-        try await answering.output.first(timeout: .seconds(30)) { $0.contains("waiting for a call") }
+        try await answering.output.first(from: 0, timeout: .seconds(30)) { $0.contains("waiting for a call") }
         let placing = try await scratch.run(text(calls[1]))
         #expect(placing.status == 0, "\(placing.stdout)\n\(placing.stderr)")
         let (status, output) = await answering.finish()
@@ -399,7 +399,7 @@ struct DocsTests {
         /// banner is out.
         func serve(_ command: String) async throws -> Server {
             let process = try start(command.hasPrefix("exec ") ? command : "exec " + command)
-            let banner = try await process.output.first(timeout: .seconds(60)) { $0.contains("Stop with Ctrl-C") }
+            let banner = try await process.output.first(from: 0, timeout: .seconds(60)) { $0.contains("Stop with Ctrl-C") }
             _ = banner
             let lines = process.output.values
             let port = lines.first.flatMap { $0.split(separator: ":").last.flatMap { Int($0) } }

@@ -144,7 +144,7 @@ struct CallPair {
     /// The callee hangs up; the caller hears it.
     func hangUp() async throws {
         try await ClusterProcessTests.hangup(callee)
-        let ended = try await events.0.first(where: isEnded)
+        let ended = try await events.0.first(from: 0, where: isEnded)
         #expect(ended == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: UserID(rawValue: names.1)))
     }
 }

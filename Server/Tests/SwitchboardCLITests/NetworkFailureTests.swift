@@ -66,7 +66,7 @@ struct NetworkFailureTests {
         defer { call.stop() }
         let cut = ContinuousClock.now
         try call.network.cut("alice")
-        let bobSaw = try await call.bob.output.first { NetworkCall.callEvent($0)?.hasPrefix("onCallEnded") == true }
+        let bobSaw = try await call.bob.output.first(from: 0) { NetworkCall.callEvent($0)?.hasPrefix("onCallEnded") == true }
         let ended = ContinuousClock.now - cut
         try call.network.restore("alice")
         let (aliceStatus, aliceOutput) = await call.alice.finish()
@@ -117,7 +117,7 @@ struct NetworkFailureTests {
                 // The engine's ICE timers decide this, not the machine's speed: 7-8 s mostly; up
                 // to four attempts (the first and three restarts, each resetting the other side's
                 // checks) on the offerer's side.
-                return try await process.output.position(timeout: .seconds(90)) {
+                return try await process.output.position(after: 0, timeout: .seconds(90)) {
                     NetworkCall.mediaSummary($0) == "connection to \(peer): failed"
                 }
             } catch {
@@ -326,12 +326,12 @@ final class NetworkCall: Sendable {
         do {
             let bob = try Spawned(arguments("bob") + ["--answer"], launcher: network.launcher(in: "bob"))
             processes.append(bob)
-            try await bob.output.first { $0.contains("\"waiting\"") }
+            try await bob.output.first(from: 0) { $0.contains("\"waiting\"") }
             let alice = try Spawned(
                 arguments("alice") + ["--to", "bob"] + (video ? ["--video"] : []), launcher: network.launcher(in: "alice"))
             processes.append(alice)
             // The caller's `onCallStarted`: the call is connected on signaling.
-            let connected = try await alice.output.position { callEvent($0)?.hasPrefix("onCallStarted") == true }
+            let connected = try await alice.output.position(after: 0) { callEvent($0)?.hasPrefix("onCallStarted") == true }
             if !isolated {
                 _ = try await framesRise(alice, peer: "bob", from: 0)
                 _ = try await framesRise(bob, peer: "alice", from: 0)

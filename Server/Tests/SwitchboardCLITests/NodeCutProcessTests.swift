@@ -196,7 +196,7 @@ import FoundationNetworking
         #expect(!aliceEvents.values.contains(where: isEnded) && !bobEvents.values.contains(where: isEnded))
         try await ClusterProcessTests.hangup(bob)
         print("database cut \(seconds) s: bob hung up \(ContinuousClock.now - start) after the cut began")
-        #expect(try await aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
+        #expect(try await aliceEvents.first(from: 0, where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
 
         try? await alice.loginStore.logout()
         try? await bob.loginStore.logout()

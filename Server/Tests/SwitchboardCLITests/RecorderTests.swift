@@ -7,13 +7,13 @@ struct RecorderTests {
     /// A recorded value answers a wait already under way, and a wait that starts after it.
     @Test func aRecordedValueAnswersWaitsBeforeAndAfter() async throws {
         let recorder = Recorder<Int>()
-        async let waiting = recorder.first(timeout: .seconds(30)) { $0 == 2 }
+        async let waiting = recorder.first(from: 0, timeout: .seconds(30)) { $0 == 2 }
         // The wait is registered before the values arrive only if it ran first; either way it
         // must find the match.
         recorder.record(1)
         recorder.record(2)
         #expect(try await waiting == 2)
-        #expect(try await recorder.first(timeout: .seconds(30)) { $0 == 1 } == 1)
+        #expect(try await recorder.first(from: 0, timeout: .seconds(30)) { $0 == 1 } == 1)
         #expect(recorder.values == [1, 2])
     }
 
@@ -41,7 +41,7 @@ struct RecorderTests {
             }
         }
         for n in 0..<200 {
-            let seen = try await messages.first(timeout: .seconds(30)) { $0 == n }
+            let seen = try await messages.first(from: 0, timeout: .seconds(30)) { $0 == n }
             #expect(answers.values.contains(seen), "message \(n) seen before its answer")
         }
         await feeder.value
@@ -59,7 +59,7 @@ struct RecorderTests {
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         let fed = Recorder(stream)
         continuation.yield(7)
-        #expect(try await fed.first(timeout: .seconds(30)) { _ in true } == 7)
+        #expect(try await fed.first(from: 0, timeout: .seconds(30)) { _ in true } == 7)
         continuation.finish()
         #expect(await fed.waitForEnd(timeout: .seconds(30)))
         #expect(fed.values == [7])
@@ -69,10 +69,10 @@ struct RecorderTests {
     @Test func aWaitThatFindsNothingEndsAtItsBound() async throws {
         let recorder = Recorder<Int>()
         await #expect(throws: RecorderTimeout.self) {
-            try await recorder.first(timeout: .milliseconds(20)) { $0 == 9 }
+            try await recorder.first(from: 0, timeout: .milliseconds(20)) { $0 == 9 }
         }
         #expect(await !recorder.waitForEnd(timeout: .milliseconds(20)))
         recorder.record(9)
-        #expect(try await recorder.first(timeout: .seconds(30)) { $0 == 9 } == 9)
+        #expect(try await recorder.first(from: 0, timeout: .seconds(30)) { $0 == 9 } == 9)
     }
 }

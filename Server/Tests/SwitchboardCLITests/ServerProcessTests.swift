@@ -44,9 +44,9 @@ import Testing
         _ callerEvents: Recorder<CallStoreEvent>, _ calleeEvents: Recorder<CallStoreEvent>
     ) async throws -> CallID {
         let call = try await caller.callStore.calls(participantIds: [calleeName], mediaType: .audio).callId
-        try await calleeEvents.first { if case .onCallReceived(call, _, _, _, _) = $0 { true } else { false } }
+        try await calleeEvents.first(from: 0) { if case .onCallReceived(call, _, _, _, _) = $0 { true } else { false } }
         try await callee.callStore.accept(callId: call)
-        try await callerEvents.first { if case .onCallStarted(call, _, _) = $0 { true } else { false } }
+        try await callerEvents.first(from: 0) { if case .onCallStarted(call, _, _) = $0 { true } else { false } }
         return call
     }
 
@@ -64,19 +64,19 @@ import Testing
         let startTime = try #require(alice.callStore.state.activeCall?.startTime)
 
         proxy.cut()
-        let away = try await aliceLogin.position { $0.loginStatus == .reconnecting }
-        try await bobEvents.first {
+        let away = try await aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
+        try await bobEvents.first(from: 0) {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
         }
         try await aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
-        try await bobEvents.first {
+        try await bobEvents.first(from: 0) {
             if case .onMemberStatusChanged(call, "alice", .unknown, _) = $0 { true } else { false }
         }
         #expect(alice.callStore.state.activeCall?.callId == call)
         #expect(alice.callStore.state.activeCall?.startTime == startTime)
         try await bob.callStore.hangup()
         #expect(
-            try await aliceEvents.first(where: isEnded)
+            try await aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
         proxy.stop()
         server.terminate()
@@ -110,7 +110,7 @@ import Testing
         let connected = try await Self.connect(carol, dave, "dave", carolEvents, daveEvents)
         let startTime = try #require(carol.callStore.state.activeCall?.startTime)
         let ringing = try await erin.callStore.calls(participantIds: ["frank"], mediaType: .video).callId
-        try await frankEvents.first(where: isReceived)
+        try await frankEvents.first(from: 0, where: isReceived)
 
         // Load: pairs call, answer and hang up in a loop; each acknowledged record is noted, and the
         // kill comes once at least 20 are.
@@ -145,14 +145,14 @@ import Testing
                         do {
                             let call = try await Self.connect(caller, callee, "callee\(pair)", callerEvents, calleeEvents)
                             try await caller.callStore.hangup(callId: call)
-                            try await calleeEvents.first { if case .onCallEnded(call, _, _, _) = $0 { true } else { false } }
+                            try await calleeEvents.first(from: 0) { if case .onCallEnded(call, _, _, _) = $0 { true } else { false } }
                         } catch {
                             return
                         }
                     }
                 })
         }
-        try await loadProgress.first(timeout: .seconds(60)) { $0 >= 20 }
+        try await loadProgress.first(from: 0, timeout: .seconds(60)) { $0 >= 20 }
 
         let logins = [carol, dave].map { Recorder($0.loginStore.stateUpdates) }
         server.kill()
@@ -171,7 +171,7 @@ import Testing
         // ...the ringing call is answered after the restart...
         try await Self.waitUntilLoggedIn(frank)
         try await frank.callStore.accept(callId: ringing)
-        try await erinEvents.first { if case .onCallStarted(ringing, _, _) = $0 { true } else { false } }
+        try await erinEvents.first(from: 0) { if case .onCallStarted(ringing, _, _) = $0 { true } else { false } }
         // ...and both end normally, with one true record per member; the record's end lies
         // between the hang-up and the end event (server and test read the same clock).
         let hangingUp = Self.nowMillis()
@@ -181,11 +181,11 @@ import Testing
             (carol, carolEvents, connected, "dave"), (dave, daveEvents, connected, "dave"),
             (erin, erinEvents, ringing, "erin"), (frank, frankEvents, ringing, "erin"),
         ] {
-            let ended = try await events.first(timeout: .seconds(30)) {
+            let ended = try await events.first(from: 0, timeout: .seconds(30)) {
                 if case .onCallEnded(call, _, _, _) = $0 { true } else { false }
             }
             #expect(ended == .onCallEnded(callId: call, mediaType: call == connected ? .audio : .video, reason: .hangup, userId: UserID(rawValue: by)))
-            let record = try #require(await events.first { if case .onCallRecord(let r) = $0 { r.callId == call } else { false } }.record)
+            let record = try #require(await events.first(from: 0) { if case .onCallRecord(let r) = $0 { r.callId == call } else { false } }.record)
             #expect(record.result == .answered && record.endReason == .hangup)
             let records = try await client.callStore.queryRecords(count: 100).records.filter { $0.callId == call }
             #expect(records.count == 1)
@@ -240,7 +240,7 @@ import Testing
         let ringing = try await erin.callStore.calls(
             participantIds: ["frank"], mediaType: .audio, params: CallParams(timeout: 8)
         ).callId
-        try await frankEvents.first(where: isReceived)
+        try await frankEvents.first(from: 0, where: isReceived)
         let createdAt = try #require(erin.callStore.state.activeCall?.info.createdAt)
         let raw = try await RawClient(url: server.url)
         let sig = UserSig.generate(sdkAppID: Self.sdkAppID, secretKey: "process-test-secret", userID: "carol", expire: 600)
@@ -248,7 +248,7 @@ import Testing
 
         let logins = [alice, bob].map { Recorder($0.loginStore.stateUpdates) }
         server.terminate()
-        let ended = try await raw.frames.first { $0.contains("sessionEnded") }
+        let ended = try await raw.frames.first(from: 0) { $0.contains("sessionEnded") }
         #expect(ended.contains("\(SwitchboardError.Code.shuttingDown.rawValue)"))
         #expect(await raw.frames.waitForEnd())
         #expect(raw.closeCode == .unknown(1012))
@@ -265,9 +265,9 @@ import Testing
         try await alice.callStore.hangup(callId: call)
         for events in [aliceEvents, bobEvents] {
             #expect(
-                try await events.first(where: isEnded)
+                try await events.first(from: 0, where: isEnded)
                     == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "alice"))
-            let record = try #require(await events.first(where: isRecord).record)
+            let record = try #require(await events.first(from: 0, where: isRecord).record)
             #expect(record.result == .answered && record.endReason == .hangup && record.startTime == startTime)
             #expect(record.duration == Int((record.endTime - startTime) / 1000))
             #expect((hangingUp...Self.nowMillis()).contains(record.endTime))
@@ -275,11 +275,11 @@ import Testing
 
         // The ringing call rang on and timed out at its original deadline (8 s after it was placed).
         #expect(
-            try await erinEvents.first(timeout: .seconds(30), where: isEnded)
+            try await erinEvents.first(from: 0, timeout: .seconds(30), where: isEnded)
                 == .onCallEnded(callId: ringing, mediaType: .audio, reason: .noResponse, userId: "frank"))
-        let missed = try #require(await erinEvents.first(where: isRecord).record)
+        let missed = try #require(await erinEvents.first(from: 0, where: isRecord).record)
         #expect(missed.endTime >= createdAt + 8_000 && missed.endTime < createdAt + 8_000 + 3_000)
-        _ = try await frankEvents.first(timeout: .seconds(30), where: isEnded)
+        _ = try await frankEvents.first(from: 0, timeout: .seconds(30), where: isEnded)
         proxy.stop()
         restarted.terminate()
         #expect(await restarted.waitForExit() == 0)
@@ -307,7 +307,7 @@ import Testing
         proxy.retarget(port: restarted.port)
         for events in [aliceEvents, bobEvents] {
             #expect(
-                try await events.first(timeout: .seconds(30), where: isEnded)
+                try await events.first(from: 0, timeout: .seconds(30), where: isEnded)
                     == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: nil))
         }
         let record = try #require(try await alice.callStore.queryRecords(count: 10).records.first { $0.callId == call })
@@ -324,7 +324,7 @@ import Testing
         _ clients: [SwitchboardClient], _ logins: [Recorder<LoginStore.State>], in call: CallID
     ) async throws {
         for (client, login) in zip(clients, logins) {
-            let dropped = try await login.first(timeout: .seconds(30)) { $0.loginStatus == .reconnecting }
+            let dropped = try await login.first(from: 0, timeout: .seconds(30)) { $0.loginStatus == .reconnecting }
             _ = dropped
             let index = login.values.count
             try await login.first(from: index - 1, timeout: .seconds(30)) { $0.loginStatus == .loggedIn }
@@ -334,7 +334,7 @@ import Testing
     }
 
     static func waitUntilLoggedIn(_ client: SwitchboardClient) async throws {
-        try await Recorder(client.loginStore.stateUpdates).first(timeout: .seconds(30)) { $0.loginStatus == .loggedIn }
+        try await Recorder(client.loginStore.stateUpdates).first(from: 0, timeout: .seconds(30)) { $0.loginStatus == .loggedIn }
     }
 }
 

@@ -97,7 +97,7 @@ struct SlowReaderSoakTests {
         // The other call still works to its end.
         try await dave.callStore.hangup()
         #expect(
-            try await carolEvents.first(where: isEnded)
+            try await carolEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: other, mediaType: .audio, reason: .hangup, userId: "dave"))
         server.terminate()
         #expect(await server.waitForExit() == 0)

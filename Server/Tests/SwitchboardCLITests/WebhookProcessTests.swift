@@ -148,19 +148,19 @@ import FoundationNetworking
         _ bEvents: Recorder<CallStoreEvent>, made: @Sendable (CallID) -> Void
     ) async throws {
         func ringing(_ call: CallID) async throws {
-            try await bEvents.first(timeout: .seconds(30)) { if case .onCallReceived(call, _, _, _, _) = $0 { true } else { false } }
+            try await bEvents.first(from: 0, timeout: .seconds(30)) { if case .onCallReceived(call, _, _, _, _) = $0 { true } else { false } }
         }
         func ended(_ call: CallID, _ events: Recorder<CallStoreEvent>) async throws {
-            try await events.first(timeout: .seconds(30)) { if case .onCallEnded(call, _, _, _) = $0 { true } else { false } }
+            try await events.first(from: 0, timeout: .seconds(30)) { if case .onCallEnded(call, _, _, _) = $0 { true } else { false } }
         }
         // Answered, switched to video, hung up.
         let answered = try await a.callStore.calls(participantIds: [bName], mediaType: .audio).callId
         made(answered)
         try await ringing(answered)
         try await b.callStore.accept(callId: answered)
-        try await aEvents.first(timeout: .seconds(30)) { if case .onCallStarted(answered, _, _) = $0 { true } else { false } }
+        try await aEvents.first(from: 0, timeout: .seconds(30)) { if case .onCallStarted(answered, _, _) = $0 { true } else { false } }
         let change = try await a.callStore.requestMediaTypeChange(to: .video, callId: answered)
-        try await bEvents.first(timeout: .seconds(30)) {
+        try await bEvents.first(from: 0, timeout: .seconds(30)) {
             if case .onMediaTypeChangeRequested(answered, change, _, _) = $0 { true } else { false }
         }
         try await b.callStore.replyMediaTypeChange(transactionId: change, agree: true)
@@ -240,31 +240,31 @@ import FoundationNetworking
         let (a, b, aEvents, bEvents) = pairs[0]
         let open = try await a.callStore.calls(participantIds: ["wb0"], mediaType: .audio).callId
         record(open)
-        try await bEvents.first(timeout: .seconds(30)) { if case .onCallReceived(open, _, _, _, _) = $0 { true } else { false } }
+        try await bEvents.first(from: 0, timeout: .seconds(30)) { if case .onCallReceived(open, _, _, _, _) = $0 { true } else { false } }
         try await b.callStore.accept(callId: open)
-        try await aEvents.first(timeout: .seconds(30)) { if case .onCallStarted(open, _, _) = $0 { true } else { false } }
+        try await aEvents.first(from: 0, timeout: .seconds(30)) { if case .onCallStarted(open, _, _) = $0 { true } else { false } }
         // The answer is stored (its event went out: they commit together). A change the server had
         // not stored yet when it died is gone with its events (docs/WEBHOOKS.md).
-        try await receiver.deliveries.first(timeout: .seconds(30)) {
+        try await receiver.deliveries.first(from: 0, timeout: .seconds(30)) {
             $0.status == 200 && $0.event?.type == .memberAnswered && $0.event?.data.callId == open
         }
         let login = Recorder(a.loginStore.stateUpdates)
         server.kill()
         server = try Self.launch(directory, receiver: receiver, port: port)
-        try await login.first(timeout: .seconds(30)) { $0.loginStatus == .reconnecting }
+        try await login.first(from: 0, timeout: .seconds(30)) { $0.loginStatus == .reconnecting }
         try await login.first(from: login.values.count - 1, timeout: .seconds(30)) { $0.loginStatus == .loggedIn }
         try await a.callStore.hangup(callId: open)
-        try await aEvents.first(timeout: .seconds(30)) { if case .onCallEnded(open, _, _, _) = $0 { true } else { false } }
+        try await aEvents.first(from: 0, timeout: .seconds(30)) { if case .onCallEnded(open, _, _, _) = $0 { true } else { false } }
         _ = try await blocker.callStore.unblockUsers(["wa1"])
 
         // Every call's end and records reach the receiver.
         let calls = made.withLockedValue { $0 }
         for call in calls {
-            try await receiver.deliveries.first(timeout: .seconds(60)) {
+            try await receiver.deliveries.first(from: 0, timeout: .seconds(60)) {
                 $0.status == 200 && $0.event?.type == .callEnded && $0.event?.data.callId == call
             }
         }
-        try await receiver.deliveries.first(timeout: .seconds(60)) { $0.status == 200 && $0.event?.type == .userUnblocked }
+        try await receiver.deliveries.first(from: 0, timeout: .seconds(60)) { $0.status == 200 && $0.event?.type == .userUnblocked }
 
         try Self.check(receiver.deliveries.values, calls: calls)
 
@@ -385,11 +385,11 @@ import FoundationNetworking
 
         let calls = made.withLockedValue { $0 }
         for call in calls {
-            try await receiver.deliveries.first(timeout: .seconds(60)) {
+            try await receiver.deliveries.first(from: 0, timeout: .seconds(60)) {
                 $0.status == 200 && $0.event?.type == .callEnded && $0.event?.data.callId == call
             }
         }
-        try await receiver.deliveries.first(timeout: .seconds(60)) { $0.status == 200 && $0.event?.type == .userUnblocked }
+        try await receiver.deliveries.first(from: 0, timeout: .seconds(60)) { $0.status == 200 && $0.event?.type == .userUnblocked }
         let all = receiver.deliveries.values
         try Self.check(all, calls: calls)
         // Taken twice only when a node died between the receiver's answer and recording it: at

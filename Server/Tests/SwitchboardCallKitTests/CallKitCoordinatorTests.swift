@@ -19,35 +19,35 @@ import Testing
         let h = try await CallKitHarness.start()
         let phone = try await h.phone(login: false)
         let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        let push = try await h.apns.pushes.first { _ in true }
+        let push = try await h.apns.pushes.first(from: 0) { _ in true }
         let uuid = UUID(callId: call.callId)
 
         let number = phone.system.deliverPush(json: push.payload)
-        try await phone.system.records.first {
+        try await phone.system.records.first(from: 0) {
             $0 == .ringing(uuid, CallUpdate(handle: "alice", callerName: "Alice", hasVideo: false))
         }
-        try await phone.system.records.first { $0 == .pushCompleted(number) }
+        try await phone.system.records.first(from: 0) { $0 == .pushCompleted(number) }
         // The SDK shows the call ringing at once, and the push made the app log in.
         #expect(phone.client.callStore.state.activeCall?.callId == call.callId)
-        try await Recorder(phone.client.loginStore.stateUpdates).first { $0.loginStatus == .loggedIn }
+        try await Recorder(phone.client.loginStore.stateUpdates).first(from: 0) { $0.loginStatus == .loggedIn }
 
         phone.system.userAnswers(uuid)
-        try await phone.system.records.first { $0 == .fulfilled(.answer(uuid: uuid)) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.answer(uuid: uuid)) }
         #expect(phone.system.records.values.contains(.audioConfigured(video: false)))
-        try await h.aliceEvents.first(where: isStarted)
+        try await h.aliceEvents.first(from: 0, where: isStarted)
         #expect(phone.client.callStore.state.selfInfo.status == .accept)
         #expect(phone.client.deviceStore.state.microphoneStatus == .on)
 
         // Media is set up for the connected call, but audio waits for the system's activation.
-        try await phone.media.calls.first { $0 == .callConnected(call.callId, .audio) }
+        try await phone.media.calls.first(from: 0) { $0 == .callConnected(call.callId, .audio) }
         #expect(!phone.media.calls.values.contains(.startAudio))
         phone.system.activateAudioSession()
-        try await phone.media.calls.first { $0 == .startAudio }
+        try await phone.media.calls.first(from: 0) { $0 == .startAudio }
 
         try await h.alice.callStore.hangup()
-        try await phone.system.records.first { $0 == .ended(uuid, .remoteEnded) }
-        try await phone.media.calls.first { $0 == .stopAudio }
-        try await phone.media.calls.first { $0 == .callEnded(call.callId) }
+        try await phone.system.records.first(from: 0) { $0 == .ended(uuid, .remoteEnded) }
+        try await phone.media.calls.first(from: 0) { $0 == .stopAudio }
+        try await phone.media.calls.first(from: 0) { $0 == .callEnded(call.callId) }
         #expect(phone.system.rings == 1)
         #expect(phone.system.problems() == [])
         await h.stop()
@@ -63,10 +63,10 @@ import Testing
             client: SwitchboardClient(), settings: Phone.settings, provider: system.provider, controller: system.controller,
             pushRegistry: system.pushRegistry, audioSession: system.audioSession)
         let number = system.deliverPush(json: Data(body.utf8))
-        let (uuid, update) = try #require(await system.records.first { $0.ringing != nil }.ringing)
+        let (uuid, update) = try #require(await system.records.first(from: 0) { $0.ringing != nil }.ringing)
         #expect(update == CallUpdate(handle: "unknown", callerName: "Unknown caller", hasVideo: false))
-        try await system.records.first { $0 == .ended(uuid, .failed) }
-        try await system.records.first { $0 == .pushCompleted(number) }
+        try await system.records.first(from: 0) { $0 == .ended(uuid, .failed) }
+        try await system.records.first(from: 0) { $0 == .pushCompleted(number) }
         #expect(system.problems() == [])
         withExtendedLifetime(coordinator) {}
     }
@@ -93,18 +93,18 @@ import Testing
 
         // Nobody is logged in here: the push rings and ends.
         system.deliverPush(invitation(noAccount, deadline: clock.now() + 30_000))
-        try await system.records.first { $0 == .ended(UUID(callId: noAccount), .failed) }
+        try await system.records.first(from: 0) { $0 == .ended(UUID(callId: noAccount), .failed) }
 
         coordinator.account = CallKitAccount(sdkAppID: 1_400_000_001, userID: "bob", userSig: "unused")
         system.deliverPush(invitation(stale, deadline: clock.now() - 1))
-        try await system.records.first { $0 == .ended(UUID(callId: stale), .unanswered) }
+        try await system.records.first(from: 0) { $0 == .ended(UUID(callId: stale), .unanswered) }
         system.deliverPush(invitation(forCarol, user: "carol", deadline: clock.now() + 30_000))
-        try await system.records.first { $0 == .ended(UUID(callId: forCarol), .failed) }
+        try await system.records.first(from: 0) { $0 == .ended(UUID(callId: forCarol), .failed) }
         let stop = VoIPPush.callEnded(CallEndedPush(callId: stopped, reason: .otherDeviceAccepted, mediaType: .audio))
         system.deliverPush(json: try stop.payload())
-        try await system.records.first { $0 == .ended(UUID(callId: stopped), .answeredElsewhere) }
+        try await system.records.first(from: 0) { $0 == .ended(UUID(callId: stopped), .answeredElsewhere) }
 
-        try await system.records.first { $0 == .pushCompleted(4) }
+        try await system.records.first(from: 0) { $0 == .pushCompleted(4) }
         #expect(system.rings == 4)
         // None of them reached the SDK or logged in.
         #expect(client.callStore.state.activeCall == nil)
@@ -119,7 +119,7 @@ import Testing
         let h = try await CallKitHarness.start()
         let phone = try await h.phone(login: false)
         let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
-        let invitation = try await h.apns.pushes.first { _ in true }
+        let invitation = try await h.apns.pushes.first(from: 0) { _ in true }
         try await h.alice.callStore.hangup()
         let stop = try VoIPPush.callEnded(
             CallEndedPush(callId: call.callId, sdkAppID: h.server.app.sdkAppID, reason: .canceled, mediaType: .video)
@@ -127,12 +127,12 @@ import Testing
         let uuid = UUID(callId: call.callId)
 
         phone.system.deliverPush(json: invitation.payload)
-        try await phone.system.records.first { if case .ringing(uuid, _) = $0 { true } else { false } }
-        try await phone.system.records.first { $0 == .ended(uuid, .remoteEnded) }
+        try await phone.system.records.first(from: 0) { if case .ringing(uuid, _) = $0 { true } else { false } }
+        try await phone.system.records.first(from: 0) { $0 == .ended(uuid, .remoteEnded) }
         #expect(phone.client.callStore.state.activeCall == nil)
 
         phone.system.deliverPush(json: stop)
-        try await phone.system.records.first { $0 == .pushCompleted(2) }
+        try await phone.system.records.first(from: 0) { $0 == .pushCompleted(2) }
         #expect(phone.system.records.values.filter { $0 == .ended(uuid, .remoteEnded) }.count == 2)
         #expect(phone.system.problems() == [])
         await h.stop()
@@ -147,7 +147,7 @@ import Testing
         let phone = try await h.phone(login: true)
         let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         let uuid = UUID(callId: call.callId)
-        try await phone.system.records.first { if case .ringing(uuid, _) = $0 { true } else { false } }
+        try await phone.system.records.first(from: 0) { if case .ringing(uuid, _) = $0 { true } else { false } }
 
         let push = VoIPPush.incomingCall(
             IncomingCallPush(
@@ -155,16 +155,16 @@ import Testing
                 callerName: "Alice", mediaType: .audio, callType: .oneToOne, deadline: h.server.clock.now() + 30_000))
         phone.system.deliverPush(json: try push.payload())
         phone.system.deliverPush(json: try push.payload())
-        try await phone.system.records.first { $0 == .pushCompleted(2) }
+        try await phone.system.records.first(from: 0) { $0 == .pushCompleted(2) }
         #expect(phone.system.rings == 1)
         #expect(
             phone.system.records.values.filter { $0 == .reportRefused(uuid, .callUUIDAlreadyExists) }.count == 2)
 
         // Declining on the call screen rejects the call.
         phone.system.userEnds(uuid)
-        try await phone.system.records.first { $0 == .fulfilled(.end(uuid: uuid)) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.end(uuid: uuid)) }
         #expect(
-            try await h.aliceEvents.first(where: isEnded)
+            try await h.aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
         #expect(!phone.system.records.values.contains { $0.isEnd })
         #expect(phone.system.problems() == [])
@@ -184,11 +184,11 @@ import Testing
                 callId: callId, sdkAppID: h.server.app.sdkAppID, userId: "bob", callerId: "alice", mediaType: .audio,
                 callType: .oneToOne, deadline: h.server.clock.now() + 30_000))
         phone.system.deliverPush(json: try push.payload())
-        try await phone.system.records.first { if case .ringing(uuid, _) = $0 { true } else { false } }
+        try await phone.system.records.first(from: 0) { if case .ringing(uuid, _) = $0 { true } else { false } }
         phone.system.userAnswers(uuid)
-        try await phone.system.records.first { $0 == .failed(.answer(uuid: uuid)) }
-        try await phone.system.records.first { $0 == .ended(uuid, .failed) }
-        try await phone.system.records.first { $0 == .pushCompleted(1) }
+        try await phone.system.records.first(from: 0) { $0 == .failed(.answer(uuid: uuid)) }
+        try await phone.system.records.first(from: 0) { $0 == .ended(uuid, .failed) }
+        try await phone.system.records.first(from: 0) { $0 == .pushCompleted(1) }
         #expect(phone.system.records.values.filter { $0.isEnd }.count == 1)
         #expect(phone.system.problems() == [])
         await h.stop()
@@ -201,9 +201,9 @@ import Testing
         let phone = try await h.phone(login: true)
         let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         let uuid = UUID(callId: call.callId)
-        try await phone.system.records.first { if case .ringing(uuid, _) = $0 { true } else { false } }
+        try await phone.system.records.first(from: 0) { if case .ringing(uuid, _) = $0 { true } else { false } }
         phone.system.userAnswers(uuid)
-        try await phone.system.records.first { $0 == .fulfilled(.answer(uuid: uuid)) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.answer(uuid: uuid)) }
         let devices = Recorder(phone.client.deviceStore.stateUpdates)
         /// Waits for alice to hear bob's microphone change, from the events after `from`.
         func remoteMicrophone(_ on: Bool, from: Int) async throws {
@@ -219,7 +219,7 @@ import Testing
         // The app's mute button: the SDK mutes, the call screen follows through one transaction.
         var alice = h.aliceEvents.values.count
         phone.client.deviceStore.closeLocalMicrophone()
-        try await phone.system.records.first { $0 == .fulfilled(.setMuted(uuid: uuid, muted: true)) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.setMuted(uuid: uuid, muted: true)) }
         #expect(phone.system.calls[uuid]?.muted == true)
         try await remoteMicrophone(false, from: alice)
 
@@ -227,7 +227,7 @@ import Testing
         alice = h.aliceEvents.values.count
         var device = devices.values.count
         phone.system.userSetsMuted(uuid, false)
-        try await phone.system.records.first { $0 == .fulfilled(.setMuted(uuid: uuid, muted: false)) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.setMuted(uuid: uuid, muted: false)) }
         try await devices.first(from: device) { $0.microphoneStatus == .on }
         try await remoteMicrophone(true, from: alice)
 
@@ -237,11 +237,11 @@ import Testing
         try await phone.coordinator.setMuted(true)
         try await devices.first(from: device) { $0.microphoneStatus == .off }
         try await remoteMicrophone(false, from: alice)
-        try await phone.system.records.matches(3, where: isMuteFulfilled)
+        try await phone.system.records.matches(3, from: 0, where: isMuteFulfilled)
 
         // The end of the call is the barrier: an echo of any of the three would have come before it.
         try await h.alice.callStore.hangup()
-        try await phone.system.records.first { $0 == .ended(uuid, .remoteEnded) }
+        try await phone.system.records.first(from: 0) { $0 == .ended(uuid, .remoteEnded) }
         #expect(phone.system.records.values.filter { $0.isMuteTransaction }.count == 2)
         #expect(phone.system.records.values.filter(isMuteFulfilled).count == 3)
         #expect(devices.values.filter { $0.microphoneStatus == .off }.count == 2)
@@ -256,11 +256,11 @@ import Testing
         let phone = try await h.phone(login: true)
         let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         let uuid = UUID(callId: call.callId)
-        try await phone.system.records.first { if case .ringing(uuid, _) = $0 { true } else { false } }
+        try await phone.system.records.first(from: 0) { if case .ringing(uuid, _) = $0 { true } else { false } }
         phone.system.userAnswers(uuid)
-        try await phone.system.records.first { $0 == .fulfilled(.answer(uuid: uuid)) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.answer(uuid: uuid)) }
         phone.system.userHolds(uuid)
-        try await phone.system.records.first { $0 == .failed(.setHeld(uuid: uuid, onHold: true)) }
+        try await phone.system.records.first(from: 0) { $0 == .failed(.setHeld(uuid: uuid, onHold: true)) }
         #expect(phone.client.callStore.state.selfInfo.status == .accept)
         #expect(phone.system.problems() == [])
         await h.stop()
@@ -277,23 +277,23 @@ import Testing
         let uuid = try await phone.startedUUID()
         #expect(phone.system.records.values.contains(.transaction(.start(uuid: uuid, handle: "alice", video: true))))
         let result = try await placed.value
-        try await phone.system.records.first { $0 == .fulfilled(.start(uuid: uuid, handle: "alice", video: true)) }
-        try await phone.system.records.first { $0 == .startedConnecting(uuid) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.start(uuid: uuid, handle: "alice", video: true)) }
+        try await phone.system.records.first(from: 0) { $0 == .startedConnecting(uuid) }
         #expect(phone.system.records.values.contains(.audioConfigured(video: true)))
 
-        let received = try await h.aliceEvents.first(where: isReceived)
+        let received = try await h.aliceEvents.first(from: 0, where: isReceived)
         #expect(
             received
                 == .onCallReceived(callId: result.callId, callerId: "bob", inviterId: "bob", mediaType: .video, userData: nil))
         try await h.alice.callStore.accept()
-        try await phone.system.records.first { $0 == .connected(uuid) }
+        try await phone.system.records.first(from: 0) { $0 == .connected(uuid) }
         phone.system.activateAudioSession()
-        try await phone.media.calls.first { $0 == .startAudio }
+        try await phone.media.calls.first(from: 0) { $0 == .startAudio }
 
         try await phone.coordinator.endCall()
-        try await phone.system.records.first { $0 == .fulfilled(.end(uuid: uuid)) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.end(uuid: uuid)) }
         #expect(
-            try await h.aliceEvents.first(where: isEnded)
+            try await h.aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: result.callId, mediaType: .video, reason: .hangup, userId: "bob"))
         #expect(!phone.system.records.values.contains { $0.isEnd })
         #expect(phone.system.problems() == [])
@@ -308,18 +308,18 @@ import Testing
         phone.client.deviceStore.openLocalMicrophone()
         let call = try await phone.client.callStore.calls(participantIds: ["alice"], mediaType: .audio)
         let uuid = UUID(callId: call.callId)
-        try await phone.system.records.first { $0 == .fulfilled(.start(uuid: uuid, handle: "alice", video: false)) }
-        try await phone.system.records.first { $0 == .startedConnecting(uuid) }
-        try await h.aliceEvents.first(where: isReceived)
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.start(uuid: uuid, handle: "alice", video: false)) }
+        try await phone.system.records.first(from: 0) { $0 == .startedConnecting(uuid) }
+        try await h.aliceEvents.first(from: 0, where: isReceived)
         try await h.alice.callStore.accept()
-        try await phone.system.records.first { $0 == .connected(uuid) }
+        try await phone.system.records.first(from: 0) { $0 == .connected(uuid) }
 
         // The call screen shows the microphone as the app left it.
         phone.client.deviceStore.closeLocalMicrophone()
-        try await phone.system.records.first { $0 == .fulfilled(.setMuted(uuid: uuid, muted: true)) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.setMuted(uuid: uuid, muted: true)) }
 
         try await phone.client.callStore.hangup()
-        try await phone.system.records.first { $0 == .fulfilled(.end(uuid: uuid)) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.end(uuid: uuid)) }
         #expect(
             phone.system.records.values.compactMap { record -> SystemCallAction? in
                 if case .transaction(let action) = record { action } else { nil }
@@ -340,20 +340,20 @@ import Testing
         let phone = try await h.phone(login: true)
         let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
         let uuid = UUID(callId: call.callId)
-        try await phone.system.records.first { if case .ringing(uuid, _) = $0 { true } else { false } }
+        try await phone.system.records.first(from: 0) { if case .ringing(uuid, _) = $0 { true } else { false } }
 
         try await phone.client.callStore.accept()
-        try await phone.system.records.first { $0 == .fulfilled(.answer(uuid: uuid)) }
+        try await phone.system.records.first(from: 0) { $0 == .fulfilled(.answer(uuid: uuid)) }
         #expect(phone.system.records.values.contains(.transaction(.answer(uuid: uuid))))
         #expect(phone.system.records.values.contains(.audioConfigured(video: true)))
-        try await h.aliceEvents.first(where: isStarted)
+        try await h.aliceEvents.first(from: 0, where: isStarted)
         phone.system.activateAudioSession()
-        try await phone.media.calls.first { $0 == .startAudio }
+        try await phone.media.calls.first(from: 0) { $0 == .startAudio }
 
         // Still in the call on both sides (a second accept would have failed the answer and ended
         // it on the system): alice's hang-up is the end the system hears.
         try await h.alice.callStore.hangup()
-        try await phone.system.records.first { $0 == .ended(uuid, .remoteEnded) }
+        try await phone.system.records.first(from: 0) { $0 == .ended(uuid, .remoteEnded) }
         #expect(phone.system.records.values.filter(\.isEnd) == [.ended(uuid, .remoteEnded)])
         #expect(phone.system.problems() == [])
         await h.stop()
@@ -371,28 +371,28 @@ import Testing
         func ring() async throws -> (CallID, UUID) {
             let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
             let uuid = UUID(callId: call.callId)
-            try await phone.system.records.first { if case .ringing(uuid, _) = $0 { true } else { false } }
-            try await tabletEvents.first { if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false } }
+            try await phone.system.records.first(from: 0) { if case .ringing(uuid, _) = $0 { true } else { false } }
+            try await tabletEvents.first(from: 0) { if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false } }
             return (call.callId, uuid)
         }
 
         let answered = try await ring()
         try await tablet.callStore.accept(callId: answered.0)
-        try await phone.system.records.first { $0 == .ended(answered.1, .answeredElsewhere) }
+        try await phone.system.records.first(from: 0) { $0 == .ended(answered.1, .answeredElsewhere) }
         try await tablet.callStore.hangup()
-        try await h.aliceEvents.first { if case .onCallEnded(answered.0, _, _, _) = $0 { true } else { false } }
+        try await h.aliceEvents.first(from: 0) { if case .onCallEnded(answered.0, _, _, _) = $0 { true } else { false } }
 
         let declined = try await ring()
         try await tablet.callStore.reject(callId: declined.0)
-        try await phone.system.records.first { $0 == .ended(declined.1, .declinedElsewhere) }
+        try await phone.system.records.first(from: 0) { $0 == .ended(declined.1, .declinedElsewhere) }
 
         let canceled = try await ring()
         try await h.alice.callStore.hangup()
-        try await phone.system.records.first { $0 == .ended(canceled.1, .remoteEnded) }
+        try await phone.system.records.first(from: 0) { $0 == .ended(canceled.1, .remoteEnded) }
 
         let unanswered = try await ring()
         h.server.clock.advance(by: .seconds(30))
-        try await phone.system.records.first { $0 == .ended(unanswered.1, .unanswered) }
+        try await phone.system.records.first(from: 0) { $0 == .ended(unanswered.1, .unanswered) }
 
         #expect(phone.system.rings == 4)
         #expect(phone.system.problems() == [])
@@ -405,9 +405,9 @@ import Testing
         let phone = try await h.phone(login: true)
         phone.system.behaviour.reportError = .filteredByDoNotDisturb
         let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await phone.system.records.first { $0 == .reportRefused(UUID(callId: call.callId), .filteredByDoNotDisturb) }
+        try await phone.system.records.first(from: 0) { $0 == .reportRefused(UUID(callId: call.callId), .filteredByDoNotDisturb) }
         #expect(
-            try await h.aliceEvents.first(where: isEnded)
+            try await h.aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
         #expect(phone.system.problems() == [])
         await h.stop()
@@ -423,7 +423,7 @@ import Testing
         let token = String(repeating: "cd", count: 32)
         phone.system.updatePushToken(Data(repeating: 0xCD, count: 32))
         try await phone.coordinator.login(phone.account)
-        try await logins.first { $0.pushToken == token }
+        try await logins.first(from: 0) { $0.pushToken == token }
         let storage = h.server.node.context.storage
         let app = h.server.app.sdkAppID
         #expect(try await storage.pushTokens(app: app, users: ["bob"])["bob"]?.map(\.token) == [token])

@@ -59,10 +59,10 @@ struct FailureTests {
         let aliceEvents = Recorder(alice.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         let uuid = UUID(callId: call.callId)
-        try await bob.system.records.first { $0.ringing?.0 == uuid }
+        try await bob.system.records.first(from: 0) { $0.ringing?.0 == uuid }
         bob.system.userAnswers(uuid)
-        try await bob.system.records.first { $0 == .fulfilled(.answer(uuid: uuid)) }
-        try await aliceEvents.first(where: isStarted)
+        try await bob.system.records.first(from: 0) { $0 == .fulfilled(.answer(uuid: uuid)) }
+        try await aliceEvents.first(from: 0, where: isStarted)
         return (alice, aliceEvents, call.callId)
     }
 
@@ -75,9 +75,9 @@ struct FailureTests {
         bob.transport.refuse(.hangupCall, with: [SwitchboardError(.storageUnavailable), SwitchboardError(.requestTimedOut)])
         let uuid = UUID(callId: call)
         bob.system.userEnds(uuid)
-        try await bob.system.records.first { $0 == .fulfilled(.end(uuid: uuid)) }
+        try await bob.system.records.first(from: 0) { $0 == .fulfilled(.end(uuid: uuid)) }
         #expect(
-            try await aliceEvents.first(where: isEnded)
+            try await aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
         try await bob.transport.refused.first(from: 1) { _ in true }
         #expect(bob.transport.refused.values == [.hangupCall, .hangupCall])
@@ -95,7 +95,7 @@ struct FailureTests {
         bob.transport.refuse(.hangupCall, with: Array(repeating: SwitchboardError(.storageUnavailable), count: 3))
         let uuid = UUID(callId: call)
         bob.system.userEnds(uuid)
-        #expect(try await bob.failures.first { _ in true } == .endFailed(call, SwitchboardError(.storageUnavailable)))
+        #expect(try await bob.failures.first(from: 0) { _ in true } == .endFailed(call, SwitchboardError(.storageUnavailable)))
         try await bob.transport.refused.first(from: 2) { _ in true }
         #expect(bob.system.calls[uuid]?.status == .ended)
         // The server still has the call: the app can hang up again.
@@ -118,17 +118,17 @@ struct FailureTests {
         let bob = try await phone(server, pushToken: Data(repeating: 0xab, count: 32), behindProxy: true)
         let proxy = try #require(bob.proxy)
         let storage = server.node.context.storage
-        try await Recorder(bob.client.loginStore.stateUpdates).first { $0.pushToken != nil }
+        try await Recorder(bob.client.loginStore.stateUpdates).first(from: 0) { $0.pushToken != nil }
 
         proxy.refuseNew = true
         proxy.cut()
-        try await Recorder(bob.client.loginStore.stateUpdates).first { $0.loginStatus == .reconnecting }
+        try await Recorder(bob.client.loginStore.stateUpdates).first(from: 0) { $0.loginStatus == .reconnecting }
         let sleeping = server.clock.sleeperCount
         let logout = Task { try await bob.coordinator.logout() }
         await server.clock.waitForSleepers(atLeast: sleeping + 1)
         server.clock.advance(by: .seconds(1))
         await #expect(throws: SwitchboardError(.requestTimedOut)) { try await logout.value }
-        #expect(try await bob.failures.first { _ in true } == .pushTokenUnregistrationFailed(SwitchboardError(.requestTimedOut)))
+        #expect(try await bob.failures.first(from: 0) { _ in true } == .pushTokenUnregistrationFailed(SwitchboardError(.requestTimedOut)))
         // Logged out here all the same; the server still has the token.
         #expect(bob.client.loginStore.state.loginStatus == .loggedOut)
         #expect(try await storage.pushTokens(app: server.app.sdkAppID, users: ["bob"])["bob"]?.count == 1)

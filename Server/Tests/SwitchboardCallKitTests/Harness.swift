@@ -24,7 +24,7 @@ struct Phone {
 
     /// The first UUID of a start transaction.
     func startedUUID() async throws -> UUID {
-        let record = try await system.records.first {
+        let record = try await system.records.first(from: 0) {
             if case .transaction(.start) = $0 { true } else { false }
         }
         return record.action!.uuid

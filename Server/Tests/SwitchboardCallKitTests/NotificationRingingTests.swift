@@ -52,7 +52,7 @@ struct NotificationRingingTests {
         // The first run of the app reaches the server through a proxy, so that it can be killed.
         let proxy = try await TCPProxy.start(targetPort: h.server.port)
         let first = try await make(url: h.server.url(via: proxy))
-        try await first.center.records.first(timeout: .seconds(30)) { $0 == .categoryRegistered(answer: "Answer", decline: "Decline") }
+        try await first.center.records.first(from: 0, timeout: .seconds(30)) { $0 == .categoryRegistered(answer: "Answer", decline: "Decline") }
         try await first.coordinator.login(try #require(first.coordinator.account))
         await first.coordinator.remoteNotificationTokenUpdated(token)
         let hex = token.map { String(format: "%02x", $0) }.joined()
@@ -77,7 +77,7 @@ struct NotificationRingingTests {
     static func pushed(_ h: CallKitHarness, _ callId: CallID, ended: Bool = false) async throws -> TestAPNsServer.Push {
         let hex = tokenHex
         let push = try await step(ended ? "the end of the ringing is pushed" : "the invitation is pushed") {
-            try await h.apns.pushes.first(timeout: .seconds(30)) { push in
+            try await h.apns.pushes.first(from: 0, timeout: .seconds(30)) { push in
                 guard push.token == hex, let opened = VoIPPush(json: push.payload, sealingKey: sealingKey) else { return false }
                 switch opened {
                 case .incomingCall(let invitation): return !ended && invitation.callId == callId
@@ -133,8 +133,8 @@ struct NotificationRingingTests {
         #expect(aps["category"] as? String == IncomingCallPush.alertCategory)
         #expect(aps["interruption-level"] as? String == "time-sensitive" && aps["mutable-content"] as? Int == 1)
         phone.center.userActs(.answer, onNotification: push.payload)
-        try await phone.center.records.first(timeout: .seconds(30)) { $0 == .actionCompleted(1) }
-        try await h.aliceEvents.first(timeout: .seconds(30), where: isStarted)
+        try await phone.center.records.first(from: 0, timeout: .seconds(30)) { $0 == .actionCompleted(1) }
+        try await h.aliceEvents.first(from: 0, timeout: .seconds(30), where: isStarted)
         #expect(phone.client.loginStore.state.loginStatus == .loggedIn)
         #expect(phone.client.callStore.state.activeCall?.callId == call.callId)
         // Rung once: from the notification; the server's invitation at login was the same call.
@@ -148,9 +148,9 @@ struct NotificationRingingTests {
         let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         phone.center.userActs(.decline, onNotification: try await Self.pushed(h, call.callId).payload)
         #expect(
-            try await h.aliceEvents.first(timeout: .seconds(30), where: isEnded)
+            try await h.aliceEvents.first(from: 0, timeout: .seconds(30), where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
-        try await phone.center.records.first(timeout: .seconds(30)) { $0 == .actionCompleted(1) }
+        try await phone.center.records.first(from: 0, timeout: .seconds(30)) { $0 == .actionCompleted(1) }
         await h.stop()
     }
 
@@ -161,17 +161,17 @@ struct NotificationRingingTests {
         let phone = try await Self.phone(h)
         try await phone.coordinator.login(try #require(phone.coordinator.account))
         let call = try await h.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await Self.step("bob's phone rings") { try await phone.events.first(timeout: .seconds(30), where: isReceived) }
+        try await Self.step("bob's phone rings") { try await phone.events.first(from: 0, timeout: .seconds(30), where: isReceived) }
         phone.center.deliverInForeground(json: try Self.alert(h, call))
-        try await Self.step("the invitation is not shown") { try await phone.center.records.first(timeout: .seconds(30)) { $0 == .presented(false) } }
+        try await Self.step("the invitation is not shown") { try await phone.center.records.first(from: 0, timeout: .seconds(30)) { $0 == .presented(false) } }
         let missed = try MissedCallPush(
             callId: call.callId, sdkAppID: h.server.app.sdkAppID, userId: "bob", callerId: "alice", mediaType: .audio,
             callType: .oneToOne, reason: .canceled
         ).fittedSealedPayload(for: Self.sealingKey.publicKey)
         phone.center.deliverInForeground(json: missed)
-        try await Self.step("the missed call is shown") { try await phone.center.records.first(timeout: .seconds(30)) { $0 == .presented(true) } }
+        try await Self.step("the missed call is shown") { try await phone.center.records.first(from: 0, timeout: .seconds(30)) { $0 == .presented(true) } }
         try await h.alice.callStore.hangup()
-        try await Self.step("the notification goes") { try await phone.center.records.first(timeout: .seconds(30)) { $0 == .removed([call.callId.rawValue]) } }
+        try await Self.step("the notification goes") { try await phone.center.records.first(from: 0, timeout: .seconds(30)) { $0 == .removed([call.callId.rawValue]) } }
         await h.stop()
     }
 
@@ -190,7 +190,7 @@ struct NotificationRingingTests {
         #expect(aps["interruption-level"] as? String == "passive" && aps["content-available"] as? Int == 1)
         #expect(aps["sound"] == nil && aps["category"] == nil)
         phone.center.deliverInForeground(json: end.payload)
-        try await Self.step("the end is not shown") { try await phone.center.records.first(timeout: .seconds(30)) { $0 == .presented(false) } }
+        try await Self.step("the end is not shown") { try await phone.center.records.first(from: 0, timeout: .seconds(30)) { $0 == .presented(false) } }
         #expect(phone.center.records.values.contains(.removed([call.callId.rawValue])))
         await h.stop()
     }
@@ -204,7 +204,7 @@ struct NotificationRingingTests {
             callId: call.callId, sdkAppID: h.server.app.sdkAppID, userId: "bob", callerId: "alice", mediaType: .audio,
             callType: .oneToOne).fittedSealedAlertPayload(for: PushSealingKey().publicKey)
         phone.center.userActs(.answer, onNotification: foreign)
-        try await phone.center.records.first(timeout: .seconds(30)) { $0 == .actionCompleted(1) }
+        try await phone.center.records.first(from: 0, timeout: .seconds(30)) { $0 == .actionCompleted(1) }
         #expect(phone.client.loginStore.state.loginStatus == .loggedOut)
         #expect(phone.client.callStore.state.activeCall == nil)
         await h.stop()

@@ -53,17 +53,17 @@ struct SharedClientTests {
 
         try Self.expectSameCode(asTheReadme: #filePath)
         #expect(LoginStore.shared.state.loginStatus == .loggedIn)
-        try await bobEvents.first { $0 == .onCallEnded(callId: call.callId, mediaType: .video, reason: .canceled, userId: "alice") }
+        try await bobEvents.first(from: 0) { $0 == .onCallEnded(callId: call.callId, mediaType: .video, reason: .canceled, userId: "alice") }
         #expect(page.records.allSatisfy { $0.callId != call.callId || $0.result == .canceled })
 
         // Bob calls: the README's event loop answers, and the media engine given to `configure`,
         // after the shared client was made, carries the call.
         let incoming = try await bob.callStore.calls(participantIds: ["alice"], mediaType: .audio)
-        try await yourMediaEngine.calls.first { $0 == .callConnected(incoming.callId, .audio) }
-        try await yourMediaEngine.calls.first { $0 == .startAudio }
-        try await yourMediaEngine.calls.first { $0 == .microphone(on: true) }
+        try await yourMediaEngine.calls.first(from: 0) { $0 == .callConnected(incoming.callId, .audio) }
+        try await yourMediaEngine.calls.first(from: 0) { $0 == .startAudio }
+        try await yourMediaEngine.calls.first(from: 0) { $0 == .microphone(on: true) }
         try await bob.callStore.hangup()
-        try await yourMediaEngine.calls.first { $0 == .callEnded(incoming.callId) }
+        try await yourMediaEngine.calls.first(from: 0) { $0 == .callEnded(incoming.callId) }
         try await LoginStore.shared.logout()
 
         // docs/IOS.md: the coordinator made on the shared client at launch; a configuration given
@@ -81,15 +81,15 @@ struct SharedClientTests {
         // Alice calls from the app's button, through CallKit (the README's event loop, still
         // running, answers incoming calls in the SDK itself).
         let second = try await calls.startCall(userIds: ["bob"], mediaType: .video)
-        try await bobEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
         try await bob.callStore.accept(callId: second.callId)
-        try await phoneEngine.calls.first { $0 == .callConnected(second.callId, .video) }
+        try await phoneEngine.calls.first(from: 0) { $0 == .callConnected(second.callId, .video) }
         system.activateAudioSession()
-        try await phoneEngine.calls.first { $0 == .startAudio }
+        try await phoneEngine.calls.first(from: 0) { $0 == .startAudio }
         // The first engine is out of the picture (it heard of the first call only).
         #expect(yourMediaEngine.calls.values.filter { if case .callConnected = $0 { true } else { false } }.count == 1)
         try await calls.endCall()
-        try await phoneEngine.calls.first { $0 == .callEnded(second.callId) }
+        try await phoneEngine.calls.first(from: 0) { $0 == .callEnded(second.callId) }
         try await calls.logout()
         #expect(system.problems() == [])
         await server.stop()

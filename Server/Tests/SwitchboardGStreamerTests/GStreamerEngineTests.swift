@@ -53,7 +53,7 @@ struct GStreamerEngineTests {
     static func connect(_ caller: Member, _ callees: [Member], mediaType: CallMediaType) async throws -> CallID {
         let call = try await caller.client.callStore.calls(participantIds: callees.map(\.id.rawValue), mediaType: mediaType)
         for callee in callees {
-            try await callee.calls.first(timeout: wait) { if case .onCallReceived = $0 { true } else { false } }
+            try await callee.calls.first(from: 0, timeout: wait) { if case .onCallReceived = $0 { true } else { false } }
             if mediaType == .video { callee.client.deviceStore.openLocalCamera() }
             try await callee.client.callStore.accept(callId: call.callId)
         }
@@ -162,7 +162,7 @@ struct GStreamerEngineTests {
         _ predicate: @escaping @Sendable (MediaEvent) -> Bool
     ) async throws -> MediaEvent {
         do {
-            return try await member.media.first(timeout: wait, where: predicate)
+            return try await member.media.first(from: 0, timeout: wait, where: predicate)
         } catch {
             let seen = member.media.values.filter { if case .audioLevel = $0 { false } else { true } }
             Issue.record("\(member.id) did not see \(what); it saw \(seen)", sourceLocation: sourceLocation)
@@ -227,7 +227,7 @@ struct GStreamerEngineTests {
         // camera (whose count goes on from where it was when the share began); then he stops.
         let cameraBeforeTheShare = await Self.frames(alice, "bob", .video)
         bob.client.deviceStore.startScreenShare(.testPattern)
-        try await alice.calls.first(timeout: Self.wait) { if case .onRemoteScreenShareChanged(_, "bob", true) = $0 { true } else { false } }
+        try await alice.calls.first(from: 0, timeout: Self.wait) { if case .onRemoteScreenShareChanged(_, "bob", true) = $0 { true } else { false } }
         try await Self.expect(alice, .frameSize("bob", .screen, width: 480, height: 270))
         try await Self.barrier(alice, from: "bob")
         #expect(await Self.frames(alice, "bob", .video) > cameraBeforeTheShare, "bob's camera stopped when his screen began")
@@ -246,13 +246,13 @@ struct GStreamerEngineTests {
         _ = try await Self.connect(alice, [bob], mediaType: .audio)
 
         let transaction = try await alice.client.callStore.requestMediaTypeChange(to: .video)
-        try await bob.calls.first(timeout: Self.wait) { if case .onMediaTypeChangeRequested = $0 { true } else { false } }
+        try await bob.calls.first(from: 0, timeout: Self.wait) { if case .onMediaTypeChangeRequested = $0 { true } else { false } }
         try await bob.client.callStore.replyMediaTypeChange(transactionId: transaction, agree: true)
         try await Self.expect(alice, .trackStarted("bob", .video))
         try await Self.expect(bob, .trackStarted("alice", .video))
 
         let back = try await bob.client.callStore.requestMediaTypeChange(to: .audio)
-        try await alice.calls.first(timeout: Self.wait) {
+        try await alice.calls.first(from: 0, timeout: Self.wait) {
             if case .onMediaTypeChangeRequested(_, back, _, _) = $0 { true } else { false }
         }
         try await alice.client.callStore.replyMediaTypeChange(transactionId: back, agree: true)
@@ -298,7 +298,7 @@ struct GStreamerEngineTests {
     static func expectAudioAgain(_ alice: Member, _ bob: Member, after before: Int) async throws {
         for (member, peer) in [(alice, bob.id), (bob, alice.id)] {
             do {
-                _ = try await member.media.matches(2, timeout: wait) { $0 == .trackStarted(peer, .audio) }
+                _ = try await member.media.matches(2, from: 0, timeout: wait) { $0 == .trackStarted(peer, .audio) }
             } catch {
                 let seen = member.media.values.filter { if case .audioLevel = $0 { false } else { true } }
                 Issue.record("\(member.id) did not receive \(peer)'s audio again; it saw \(seen)")
@@ -453,13 +453,13 @@ struct GStreamerEngineTests {
         let bob = try await Self.member(server, "bob")
         for round in 1...8 {
             let call = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-            try await bob.calls.first(timeout: Self.wait) {
+            try await bob.calls.first(from: 0, timeout: Self.wait) {
                 if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false }
             }
             try await bob.client.callStore.accept(callId: call.callId)
             for (member, peer) in [(alice, UserID("bob")), (bob, UserID("alice"))] {
                 do {
-                    _ = try await member.media.matches(round, timeout: Self.wait) { $0 == .trackStarted(peer, .audio) }
+                    _ = try await member.media.matches(round, from: 0, timeout: Self.wait) { $0 == .trackStarted(peer, .audio) }
                 } catch {
                     let seen = member.media.values.filter { if case .audioLevel = $0 { false } else { true } }
                     Issue.record("call \(round): \(member.id) did not hear \(peer); it saw \(seen)")
@@ -468,7 +468,7 @@ struct GStreamerEngineTests {
             }
             try await alice.client.callStore.hangup()
             for member in [alice, bob] {
-                try await member.calls.matches(round, timeout: Self.wait) {
+                try await member.calls.matches(round, from: 0, timeout: Self.wait) {
                     if case .onCallEnded = $0 { true } else { false }
                 }
             }

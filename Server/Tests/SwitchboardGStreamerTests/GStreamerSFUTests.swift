@@ -26,9 +26,9 @@ struct GStreamerSFUTests {
         let carol = try await server.client("carol")
         let carolCalls = Recorder(carol.callStore.events)
         let call = try await alice.client.callStore.calls(participantIds: ["bob", "carol"], mediaType: .video)
-        try await carolCalls.first(timeout: GStreamerEngineTests.wait) { if case .onCallReceived = $0 { true } else { false } }
+        try await carolCalls.first(from: 0, timeout: GStreamerEngineTests.wait) { if case .onCallReceived = $0 { true } else { false } }
         try await carol.callStore.reject(callId: call.callId)
-        try await bob.calls.first(timeout: GStreamerEngineTests.wait) { if case .onCallReceived = $0 { true } else { false } }
+        try await bob.calls.first(from: 0, timeout: GStreamerEngineTests.wait) { if case .onCallReceived = $0 { true } else { false } }
         bob.client.deviceStore.openLocalCamera()
         try await bob.client.callStore.accept(callId: call.callId)
         alice.client.deviceStore.openLocalCamera()

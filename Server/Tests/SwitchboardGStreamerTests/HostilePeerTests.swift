@@ -43,7 +43,7 @@ struct HostilePeerTests {
             server, calling: [bob.id, carol.id],
             engine: GStreamerMediaEngine(configuration: .init(audioSource: .tone(frequency: 330), loopbackOnly: true), logger: logger))
         for member in [bob, carol] {
-            try await member.calls.first(timeout: GStreamerEngineTests.wait) {
+            try await member.calls.first(from: 0, timeout: GStreamerEngineTests.wait) {
                 if case .onCallReceived = $0 { true } else { false }
             }
             try await member.client.callStore.accept(callId: aaron.callId)
@@ -97,7 +97,7 @@ struct HostilePeerTests {
 
         // bob hangs up: the call ends for him and his engine tears it down.
         try await bob.client.callStore.hangup()
-        try await bob.calls.first(timeout: GStreamerEngineTests.wait) { if case .onCallEnded = $0 { true } else { false } }
+        try await bob.calls.first(from: 0, timeout: GStreamerEngineTests.wait) { if case .onCallEnded = $0 { true } else { false } }
         try await GStreamerEngineTests.expect(carol, .trackEnded(bob.id, .audio))
         #expect(await bob.engine.statistics().peers.isEmpty)
         await aaron.close()

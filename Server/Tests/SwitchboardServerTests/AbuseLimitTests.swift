@@ -109,7 +109,7 @@ struct AbuseLimitTests {
         let bob = try await server.client("bob")
         let bobEvents = Recorder(bob.callStore.events)
         _ = try await carol.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
         try await carol.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 10, audioLevel: 10)
         await expectCode(.rateLimited) { try await carol.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 10, audioLevel: 10) }
@@ -160,29 +160,29 @@ struct BlockingTests {
         #expect(call.busyUserIds.isEmpty)
         server.clock.advance(by: .seconds(12))
         #expect(
-            try await aliceEvents.first(where: isEnded)
+            try await aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
-        let value = try #require(await aliceEvents.first(where: isRecord).record)
+        let value = try #require(await aliceEvents.first(from: 0, where: isRecord).record)
         #expect(value.result == .rejected)
 
         // A group call: the others ring, and see bob ring too until he declines.
         let carol = try await server.client("carol")
         let carolEvents = Recorder(carol.callStore.events)
         let group = try await alice.callStore.calls(participantIds: ["bob", "carol"], mediaType: .audio)
-        try await carolEvents.first(where: isReceived)
+        try await carolEvents.first(from: 0, where: isReceived)
         #expect(carol.callStore.state.allParticipants.first { $0.userId == "bob" }?.status == .waiting)
         try await carol.callStore.reject()
         server.clock.advance(by: .seconds(12))
-        try await aliceEvents.first { if case .onCallEnded(group.callId, _, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallEnded(group.callId, _, _, _) = $0 { true } else { false } }
 
         // bob has no record of either call, once alice's record of the second says it is stored.
-        try await aliceEvents.first { $0.record?.callId == group.callId }
+        try await aliceEvents.first(from: 0) { $0.record?.callId == group.callId }
         #expect(try await bob.callStore.queryRecords().records.isEmpty)
 
         // bob was never disturbed: the first invitation he hears of is the one after the unblock.
         #expect(try await bob.callStore.unblockUsers(["alice"]) == ["mallory"])
         let allowed = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        #expect(try await bobEvents.first(where: isReceived).receivedCallId == allowed.callId)
+        #expect(try await bobEvents.first(from: 0, where: isReceived).receivedCallId == allowed.callId)
         await expectCode(.invalidUserID) { try await bob.callStore.blockUsers(["no spaces"]) }
         await server.stop()
     }
@@ -204,12 +204,12 @@ struct BlockingTests {
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         clock.advance(by: .seconds(12))
         #expect(
-            try await aliceEvents.first(where: isEnded)
+            try await aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
         // Unblocked, alice rings him: the first invitation bob hears of is this one.
         #expect(try await bobAgain.callStore.unblockUsers(["alice"]).isEmpty)
         let allowed = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        #expect(try await bobEvents.first(where: isReceived).receivedCallId == allowed.callId)
+        #expect(try await bobEvents.first(from: 0, where: isReceived).receivedCallId == allowed.callId)
         await again.stop()
     }
 
@@ -221,7 +221,7 @@ struct BlockingTests {
         let aliceEvents = Recorder(alice.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
         #expect(
-            try await aliceEvents.first(where: isEnded)
+            try await aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .video, reason: .offline, userId: "bob"))
         await server.stop()
     }

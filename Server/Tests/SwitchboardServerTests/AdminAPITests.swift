@@ -31,7 +31,7 @@ struct AdminAPITests {
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first { if case .onCallReceived = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onCallReceived = $0 { true } else { false } }
         try await bob.callStore.accept()
 
         let (denied, deniedBody) = try await Self.http(server, "POST", "/v1/calls/\(call.callId)/end", secret: nil)
@@ -43,7 +43,7 @@ struct AdminAPITests {
         let (status, body) = try await Self.http(server, "POST", "/v1/calls/\(call.callId)/end")
         #expect(status == 200 && body["ended"] as? Bool == true)
         for events in [aliceEvents, bobEvents] {
-            let ended = try await events.first { if case .onCallEnded = $0 { true } else { false } }
+            let ended = try await events.first(from: 0) { if case .onCallEnded = $0 { true } else { false } }
             #expect(ended == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .endByServer, userId: nil))
         }
         let (again, againBody) = try await Self.http(server, "POST", "/v1/calls/\(call.callId)/end")
@@ -60,9 +60,9 @@ struct AdminAPITests {
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         _ = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
-        try await bobEvents.first { if case .onCallReceived = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onCallReceived = $0 { true } else { false } }
         try await bob.callStore.reject()
-        try await aliceEvents.first { if case .onCallRecord = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallRecord = $0 { true } else { false } }
 
         let app = server.app.sdkAppID
         let (status, body) = try await Self.http(server, "GET", "/v1/apps/\(app)/users/alice/records?count=10")

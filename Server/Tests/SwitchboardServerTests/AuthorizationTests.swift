@@ -23,10 +23,10 @@ struct AuthorizationTests {
         let bobEvents = Recorder(bob.callStore.events)
         let daveEvents = Recorder(dave.callStore.events)
         let group = try await alice.callStore.calls(participantIds: ["bob", "zed"], mediaType: .audio).callId
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
         let single = try await carol.callStore.calls(participantIds: ["dave"], mediaType: .audio).callId
-        try await daveEvents.first(where: isReceived)
+        try await daveEvents.first(from: 0, where: isReceived)
         try await dave.callStore.accept()
 
         let raw = try await RawClient(url: server.url)
@@ -59,9 +59,9 @@ struct AuthorizationTests {
         let carolEvents = Recorder(carol.callStore.events)
         let malloryEvents = Recorder(mallory.callStore.events)
         try await carol.callStore.hangup()
-        let carolRecord = try #require(await carolEvents.first(where: isRecord).record)
+        let carolRecord = try #require(await carolEvents.first(from: 0, where: isRecord).record)
         let own = try await mallory.callStore.calls(participantIds: ["nobody"], mediaType: .audio).callId
-        try await malloryEvents.first { $0.record?.callId == own }
+        try await malloryEvents.first(from: 0) { $0.record?.callId == own }
         #expect(try await mallory.callStore.queryRecords(count: 100).records.map(\.callId) == [own])
         #expect(try await mallory.callStore.deleteRecords(callIds: [single]) == 0)
         #expect(try await mallory.callStore.deleteAllRecords() == 1)

@@ -104,7 +104,7 @@ struct BadInputTests {
         let carolEvents = Recorder(carol.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await bob.callStore.calls(participantIds: ["carol"], mediaType: .audio)
-        try await carolEvents.first { if case .onCallReceived = $0 { true } else { false } }
+        try await carolEvents.first(from: 0) { if case .onCallReceived = $0 { true } else { false } }
         try await carol.callStore.accept()
 
         for item in Self.frames {
@@ -124,7 +124,7 @@ struct BadInputTests {
         // The call between bob and carol was not disturbed.
         #expect(bob.callStore.state.activeCall?.callId == call.callId)
         try await carol.callStore.hangup()
-        let ended = try await bobEvents.first { if case .onCallEnded = $0 { true } else { false } }
+        let ended = try await bobEvents.first(from: 0) { if case .onCallEnded = $0 { true } else { false } }
         #expect(ended == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .hangup, userId: "carol"))
         raw.close()
         await server.stop()
@@ -160,7 +160,7 @@ struct BadInputTests {
         let bobEvents = Recorder(bob.callStore.events)
         let aliceEvents = Recorder(alice.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
-        try await bobEvents.first { if case .onCallReceived = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onCallReceived = $0 { true } else { false } }
 
         await expectCode(.notInCall) { try await mallory.callStore.accept(callId: call.callId) }
         await expectCode(.notInCall) { try await mallory.callStore.hangup(callId: call.callId) }
@@ -175,18 +175,18 @@ struct BadInputTests {
         #expect(alice.callStore.state.activeCall?.callId == call.callId)
 
         try await alice.callStore.hangup()
-        try await bobEvents.first { if case .onCallEnded = $0 { true } else { false } }
-        try await aliceEvents.first { if case .onCallEnded = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onCallEnded = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallEnded = $0 { true } else { false } }
         await expectCode(.callAlreadyEnded) { try await bob.callStore.hangup(callId: call.callId) }
         await expectCode(.callAlreadyEnded) { try await bob.callStore.accept(callId: call.callId) }
         await expectCode(.notInCall) { try await mallory.callStore.hangup(callId: call.callId) }
         // The records of the call are alice's and bob's: mallory's query shows only her own call,
         // and her deletes leave theirs.
-        let aliceRecord = try #require(await aliceEvents.first { $0.record?.callId == call.callId }.record)
-        let bobRecord = try #require(await bobEvents.first { $0.record?.callId == call.callId }.record)
+        let aliceRecord = try #require(await aliceEvents.first(from: 0) { $0.record?.callId == call.callId }.record)
+        let bobRecord = try #require(await bobEvents.first(from: 0) { $0.record?.callId == call.callId }.record)
         let malloryEvents = Recorder(mallory.callStore.events)
         let own = try await mallory.callStore.calls(participantIds: ["nobody"], mediaType: .audio).callId
-        try await malloryEvents.first { $0.record?.callId == own }
+        try await malloryEvents.first(from: 0) { $0.record?.callId == own }
         #expect(try await mallory.callStore.queryRecords(count: 100).records.map(\.callId) == [own])
         #expect(try await mallory.callStore.deleteRecords(callIds: [call.callId]) == 0)
         #expect(try await mallory.callStore.deleteAllRecords() == 1)

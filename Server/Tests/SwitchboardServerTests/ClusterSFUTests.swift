@@ -32,12 +32,12 @@ struct ClusterSFUTests {
         let carol = try await SFUTestMember.logIn("carol", to: cluster.nodes[others[0]])
         let call = try await alice.client.callStore.calls(participantIds: ["bob", "carol"], mediaType: .video)
         for member in [bob, carol] {
-            try await member.events.first(where: isReceived)
+            try await member.events.first(from: 0, where: isReceived)
             try await member.client.callStore.accept()
         }
         var marks: [Int] = []
         for member in [alice, bob, carol] {
-            marks.append(try await member.media.calls.position(where: FakeMediaEngine.isPublishAnswer))
+            marks.append(try await member.media.calls.position(after: 0, where: FakeMediaEngine.isPublishAnswer))
         }
 
         _ = try await ClusterTests.theLeaderLeaves(cluster, leader)
@@ -53,7 +53,7 @@ struct ClusterSFUTests {
         try await bob.client.callStore.hangup()
         try await carol.client.callStore.hangup()
         #expect(
-            try await alice.events.first(where: isEnded)
+            try await alice.events.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .video, reason: .hangup, userId: "carol"))
         for index in others { await cluster.nodes[index].stop() }
     }

@@ -91,26 +91,26 @@ import FoundationNetworking
         let bobEvents = Recorder(bob.callStore.events)
 
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
-        let received = try await bobEvents.first(where: isReceived)
+        let received = try await bobEvents.first(from: 0, where: isReceived)
         #expect(received == .onCallReceived(callId: call.callId, callerId: "alice", inviterId: "alice", mediaType: .video, userData: nil))
         try await bob.callStore.accept()
-        try await aliceEvents.first(where: isStarted)
-        try await bobEvents.first(where: isStarted)
+        try await aliceEvents.first(from: 0, where: isStarted)
+        try await bobEvents.first(from: 0, where: isStarted)
         let startTime = try #require(alice.callStore.state.activeCall?.startTime)
         #expect(bob.callStore.state.activeCall?.startTime == startTime)
 
         alice.deviceStore.closeLocalCamera()
-        try await bobEvents.first {
+        try await bobEvents.first(from: 0) {
             if case .onRemoteDeviceChanged(call.callId, "alice", _, false) = $0 { true } else { false }
         }
 
         cluster.clock.advance(by: .seconds(4))
         try await bob.callStore.hangup()
         #expect(
-            try await aliceEvents.first(where: isEnded)
+            try await aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .video, reason: .hangup, userId: "bob"))
         for events in [aliceEvents, bobEvents] {
-            let record = try #require(await events.first(where: isRecord).record)
+            let record = try #require(await events.first(from: 0, where: isRecord).record)
             #expect(record.callId == call.callId && record.result == .answered && record.duration == 4)
         }
         await cluster.stop()
@@ -124,16 +124,16 @@ import FoundationNetworking
         let bobs = try await (0..<3).asyncMap { try await Self.client(cluster, $0, "bob", device: "b\($0)") }
         let bobEvents = bobs.map { Recorder($0.callStore.events) }
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        for events in bobEvents { try await events.first(where: isReceived) }
+        for events in bobEvents { try await events.first(from: 0, where: isReceived) }
         try await bobs[1].callStore.accept()
         for index in [0, 2] {
             #expect(
-                try await bobEvents[index].first(where: isEnded)
+                try await bobEvents[index].first(from: 0, where: isEnded)
                     == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .otherDeviceAccepted, userId: "bob"))
         }
-        try await bobEvents[1].first(where: isStarted)
+        try await bobEvents[1].first(from: 0, where: isStarted)
         try await alice.callStore.hangup()
-        try await bobEvents[1].first(where: isEnded)
+        try await bobEvents[1].first(from: 0, where: isEnded)
         await cluster.stop()
     }
 
@@ -146,15 +146,15 @@ import FoundationNetworking
         let dave = try await Self.client(cluster, 2, "dave")
         let events = [alice, bob, carol, dave].map { Recorder($0.callStore.events) }
         let call = try await alice.callStore.calls(participantIds: ["bob", "carol"], mediaType: .audio)
-        try await events[1].first(where: isReceived)
-        try await events[2].first(where: isReceived)
+        try await events[1].first(from: 0, where: isReceived)
+        try await events[2].first(from: 0, where: isReceived)
         try await bob.callStore.accept()
         try await carol.callStore.accept()
-        try await events[0].first(where: isStarted)
+        try await events[0].first(from: 0, where: isStarted)
         _ = try await alice.callStore.invite(participantIds: ["dave"])
-        try await events[3].first(where: isReceived)
+        try await events[3].first(from: 0, where: isReceived)
         try await dave.callStore.accept()
-        try await Recorder(bob.callStore.stateUpdates).first { state in
+        try await Recorder(bob.callStore.stateUpdates).first(from: 0) { state in
             state.allParticipants.first { $0.userId == "dave" }?.status == .accept
         }
         // carol leaves and joins again by herself.
@@ -163,7 +163,7 @@ import FoundationNetworking
         #expect(carol.callStore.state.activeCall?.callId == call.callId)
         // Three leave; the last one is left alone and the call ends for them.
         for client in [alice, bob, carol] { try await client.callStore.hangup() }
-        for recorder in events { try await recorder.first(where: isRecord) }
+        for recorder in events { try await recorder.first(from: 0, where: isRecord) }
         await cluster.stop()
     }
 
@@ -191,10 +191,10 @@ import FoundationNetworking
             #expect(started.filter { $0.busyUserIds == ["callee"] }.count == 1, "round \(round)")
             // The one that rings is rejected; both callers are free again.
             let ringing = try #require(started.first { $0.busyUserIds.isEmpty }?.callId)
-            try await calleeEvents.first { if case .onCallReceived(ringing, _, _, _, _) = $0 { true } else { false } }
+            try await calleeEvents.first(from: 0) { if case .onCallReceived(ringing, _, _, _, _) = $0 { true } else { false } }
             try await callee.callStore.reject(callId: ringing)
             for caller in callers {
-                try await Recorder(caller.callStore.stateUpdates).first { $0.activeCall == nil }
+                try await Recorder(caller.callStore.stateUpdates).first(from: 0) { $0.activeCall == nil }
             }
         }
         await cluster.stop()
@@ -211,9 +211,9 @@ import FoundationNetworking
         // alice's profile, cached on node 2 (where carol's call reads its invitees') before she
         // changes it on node 0...
         let first = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
-        try await aliceEvents.first { if case .onCallReceived(first.callId, _, _, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallReceived(first.callId, _, _, _, _) = $0 { true } else { false } }
         try await carol.callStore.hangup()
-        try await aliceEvents.first { if case .onCallEnded(first.callId, _, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallEnded(first.callId, _, _, _) = $0 { true } else { false } }
         let aliceOnNode2 = UserKey(app: cluster.nodes[2].app.sdkAppID, user: "alice")
         #expect(cluster.nodes[2].node.context.profiles.cached(aliceOnNode2) != nil)
         try await alice.loginStore.setSelfInfo(nickname: "Alice on node 0")
@@ -221,10 +221,10 @@ import FoundationNetworking
         for _ in 0..<500 where cluster.nodes[2].node.context.profiles.cached(aliceOnNode2) != nil { await cluster.tick() }
         // ...so carol's next call, its profiles read on node 2 again, shows the new one.
         let second = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
-        try await aliceEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
         #expect(carol.callStore.state.allParticipants.first { $0.userId == "alice" }?.nickname == "Alice on node 0")
         try await carol.callStore.hangup()
-        try await aliceEvents.first { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
 
         // bob blocks alice on node 1; her call from node 0 never rings there.
         _ = try await bob.callStore.blockUsers(["alice"])
@@ -232,7 +232,7 @@ import FoundationNetworking
         cluster.clock.advance(by: .seconds(1))
         await cluster.tick()
         #expect(
-            try await aliceEvents.first { if case .onCallEnded(blocked.callId, _, _, _) = $0 { true } else { false } }
+            try await aliceEvents.first(from: 0) { if case .onCallEnded(blocked.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: blocked.callId, mediaType: .audio, reason: .reject, userId: "bob"))
 
         // The busy policy changed through node 2's admin API holds for calls placed on node 0.
@@ -261,9 +261,9 @@ import FoundationNetworking
         let aliceThere = UserKey(app: late.app.sdkAppID, user: "alice")
         // alice's profile, cached on the new node (where carol's call reads its invitees')...
         let first = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
-        try await aliceEvents.first { if case .onCallReceived(first.callId, _, _, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallReceived(first.callId, _, _, _, _) = $0 { true } else { false } }
         try await carol.callStore.hangup()
-        try await aliceEvents.first { if case .onCallEnded(first.callId, _, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallEnded(first.callId, _, _, _) = $0 { true } else { false } }
         #expect(late.node.context.profiles.cached(aliceThere) != nil)
         // ...is forgotten there once node 0's message arrives (at its look, at the latest)...
         try await alice.loginStore.setSelfInfo(nickname: "Alice on node 0")
@@ -271,10 +271,10 @@ import FoundationNetworking
         #expect(late.node.context.profiles.cached(aliceThere) == nil)
         // ...and carol's next call shows the new one.
         let second = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
-        try await aliceEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
         #expect(carol.callStore.state.allParticipants.first { $0.userId == "alice" }?.nickname == "Alice on node 0")
         try await carol.callStore.hangup()
-        try await aliceEvents.first { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
         await late.stop()
         await cluster.stop()
     }
@@ -318,7 +318,7 @@ import FoundationNetworking
             cluster.clock.advance(by: .seconds(1))
             await cluster.tick()
             #expect(
-                try await aliceEvents.first { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
+                try await aliceEvents.first(from: 0) { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
                     == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
         }
         #expect(try await bob.callStore.blockUsers(["alice"]) == ["alice"])
@@ -329,7 +329,7 @@ import FoundationNetworking
 
         #expect(try await bob.callStore.unblockUsers(["alice"]).isEmpty)
         let allowed = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        #expect(try await bobEvents.first(where: isReceived).receivedCallId == allowed.callId)
+        #expect(try await bobEvents.first(from: 0, where: isReceived).receivedCallId == allowed.callId)
         for index in others { await cluster.nodes[index].stop() }
     }
 
@@ -366,7 +366,7 @@ import FoundationNetworking
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         cluster.clock.advance(by: .seconds(1))
         #expect(
-            try await aliceEvents.first { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
+            try await aliceEvents.first(from: 0) { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .reject, userId: "bob"))
         for index in 0..<3 where index != leader { await cluster.nodes[index].stop() }
     }
@@ -384,7 +384,7 @@ import FoundationNetworking
         #expect(carol.loginStore.state.loginStatus == .loggedIn)
         let carolEvents = Recorder(carol.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
-        #expect(try await carolEvents.first(where: isReceived).receivedCallId == call.callId)
+        #expect(try await carolEvents.first(from: 0, where: isReceived).receivedCallId == call.callId)
         for index in others { await cluster.nodes[index].stop() }
     }
 
@@ -397,7 +397,7 @@ import FoundationNetworking
         let bob = try await Self.client(cluster, 1, "bob")
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         func http(_ node: Int, _ method: String, _ path: String) async throws -> (Int, [String: Any]) {
             var request = URLRequest(url: URL(string: path, relativeTo: cluster.nodes[node].httpURL)!)
             request.httpMethod = method
@@ -411,7 +411,7 @@ import FoundationNetworking
         let (ended, _) = try await http(other, "POST", "/v1/calls/\(call.callId)/end")
         #expect(ended == 200)
         #expect(
-            try await bobEvents.first(where: isEnded)
+            try await bobEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .endByServer, userId: nil))
         let (_, health) = try await http(leader, "GET", "/health")
         #expect(health["activeCalls"] as? Int == 0)
@@ -427,9 +427,9 @@ import FoundationNetworking
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
-        try await aliceEvents.first(where: isStarted)
+        try await aliceEvents.first(from: 0, where: isStarted)
         let startTime = try #require(alice.callStore.state.activeCall?.startTime)
 
         let (others, _) = try await Self.theLeaderLeaves(cluster, leader)
@@ -440,9 +440,9 @@ import FoundationNetworking
         // ...and it ends normally, its record counting from the original start.
         try await bob.callStore.hangup()
         #expect(
-            try await aliceEvents.first(where: isEnded)
+            try await aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .hangup, userId: "bob"))
-        let record = try #require(await aliceEvents.first(where: isRecord).record)
+        let record = try #require(await aliceEvents.first(from: 0, where: isRecord).record)
         #expect(record.startTime == startTime && record.result == .answered && record.endReason == .hangup)
         for index in others { await cluster.nodes[index].stop() }
     }

@@ -216,10 +216,10 @@ struct CallOnACutNode {
         let aliceLogin = Recorder(alice.loginStore.stateUpdates)
         let bobLogin = Recorder(bob.loginStore.stateUpdates)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
-        try await aliceEvents.first(where: isStarted)
-        try await bobEvents.first(where: isStarted)
+        try await aliceEvents.first(from: 0, where: isStarted)
+        try await bobEvents.first(from: 0, where: isStarted)
         let startTime = try #require(alice.callStore.state.activeCall?.startTime)
         return CallOnACutNode(
             alice: alice, bob: bob, aliceEvents: aliceEvents, bobEvents: bobEvents, aliceLogin: aliceLogin, bobLogin: bobLogin,
@@ -243,7 +243,7 @@ struct CallOnACutNode {
     func expectItEndsAtTheHangUp() async throws {
         #expect(aliceEvents.values.filter(isEnded).isEmpty && bobEvents.values.filter(isEnded).isEmpty)
         try await bob.callStore.hangup()
-        #expect(try await aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
+        #expect(try await aliceEvents.first(from: 0, where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
         #expect(aliceEvents.values.filter(isStarted).count == 1 && bobEvents.values.filter(isStarted).count == 1)
     }
 }

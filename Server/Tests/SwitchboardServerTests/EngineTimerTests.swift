@@ -23,7 +23,7 @@ struct EngineTimerTests {
         let carolEvents = Recorder(carol.callStore.events)
         let first = server.clock.now()
         _ = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
         // Bob's ring timeout is gone; the sleeper for it is not.
         #expect(await engine.wakeDeadline == first + 30_000)
@@ -31,7 +31,7 @@ struct EngineTimerTests {
         server.clock.advance(by: .seconds(10))
         let placed = server.clock.now()
         let call = try await carol.callStore.calls(participantIds: ["dave"], mediaType: .audio)
-        try await Recorder(dave.callStore.events).first(where: isReceived)
+        try await Recorder(dave.callStore.events).first(from: 0, where: isReceived)
         #expect(await engine.wakeDeadline == first + 30_000)
 
         // The old deadline: nothing is due, and the sleeper is armed again for dave's.
@@ -41,9 +41,9 @@ struct EngineTimerTests {
 
         server.clock.advance(by: .seconds(10))
         #expect(
-            try await carolEvents.first(where: isEnded)
+            try await carolEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .noResponse, userId: "dave"))
-        let record = try #require(await carolEvents.first(where: isRecord).record)
+        let record = try #require(await carolEvents.first(from: 0, where: isRecord).record)
         #expect(record.endTime == placed + 30_000)
         await server.stop()
     }

@@ -73,7 +73,7 @@ struct FCMTests {
         let s = try await setUp(serverAccount: serverAccount)
         let call = try await s.alice.callStore.calls(
             participantIds: ["bob"], mediaType: .video, params: CallParams(userData: "topic-7"))
-        let invitation = try await s.fcm.messages.first(timeout: .seconds(30)) { _ in true }
+        let invitation = try await s.fcm.messages.first(from: 0, timeout: .seconds(30)) { _ in true }
         #expect(invitation.token == Self.bobToken)
         #expect(invitation.priority == "HIGH" && invitation.ttl == "30s" && invitation.collapseKey == call.callId.rawValue)
         #expect(Array(invitation.data.keys) == ["switchboard"])
@@ -105,7 +105,7 @@ struct FCMTests {
         try await Self.registerToken(s.server, user: "bob", device: "bob-pixel", Self.bobToken, sealingKey: key)
         let call = try await s.alice.callStore.calls(
             participantIds: ["bob"], mediaType: .video, params: CallParams(userData: "topic-7"))
-        let message = try await s.fcm.messages.first(timeout: .seconds(30)) { _ in true }
+        let message = try await s.fcm.messages.first(from: 0, timeout: .seconds(30)) { _ in true }
         let body = String(decoding: message.body, as: UTF8.self)
         for clear in ["alice", "Alice", "topic-7"] {
             #expect(!body.contains(clear), "\(clear) in \(body)")
@@ -157,14 +157,14 @@ struct FCMTests {
         let s = try await setUp()
         s.fcm.unregister(Self.bobToken)
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        let removed = try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "token_removed" }
+        let removed = try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.outcome == "token_removed" }
         #expect(removed.service == "fcm" && s.fcm.answers.values.map(\.reason) == ["UNREGISTERED"])
         #expect(try await s.server.node.context.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(timeout: .seconds(30), where: isEnded)
+        try await s.aliceEvents.first(from: 0, timeout: .seconds(30), where: isEnded)
         let again = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         #expect(
-            try await s.aliceEvents.first(timeout: .seconds(30)) { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
+            try await s.aliceEvents.first(from: 0, timeout: .seconds(30)) { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: again.callId, mediaType: .audio, reason: .offline, userId: "bob"))
         await tearDown(s)
     }
@@ -176,7 +176,7 @@ struct FCMTests {
         let s = try await setUp()
         s.fcm.invalidate(Self.bobToken)
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        let removed = try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome != "retrying" }
+        let removed = try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.outcome != "retrying" }
         #expect(removed.outcome == "token_removed" && removed.service == "fcm")
         #expect(s.fcm.answers.values.map(\.reason) == ["INVALID_ARGUMENT"])
         #expect(try await s.server.node.context.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
@@ -189,10 +189,10 @@ struct FCMTests {
         let s = try await setUp()
         s.fcm.behavior = .throttle(count: 1, retryAfter: 5)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        let retrying = try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "retrying" }
+        let retrying = try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.outcome == "retrying" }
         #expect(retrying.retryAt == s.server.clock.now() + 5000)
         s.server.clock.advance(by: .seconds(5))
-        let delivered = try await s.fcm.messages.first(timeout: .seconds(30)) { _ in true }
+        let delivered = try await s.fcm.messages.first(from: 0, timeout: .seconds(30)) { _ in true }
         #expect(delivered.push?.callId == call.callId)
         #expect(s.fcm.answers.values.map(\.status) == [429, 200])
         await tearDown(s)
@@ -202,12 +202,12 @@ struct FCMTests {
         let s = try await setUp()
         s.fcm.behavior = .throttle(count: 1)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "retrying" }
+        try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.outcome == "retrying" }
         s.fcm.behavior = .fail(count: 1)
         s.server.clock.advance(by: .seconds(1))
         try await s.deliveries.first(from: 1, timeout: .seconds(30)) { $0.outcome == "retrying" }
         s.server.clock.advance(by: .seconds(2))
-        let delivered = try await s.fcm.messages.first(timeout: .seconds(30)) { _ in true }
+        let delivered = try await s.fcm.messages.first(from: 0, timeout: .seconds(30)) { _ in true }
         #expect(delivered.push?.callId == call.callId && delivered.ttl == "27s")
         #expect(s.fcm.answers.values.map(\.status) == [429, 500, 200])
         await tearDown(s)
@@ -222,7 +222,7 @@ struct FCMTests {
         let events = Recorder(alice.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         #expect(
-            try await events.first(timeout: .seconds(30), where: isEnded)
+            try await events.first(from: 0, timeout: .seconds(30), where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .offline, userId: "bob"))
         await server.stop()
     }

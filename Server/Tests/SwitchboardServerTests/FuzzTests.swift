@@ -266,7 +266,7 @@ struct FrameFuzzTests {
         let carol = try await server.client("carol")
         let carolEvents = Recorder(carol.callStore.events)
         let call = try await bob.callStore.calls(participantIds: ["carol"], mediaType: .audio)
-        try await carolEvents.first { if case .onCallReceived = $0 { true } else { false } }
+        try await carolEvents.first(from: 0) { if case .onCallReceived = $0 { true } else { false } }
         try await carol.callStore.accept()
 
         let raw = try await RawClient(url: server.url)
@@ -294,7 +294,7 @@ struct FrameFuzzTests {
 
         #expect(bob.callStore.state.activeCall?.callId == call.callId)
         try await bob.callStore.hangup()
-        try await carolEvents.first { if case .onCallEnded = $0 { true } else { false } }
+        try await carolEvents.first(from: 0) { if case .onCallEnded = $0 { true } else { false } }
         raw.close()
         await server.stop()
     }

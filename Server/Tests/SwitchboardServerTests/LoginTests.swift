@@ -95,7 +95,7 @@ struct LoginTests {
         #expect(try await first.request(login, id: "1")["result"] != nil)
         let second = try await RawClient(url: server.url)
         #expect(try await second.request(login, id: "1")["result"] != nil)
-        let ended = try await first.frames.first { $0.contains("sessionEnded") }
+        let ended = try await first.frames.first(from: 0) { $0.contains("sessionEnded") }
         #expect(ended.contains("\(SwitchboardError.Code.sessionReplaced.rawValue)"))
         #expect(await first.frames.waitForEnd())
         #expect(try await second.request(PingRequest(), id: "2")["result"] != nil)
@@ -116,7 +116,7 @@ struct LoginTests {
         let bob = try await server.client("bob")
         let bobEvents = Recorder(bob.callStore.events)
         _ = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first { if case .onCallReceived = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onCallReceived = $0 { true } else { false } }
         #expect(bob.callStore.state.allParticipants.first?.nickname == "Alice A.")
         await server.stop()
     }

@@ -36,18 +36,18 @@ struct PerDevicePushTests {
     static func barrier(_ s: Setup) async throws {
         try await PushTests().registerToken(s.server, user: "carol", device: "carol-phone", token: carolToken)
         let call = try await s.alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
-        try await s.apns.pushes.first { $0.push?.callId == call.callId }
+        try await s.apns.pushes.first(from: 0) { $0.push?.callId == call.callId }
         try await s.alice.callStore.hangup()
     }
 
     @Test func aConnectedTabletRingsOverItsSocketAndTheOfflinePhoneIsPushed() async throws {
         let (s, _, tabletEvents) = try await Self.withConnectedTablet()
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await tabletEvents.first(where: isReceived)
-        let push = try await s.apns.pushes.first { _ in true }
+        try await tabletEvents.first(from: 0, where: isReceived)
+        let push = try await s.apns.pushes.first(from: 0) { _ in true }
         #expect(push.token == PushTests.bobToken && push.push?.callId == call.callId)
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(from: 0, where: isEnded)
         try await Self.barrier(s)
         // Exactly one push for bob's phone, none for the tablet, which was connected all along.
         let forBob = s.apns.pushes.values.filter { $0.token != Self.carolToken }
@@ -62,12 +62,12 @@ struct PerDevicePushTests {
         let (s, _, tabletEvents) = try await Self.withConnectedTablet()
         let call = try await s.alice.callStore.calls(
             participantIds: ["bob"], mediaType: .audio, params: CallParams(pushConfig: PushTests.pushConfig))
-        try await tabletEvents.first(where: isReceived)
-        try await s.apns.pushes.first { _ in true }
+        try await tabletEvents.first(from: 0, where: isReceived)
+        try await s.apns.pushes.first(from: 0) { _ in true }
         s.server.clock.advance(by: .seconds(30))
         let alert = try await s.apns.pushes.first(from: 1) { _ in true }
         #expect(alert.token == PushTests.bobAlertToken && alert.missedCall?.callId == call.callId)
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(from: 0, where: isEnded)
         try await Self.barrier(s)
         #expect(!s.apns.pushes.values.contains { $0.token == Self.tabletAlertToken || $0.token == Self.tabletToken })
         await PushTests().tearDown(s)
@@ -81,7 +81,7 @@ struct PerDevicePushTests {
         let server = try await PushTests.server(clock: s.server.clock, directory: s.server.directory, apns: s.apns)
         let alice = try await server.client("alice")
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        let push = try await s.apns.pushes.first { _ in true }
+        let push = try await s.apns.pushes.first(from: 0) { _ in true }
         #expect(push.token == PushTests.bobToken && push.push?.callId == call.callId)
         try await alice.callStore.hangup()
         await PushTests().tearDown(PushTests.Setup(
@@ -94,12 +94,12 @@ struct PerDevicePushTests {
         let s = try await PushTests().setUp()
         s.apns.behavior = .fail(count: 100)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.callId == call.callId && $0.outcome == "retrying" }
+        try await s.deliveries.first(from: 0) { $0.callId == call.callId && $0.outcome == "retrying" }
         let phone = try await s.server.client("bob", deviceId: "bob-phone")
         let phoneEvents = Recorder(phone.callStore.events)
-        try await phoneEvents.first(where: isReceived)
+        try await phoneEvents.first(from: 0, where: isReceived)
         s.server.clock.advance(by: .seconds(1))
-        let stopped = try await s.deliveries.first { $0.callId == call.callId && $0.outcome != "retrying" }
+        let stopped = try await s.deliveries.first(from: 0) { $0.callId == call.callId && $0.outcome != "retrying" }
         #expect(stopped.outcome == "connected")
         // One attempt reached APNs (the 500); the retry that was due did not.
         #expect(s.apns.answers.values.filter { $0.token == PushTests.bobToken }.count == 1)
@@ -140,14 +140,14 @@ struct PerDevicePushTests {
         let alice = try await cluster.nodes[leader].client("alice")
         let deliveries = Recorder(cluster.nodes[leader].node.context.push.deliveries)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await step("the tablet rings") { try await tabletEvents.first(where: isReceived) }
-        let push = try await step("the phone is pushed") { try await apns.pushes.first { _ in true } }
+        try await step("the tablet rings") { try await tabletEvents.first(from: 0, where: isReceived) }
+        let push = try await step("the phone is pushed") { try await apns.pushes.first(from: 0) { _ in true } }
         #expect(push.token == PushTests.bobToken && push.push?.callId == call.callId)
         try await step("the delivery is recorded") {
-            try await deliveries.first { $0.callId == call.callId && $0.token == PushTests.bobToken }
+            try await deliveries.first(from: 0) { $0.callId == call.callId && $0.token == PushTests.bobToken }
         }
         try await alice.callStore.hangup()
-        try await step("the call ends on the tablet") { try await tabletEvents.first(where: isEnded) }
+        try await step("the call ends on the tablet") { try await tabletEvents.first(from: 0, where: isEnded) }
         // The barrier: a second call, to carol's phone, pushed after the first ended.
         try await PushTests().registerToken(
             cluster.nodes[leader], user: "carol", device: "carol-phone", token: PerDevicePushTests.carolToken)
@@ -161,7 +161,7 @@ struct PerDevicePushTests {
         // What the leader learns comes through PostgreSQL: on a loaded machine it has taken over
         // 30 s (a full run's failure, with this test 0.7 s alone).
         try await step("carol's phone is pushed") {
-            try await apns.pushes.first(timeout: .seconds(90)) { $0.push?.callId == later.callId }
+            try await apns.pushes.first(from: 0, timeout: .seconds(90)) { $0.push?.callId == later.callId }
         }
         #expect(apns.pushes.values.map(\.token) == [PushTests.bobToken, PerDevicePushTests.carolToken])
         await cluster.stop()

@@ -135,7 +135,7 @@ struct PushTests {
                 #expect(!text.contains(clear), "\(clear) in \(text)")
             }
         }
-        let ring = try await s.apns.pushes.first(timeout: .seconds(30)) { $0.token == Self.bobToken }
+        let ring = try await s.apns.pushes.first(from: 0, timeout: .seconds(30)) { $0.token == Self.bobToken }
         namesNobody(ring)
         #expect(ring.payload.count <= VoIPPush.maxPayloadBytes)
         guard case .incomingCall(let invitation)? = VoIPPush(json: ring.payload, sealingKey: key) else {
@@ -148,7 +148,7 @@ struct PushTests {
 
         // The missed call the caller asked to announce, on the alert token: sealed as well.
         try await s.alice.callStore.hangup()
-        let missed = try await s.apns.pushes.first(timeout: .seconds(30)) { $0.token == Self.bobAlertToken }
+        let missed = try await s.apns.pushes.first(from: 0, timeout: .seconds(30)) { $0.token == Self.bobAlertToken }
         namesNobody(missed)
         #expect(missed.payload.count <= MissedCallPush.maxPayloadBytes)
         let opened = try #require(MissedCallPush(json: missed.payload, sealingKey: key))
@@ -160,7 +160,7 @@ struct PushTests {
         let s = try await setUp()
         let call = try await s.alice.callStore.calls(
             participantIds: ["bob"], mediaType: .video, params: CallParams(userData: "topic-7", pushConfig: Self.pushConfig))
-        let push = try await s.apns.pushes.first { _ in true }
+        let push = try await s.apns.pushes.first(from: 0) { _ in true }
         #expect(push.token == Self.bobToken)
         #expect(push.headers["apns-push-type"] == "voip")
         #expect(push.headers["apns-topic"] == "\(Self.bundle).voip")
@@ -189,21 +189,21 @@ struct PushTests {
         bob.callStore.receivedPush(push.push!)
         // The call rings from the push, with its userData, before the login.
         #expect(
-            try await bobEvents.first(where: isReceived)
+            try await bobEvents.first(from: 0, where: isReceived)
                 == .onCallReceived(callId: call.callId, callerId: "alice", inviterId: "alice", mediaType: .video, userData: "topic-7"))
         #expect(bob.callStore.state.activeCall?.userData == "topic-7")
         try await bob.loginStore.login(sdkAppID: s.server.app.sdkAppID, userID: "bob", userSig: s.server.userSig("bob"))
         try await bob.callStore.accept()
-        try await s.aliceEvents.first(where: isStarted)
+        try await s.aliceEvents.first(from: 0, where: isStarted)
         // The server's invitation came before bob's own start: it did not ring a second time.
-        try await bobEvents.first(where: isStarted)
+        try await bobEvents.first(from: 0, where: isStarted)
         #expect(bobEvents.values.filter(isReceived).count == 1)
 
         // An answered call is no missed call: no alert, no second push. The barrier is a later push
         // (to carol's phone), asked for after bob's answer: nothing for bob came before it.
         try await registerToken(s.server, user: "carol", device: "carol-phone", token: String(repeating: "cd", count: 32))
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(from: 0, where: isEnded)
         let later = try await s.alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
         let second = try await s.apns.pushes.first(from: 1) { _ in true }
         #expect(second.push?.callId == later.callId)
@@ -218,7 +218,7 @@ struct PushTests {
         let s = try await setUp()
         let call = try await s.alice.callStore.calls(
             participantIds: ["bob"], mediaType: .audio, params: CallParams(pushConfig: Self.pushConfig))
-        let invitation = try await s.apns.pushes.first { _ in true }
+        let invitation = try await s.apns.pushes.first(from: 0) { _ in true }
         try await s.alice.callStore.hangup()
         let alert = try await s.apns.pushes.first(from: 1) { _ in true }
         #expect(alert.token == Self.bobAlertToken && alert.pushType == "alert")
@@ -241,7 +241,7 @@ struct PushTests {
         bob.callStore.receivedPush(invitation.push!)
         try await bob.loginStore.login(sdkAppID: s.server.app.sdkAppID, userID: "bob", userSig: s.server.userSig("bob"))
         #expect(
-            try await bobEvents.first(where: isEnded)
+            try await bobEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .canceled, userId: "alice"))
         #expect(bob.callStore.state.activeCall == nil)
         await tearDown(s)
@@ -252,7 +252,7 @@ struct PushTests {
         // Timed out: announced, with the caller's texts.
         let first = try await s.alice.callStore.calls(
             participantIds: ["bob"], mediaType: .audio, params: CallParams(pushConfig: Self.pushConfig))
-        try await s.apns.pushes.first { _ in true }
+        try await s.apns.pushes.first(from: 0) { _ in true }
         s.server.clock.advance(by: .seconds(30))
         let timeout = try await s.apns.pushes.first(from: 1) { _ in true }
         #expect(timeout.missedCall?.callId == first.callId && timeout.missedCall?.reason == .noResponse)
@@ -260,7 +260,7 @@ struct PushTests {
             (try JSONSerialization.jsonObject(with: timeout.payload) as? [String: Any])?["aps"] as? [String: Any])
         #expect(alert["sound"] as? String == "ring.caf")
         #expect(alert["alert"] as? [String: String] == ["title": "Alice", "body": "Missed call"])
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(from: 0, where: isEnded)
 
         // Answered on bob's laptop, which logs in while the phone rings through the push: no alert.
         let second = try await s.alice.callStore.calls(
@@ -269,10 +269,10 @@ struct PushTests {
         let laptop = try await s.server.client("bob", deviceId: "bob-laptop", login: false)
         let laptopEvents = Recorder(laptop.callStore.events)
         try await laptop.loginStore.login(sdkAppID: s.server.app.sdkAppID, userID: "bob", userSig: s.server.userSig("bob"))
-        try await laptopEvents.first(where: isReceived)
+        try await laptopEvents.first(from: 0, where: isReceived)
         try await laptop.callStore.accept()
         try await laptop.callStore.hangup()
-        try await s.aliceEvents.first { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
+        try await s.aliceEvents.first(from: 0) { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
         try await laptop.loginStore.logout()
         // Without the option, a missed call is not announced.
         let third = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
@@ -280,7 +280,7 @@ struct PushTests {
         try await s.alice.callStore.hangup()
         // The barrier: a push to carol asked for after both.
         try await registerToken(s.server, user: "carol", device: "carol-phone", token: String(repeating: "cd", count: 32))
-        try await s.aliceEvents.first { if case .onCallEnded(third.callId, _, _, _) = $0 { true } else { false } }
+        try await s.aliceEvents.first(from: 0) { if case .onCallEnded(third.callId, _, _, _) = $0 { true } else { false } }
         let later = try await s.alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
         try await s.apns.pushes.first(from: 4) { $0.push?.callId == later.callId }
         #expect(s.apns.pushes.values.filter { $0.pushType == "alert" }.map(\.missedCall?.callId) == [first.callId])
@@ -292,11 +292,11 @@ struct PushTests {
         let s = try await setUp()
         s.apns.behavior = .fail(count: 100)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.callId == call.callId && $0.outcome == "retrying" }
+        try await s.deliveries.first(from: 0) { $0.callId == call.callId && $0.outcome == "retrying" }
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(from: 0, where: isEnded)
         s.server.clock.advance(by: .seconds(1))
-        try await s.deliveries.first { $0.callId == call.callId && $0.outcome == "withdrawn" }
+        try await s.deliveries.first(from: 0) { $0.callId == call.callId && $0.outcome == "withdrawn" }
         // One attempt reached APNs (the 500); the retry that was due did not.
         #expect(s.apns.answers.values.filter { $0.token == Self.bobToken }.count == 1)
         await tearDown(s)
@@ -308,7 +308,7 @@ struct PushTests {
         try await registerTokens(s.server, user: "dave", device: "dave-phone", [(String(repeating: "dd", count: 32), .alert)])
         let call = try await s.alice.callStore.calls(participantIds: ["dave"], mediaType: .audio)
         #expect(
-            try await s.aliceEvents.first(where: isEnded)
+            try await s.aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .offline, userId: "dave"))
         await tearDown(s)
     }
@@ -317,13 +317,13 @@ struct PushTests {
         let s = try await setUp()
         s.apns.unregister(Self.bobToken)
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.outcome == "token_removed" }
+        try await s.deliveries.first(from: 0) { $0.outcome == "token_removed" }
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(from: 0, where: isEnded)
         // Without a token, bob is offline now.
         let again = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         #expect(
-            try await s.aliceEvents.first { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
+            try await s.aliceEvents.first(from: 0) { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: again.callId, mediaType: .audio, reason: .offline, userId: "bob"))
         await tearDown(s)
     }
@@ -332,12 +332,12 @@ struct PushTests {
         let s = try await setUp()
         s.apns.behavior = .throttle(count: 1)
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.outcome == "retrying" }
+        try await s.deliveries.first(from: 0) { $0.outcome == "retrying" }
         #expect(s.apns.answers.values.map(\.status) == [429])
         s.server.clock.advance(by: .seconds(1))
-        try await s.deliveries.first { $0.outcome == "delivered" }
+        try await s.deliveries.first(from: 0) { $0.outcome == "delivered" }
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(from: 0, where: isEnded)
 
         // 5xx until past the ring deadline (2 s): a retry after 0.5 s; the next would come at the
         // deadline itself, so it is given up. Never beyond the deadline.
@@ -360,7 +360,7 @@ struct PushTests {
             let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
             let push = try await s.apns.pushes.first(from: index) { $0.push?.callId == call.callId }
             try await s.alice.callStore.hangup()
-            try await s.aliceEvents.first { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
+            try await s.aliceEvents.first(from: 0) { if case .onCallEnded(call.callId, _, _, _) = $0 { true } else { false } }
             return push
         }
         let first = try await ring()
@@ -381,11 +381,11 @@ struct PushTests {
         // A lifetime longer than APNs accepts, to make APNs refuse it.
         let s = try await setUp(lifetime: .seconds(2 * 3600))
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.outcome == "delivered" }
+        try await s.deliveries.first(from: 0) { $0.outcome == "delivered" }
         try await s.alice.callStore.hangup()
         s.server.clock.advance(by: .seconds(61 * 60))
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.outcome == "credential_refreshed" }
+        try await s.deliveries.first(from: 0) { $0.outcome == "credential_refreshed" }
         try await s.deliveries.first(from: 2) { $0.outcome == "delivered" }
         #expect(s.apns.answers.values.contains { $0.reason == "ExpiredProviderToken" })
         await tearDown(s)
@@ -400,21 +400,21 @@ struct PushTests {
         #expect(s.alice.callStore.state.selfInfo.status == .waiting)
         try await s.alice.callStore.hangup()
         #expect(
-            try await s.aliceEvents.first(where: isEnded)
+            try await s.aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .canceled, userId: "alice"))
         #expect(s.apns.answers.values.isEmpty)
         // Other calls go on as usual.
         let carol = try await s.server.client("carol")
         let carolEvents = Recorder(carol.callStore.events)
         _ = try await s.alice.callStore.calls(participantIds: ["carol"], mediaType: .audio)
-        try await carolEvents.first(where: isReceived)
+        try await carolEvents.first(from: 0, where: isReceived)
         await tearDown(s)
     }
 
     @Test func metricsCountPushesByOutcome() async throws {
         let s = try await setUp()
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first { $0.outcome == "delivered" }
+        try await s.deliveries.first(from: 0) { $0.outcome == "delivered" }
         let (data, _) = try await URLSession.shared.data(from: URL(string: "/metrics", relativeTo: s.server.httpURL)!)
         let text = String(decoding: data, as: UTF8.self)
         #expect(text.contains(#"switchboard_push_total{service="apns",outcome="delivered"} 1"#))

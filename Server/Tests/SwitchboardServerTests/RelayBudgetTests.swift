@@ -161,7 +161,7 @@ struct RelayBudgetTests {
         let later = try await s.alice.request(
             SendMediaSignalRequest(callId: s.callId, to: "bob", kind: .offer, sdp: "v=0 after the wait"), id: "o3")
         #expect(later["result"] != nil)
-        _ = try await s.bob.frames.first { $0.contains("v=0 after the wait") }
+        _ = try await s.bob.frames.first(from: 0) { $0.contains("v=0 after the wait") }
         #expect(s.bob.frames.values.filter { $0.contains("\"mediaSignal\"") }.count == 3)
         await s.server.stop()
     }

@@ -25,7 +25,7 @@ struct RingingAbuseTests {
 
     /// Waits for the event `name` about `call`.
     static func event(_ client: RawClient, _ name: String, _ call: CallID) async throws {
-        _ = try await client.frames.first { frame in
+        _ = try await client.frames.first(from: 0) { frame in
             RawClient.object(frame)?["event"] as? String == name && mentions(frame, call)
         }
     }

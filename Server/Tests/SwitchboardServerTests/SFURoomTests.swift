@@ -127,7 +127,7 @@ struct SFURoomTests {
         let server = try await Self.server(janus: [janus])
         let call = try await Self.connect(server, ["alice", "bob", "carol"])
         for (user, member) in call.members {
-            let started = try await member.client.frames.first { frame in
+            let started = try await member.client.frames.first(from: 0) { frame in
                 RawClient.object(frame)?["event"] as? String == "callStarted"
             }
             let info = try #require((RawClient.object(started)?["data"] as? [String: Any])?["call"] as? [String: Any])

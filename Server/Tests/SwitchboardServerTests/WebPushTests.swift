@@ -98,7 +98,7 @@ struct WebPushTests {
             from = try await s.deliveries.position(after: from) { $0.callId == call && $0.kind == "incomingCall" }
             s.server.clock.advance(by: .seconds(2))
         }
-        return try await s.service.messages.first(timeout: .seconds(30)) { _ in true }
+        return try await s.service.messages.first(from: 0, timeout: .seconds(30)) { _ in true }
     }
 
     func tearDown(_ s: Setup) async {
@@ -173,12 +173,12 @@ struct WebPushTests {
         let s = try await setUp()
         s.service.behavior = .fail(count: 1)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first(timeout: .seconds(30)) { $0.callId == call.callId && $0.outcome == "retrying" }
+        try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.callId == call.callId && $0.outcome == "retrying" }
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(timeout: .seconds(30), where: isEnded)
+        try await s.aliceEvents.first(from: 0, timeout: .seconds(30), where: isEnded)
         // The invitation is withdrawn at its next attempt, and only then does the end go out.
         s.server.clock.advance(by: .seconds(1))
-        let outcomes = try await s.deliveries.matches(2, timeout: .seconds(30)) { $0.callId == call.callId && $0.outcome != "retrying" }
+        let outcomes = try await s.deliveries.matches(2, from: 0, timeout: .seconds(30)) { $0.callId == call.callId && $0.outcome != "retrying" }
         #expect(outcomes.map(\.kind) == ["incomingCall", "callEnded"])
         #expect(outcomes.map(\.outcome) == ["withdrawn", "delivered"])
         #expect(s.service.messages.values.map(\.push?.kind) == ["callEnded"])
@@ -191,14 +191,14 @@ struct WebPushTests {
         let s = try await setUp()
         if unsubscribed { s.service.unsubscribe(s.subscription) } else { s.service.forget(s.subscription) }
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "token_removed" }
+        try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.outcome == "token_removed" }
         #expect(s.service.answers.values.map(\.status) == [unsubscribed ? 410 : 404])
         #expect(try await s.server.node.context.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
         try await s.alice.callStore.hangup()
-        try await s.aliceEvents.first(timeout: .seconds(30), where: isEnded)
+        try await s.aliceEvents.first(from: 0, timeout: .seconds(30), where: isEnded)
         let again = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         #expect(
-            try await s.aliceEvents.first(timeout: .seconds(30)) { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
+            try await s.aliceEvents.first(from: 0, timeout: .seconds(30)) { if case .onCallEnded(again.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: again.callId, mediaType: .audio, reason: .offline, userId: "bob"))
         await tearDown(s)
     }
@@ -207,11 +207,11 @@ struct WebPushTests {
         let s = try await setUp()
         s.service.behavior = .throttle(count: 1)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "retrying" }
+        try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.outcome == "retrying" }
         s.server.clock.advance(by: .seconds(1))
-        let delivered = try await s.service.messages.first(timeout: .seconds(30)) { _ in true }
+        let delivered = try await s.service.messages.first(from: 0, timeout: .seconds(30)) { _ in true }
         #expect(delivered.push?.callId == call.callId && delivered.ttl == 29)
-        let answers = try await s.service.answers.matches(2, timeout: .seconds(30)) { _ in true }
+        let answers = try await s.service.answers.matches(2, from: 0, timeout: .seconds(30)) { _ in true }
         #expect(answers.map(\.status) == [429, 201])
         await tearDown(s)
     }
@@ -221,10 +221,10 @@ struct WebPushTests {
         let s = try await setUp()
         s.service.behavior = .throttle(count: 1, retryAfter: 3)
         let call = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        let retrying = try await s.deliveries.first(timeout: .seconds(30)) { $0.outcome == "retrying" }
+        let retrying = try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.outcome == "retrying" }
         #expect(retrying.retryAt == s.server.clock.now() + 3000)
         s.server.clock.advance(by: .seconds(3))
-        let delivered = try await s.service.messages.first(timeout: .seconds(30)) { _ in true }
+        let delivered = try await s.service.messages.first(from: 0, timeout: .seconds(30)) { _ in true }
         #expect(delivered.push?.callId == call.callId)
         await tearDown(s)
     }

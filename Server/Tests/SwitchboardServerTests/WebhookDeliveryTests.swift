@@ -118,22 +118,22 @@ struct WebhookDeliveryTests {
         let bob = try await server.client("bob")
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first { if case .onCallReceived = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onCallReceived = $0 { true } else { false } }
         try await bob.callStore.accept()
 
         // The failure, then the retry once the clock passed its backoff (at most 2 s).
-        let failed = try await receiver.requests.first(timeout: .seconds(30)) { $0.status == 500 }
+        let failed = try await receiver.requests.first(from: 0, timeout: .seconds(30)) { $0.status == 500 }
         #expect(failed.id == "evt_\(call.callId.rawValue)_2")
         #expect(!receiver.requests.values.contains { $0.event?.data.sequence ?? 0 > 2 })
         // Once the server noted the failure, the clock passes its backoff (at most 2 s).
         let retryAt = try await Self.nextAttempt(server, app: app, endpoint: endpointId, event: try #require(failed.id))
         #expect(retryAt > server.clock.now() && retryAt <= server.clock.now() + 2000)
         server.clock.advance(by: .milliseconds(retryAt - server.clock.now()))
-        try await receiver.requests.first(timeout: .seconds(30)) { $0.id == failed.id && $0.status == 200 }
+        try await receiver.requests.first(from: 0, timeout: .seconds(30)) { $0.id == failed.id && $0.status == 200 }
 
         try await alice.callStore.hangup()
-        let ended = try await receiver.requests.first(timeout: .seconds(30)) { $0.event?.type == .callEnded }
-        try await receiver.requests.matches(2, timeout: .seconds(30)) { $0.event?.type == .recordWritten }
+        let ended = try await receiver.requests.first(from: 0, timeout: .seconds(30)) { $0.event?.type == .callEnded }
+        try await receiver.requests.matches(2, from: 0, timeout: .seconds(30)) { $0.event?.type == .recordWritten }
 
         let taken = receiver.requests.values.filter { $0.status == 200 }
         for request in taken { try Self.verify(request, secrets: [secret], now: server.clock.now()) }
@@ -207,7 +207,7 @@ struct WebhookDeliveryTests {
         let alice = try await server.client("alice")
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
         // Bob was never online: the call ends at once (`call.member.missed`, offline).
-        try await receiver.requests.first(timeout: .seconds(30)) { $0.status == 503 }
+        try await receiver.requests.first(from: 0, timeout: .seconds(30)) { $0.status == 503 }
         await server.stopKeepingFiles()
 
         receiver.answer { _, _ in 200 }
@@ -215,7 +215,7 @@ struct WebhookDeliveryTests {
             configuration.webhooks.allowedNetworks = [IPNetwork("127.0.0.0/8")!]
         }
         restarted.clock.advance(by: .seconds(10))
-        let end = try await receiver.requests.first(timeout: .seconds(30)) { $0.event?.type == .callEnded && $0.status == 200 }
+        let end = try await receiver.requests.first(from: 0, timeout: .seconds(30)) { $0.event?.type == .callEnded && $0.status == 200 }
         try Self.verify(end, secrets: [secret], now: restarted.clock.now())
         let taken = receiver.requests.values.filter { $0.status == 200 && $0.event?.data.callId == call.callId }
         let sequences = taken.compactMap { $0.event?.data.sequence }

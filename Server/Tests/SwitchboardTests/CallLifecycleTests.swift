@@ -30,7 +30,7 @@ struct CallLifecycleTests {
         #expect(alice.callStore.state.selfInfo.status == .waiting)
         #expect(alice.callStore.state.activeCall?.direction == .outgoing)
 
-        let received = try await bobEvents.first(where: isReceived)
+        let received = try await bobEvents.first(from: 0, where: isReceived)
         #expect(
             received
                 == .onCallReceived(
@@ -42,43 +42,47 @@ struct CallLifecycleTests {
         server.clock.advance(by: .seconds(3))
         bob.deviceStore.openLocalMicrophone()
         try await bob.callStore.accept()
-        let aliceTime = try #require(await aliceEvents.first(where: isStarted).startTime)
-        let bobTime = try #require(await bobEvents.first(where: isStarted).startTime)
+        let aliceTime = try #require(await aliceEvents.first(from: 0, where: isStarted).startTime)
+        let bobTime = try #require(await bobEvents.first(from: 0, where: isStarted).startTime)
         // Both sides get the server's start time.
         #expect(aliceTime == bobTime)
         #expect(aliceTime == server.clock.now())
         #expect(bob.callStore.state.selfInfo.status == .accept)
-        try await aliceStates.first { $0.selfInfo.status == .accept }
+        try await aliceStates.first(from: 0) { $0.selfInfo.status == .accept }
 
         // The camera state reached bob: alice opened it before calling.
-        try await bobEvents.first {
+        try await bobEvents.first(from: 0) {
             $0 == .onRemoteDeviceChanged(callId: started.callId, userId: "alice", microphoneOn: true, cameraOn: true)
         }
+        // bob's microphone showed off before he accepted: the waits start at his closing it.
+        var mark = (events: aliceEvents.values.count, states: aliceStates.values.count)
         bob.deviceStore.closeLocalMicrophone()
-        try await aliceEvents.first {
+        try await aliceEvents.first(from: mark.events) {
             $0 == .onRemoteDeviceChanged(callId: started.callId, userId: "bob", microphoneOn: false, cameraOn: false)
         }
-        try await aliceStates.first { $0.allParticipants.first { $0.userId == "bob" }?.microphoneOn == false }
+        try await aliceStates.first(from: mark.states) { $0.allParticipants.first { $0.userId == "bob" }?.microphoneOn == false }
 
         // The duration follows the server's clock, the same on both sides.
         server.clock.advance(by: .seconds(5))
-        try await aliceStates.first { $0.activeCall?.duration == 5 }
+        try await aliceStates.first(from: 0) { $0.activeCall?.duration == 5 }
         let bobStates = Recorder(bob.callStore.stateUpdates)
-        try await bobStates.first { $0.activeCall?.duration == 5 }
+        try await bobStates.first(from: 0) { $0.activeCall?.duration == 5 }
 
+        // No call and no status was also alice's state before she called: the wait starts at the hang-up.
+        mark = (aliceEvents.values.count, aliceStates.values.count)
         try await bob.callStore.hangup()
-        let ended = try await aliceEvents.first(where: isEnded)
+        let ended = try await aliceEvents.first(from: mark.events, where: isEnded)
         #expect(ended == .onCallEnded(callId: started.callId, mediaType: .video, reason: .hangup, userId: "bob"))
-        try await aliceStates.first { $0.activeCall == nil && $0.selfInfo.status == .none }
+        try await aliceStates.first(from: mark.states) { $0.activeCall == nil && $0.selfInfo.status == .none }
 
-        let aliceRecord = try #require(await aliceEvents.first(where: isRecord).record)
+        let aliceRecord = try #require(await aliceEvents.first(from: 0, where: isRecord).record)
         #expect(aliceRecord.callId == started.callId)
         #expect(aliceRecord.direction == .outgoing)
         #expect(aliceRecord.result == .answered)
         #expect(aliceRecord.duration == 5)
         #expect(aliceRecord.startTime == aliceTime)
         #expect(aliceRecord.participantIds == ["alice", "bob"])
-        let bobRecordValue = try #require(await bobEvents.first(where: isRecord).record)
+        let bobRecordValue = try #require(await bobEvents.first(from: 0, where: isRecord).record)
         #expect(bobRecordValue.direction == .incoming && bobRecordValue.inviterId == "alice")
 
         let page = try await bob.callStore.queryRecords()
@@ -131,11 +135,11 @@ struct CallLifecycleTests {
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         server.clock.advance(by: .seconds(29))
         try await bob.callStore.accept()
-        try await aliceEvents.first { if case .onCallStarted(call.callId, _, _) = $0 { true } else { false } }
-        let started = try await bobEvents.position { if case .onCallStarted(call.callId, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallStarted(call.callId, _, _) = $0 { true } else { false } }
+        let started = try await bobEvents.position(after: 0) { if case .onCallStarted(call.callId, _, _) = $0 { true } else { false } }
         #expect(!bobEvents.values.prefix(started).contains { if case .onCallEnded = $0 { true } else { false } })
     }
 
@@ -159,14 +163,14 @@ struct CallLifecycleTests {
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: expected.media)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await end(server, alice, bob, call.callId)
         let endEvent = CallStoreEvent.onCallEnded(
             callId: call.callId, mediaType: expected.media, reason: expected.reason, userId: expected.by)
-        #expect(try await aliceEvents.first(where: isEnded) == endEvent)
-        #expect(try await bobEvents.first(where: isEnded) == endEvent)
+        #expect(try await aliceEvents.first(from: 0, where: isEnded) == endEvent)
+        #expect(try await bobEvents.first(from: 0, where: isEnded) == endEvent)
         for (events, result) in [(aliceEvents, expected.callerResult), (bobEvents, expected.calleeResult)] {
-            let record = try #require(await events.first(where: isRecord).record)
+            let record = try #require(await events.first(from: 0, where: isRecord).record)
             #expect(record.result == result)
             #expect(record.endReason == expected.reason)
         }
@@ -181,9 +185,9 @@ struct CallLifecycleTests {
         let events = Recorder(alice.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["nobody"], mediaType: .audio)
         #expect(
-            try await events.first(where: isEnded)
+            try await events.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .offline, userId: "nobody"))
-        let value = try #require(await events.first(where: isRecord).record)
+        let value = try #require(await events.first(from: 0, where: isRecord).record)
         #expect(value.result == .offline)
         await server.stop()
     }
@@ -196,24 +200,24 @@ struct CallLifecycleTests {
         let bobEvents = Recorder(bob.callStore.events)
         let carolEvents = Recorder(carol.callStore.events)
         let first = try await carol.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
 
         let aliceEvents = Recorder(alice.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
         #expect(call.busyUserIds == ["bob"])
         #expect(
-            try await aliceEvents.first(where: isEnded)
+            try await aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .video, reason: .lineBusy, userId: "bob"))
         // bob was never disturbed, but he has a record of the call he missed while busy.
-        let record = try #require(await bobEvents.first { $0.record?.callId == call.callId }.record)
+        let record = try #require(await bobEvents.first(from: 0) { $0.record?.callId == call.callId }.record)
         #expect(record.result == .busy)
         #expect(bob.callStore.state.selfInfo.status == .accept)
         // carol's call went on: the first end she hears of is bob's hang-up, which comes after
         // alice's busy call in every order the server could have sent them.
         try await bob.callStore.hangup()
         #expect(
-            try await carolEvents.first(where: isEnded)
+            try await carolEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: first, mediaType: .audio, reason: .hangup, userId: "bob"))
         await server.stop()
     }
@@ -228,29 +232,29 @@ struct CallLifecycleTests {
         let aliceEvents = Recorder(alice.callStore.events)
 
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await phoneEvents.first(where: isReceived)
-        try await tabletEvents.first(where: isReceived)
+        try await phoneEvents.first(from: 0, where: isReceived)
+        try await tabletEvents.first(from: 0, where: isReceived)
         try await tablet.callStore.accept()
         #expect(
-            try await phoneEvents.first(where: isEnded)
+            try await phoneEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call.callId, mediaType: .audio, reason: .otherDeviceAccepted, userId: "bob"))
-        try await aliceEvents.first(where: isStarted)
+        try await aliceEvents.first(from: 0, where: isStarted)
         await expectError(.alreadyAccepted) { try await phone.callStore.accept(callId: call.callId) }
         #expect(phone.callStore.state.activeCall == nil)
         #expect(tablet.callStore.state.selfInfo.status == .accept)
 
         // A second call: a reject on one device stops the other ringing.
         try await alice.callStore.hangup()
-        try await tabletEvents.first(where: isEnded)
+        try await tabletEvents.first(from: 0, where: isEnded)
         let second = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
-        try await phoneEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
-        try await tabletEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        try await phoneEvents.first(from: 0) { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        try await tabletEvents.first(from: 0) { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
         try await phone.callStore.reject()
         #expect(
-            try await tabletEvents.first { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
+            try await tabletEvents.first(from: 0) { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: second.callId, mediaType: .video, reason: .otherDeviceReject, userId: "bob"))
         #expect(
-            try await aliceEvents.first { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
+            try await aliceEvents.first(from: 0) { if case .onCallEnded(second.callId, _, _, _) = $0 { true } else { false } }
                 == .onCallEnded(callId: second.callId, mediaType: .video, reason: .reject, userId: "bob"))
         await server.stop()
     }
@@ -261,14 +265,14 @@ struct CallLifecycleTests {
         let phone = try await server.client("bob", deviceId: "phone")
         let phoneEvents = Recorder(phone.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await phoneEvents.first(where: isReceived)
+        try await phoneEvents.first(from: 0, where: isReceived)
 
         let laptop = try await server.client("bob", deviceId: "laptop", login: false)
         let laptopEvents = Recorder(laptop.callStore.events)
         try await laptop.loginStore.login(sdkAppID: server.app.sdkAppID, userID: "bob", userSig: server.userSig("bob"))
-        try await laptopEvents.first { if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false } }
+        try await laptopEvents.first(from: 0) { if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false } }
         try await laptop.callStore.accept()
-        try await phoneEvents.first(where: isEnded)
+        try await phoneEvents.first(from: 0, where: isEnded)
         await server.stop()
     }
 
@@ -280,14 +284,14 @@ struct CallLifecycleTests {
         let aliceEvents = Recorder(alice.callStore.events)
         _ = try await alice.callStore.calls(
             participantIds: ["bob"], mediaType: .audio, params: CallParams(isEphemeralCall: true))
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.reject()
-        try await aliceEvents.first(where: isEnded)
+        try await aliceEvents.first(from: 0, where: isEnded)
         // A normal call afterwards: its record is the only one.
         let normal = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first { if case .onCallReceived(normal.callId, _, _, _, _) = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onCallReceived(normal.callId, _, _, _, _) = $0 { true } else { false } }
         try await bob.callStore.reject()
-        try await aliceEvents.first { if case .onCallRecord(let r) = $0 { r.callId == normal.callId } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onCallRecord(let r) = $0 { r.callId == normal.callId } else { false } }
         #expect(try await alice.callStore.queryRecords().records.map(\.callId) == [normal.callId])
         // The normal call's record is the barrier: a record of the ephemeral call, ended first,
         // would have come before it.
@@ -303,23 +307,23 @@ struct CallLifecycleTests {
         let bobEvents = Recorder(bob.callStore.events)
         let carolEvents = Recorder(carol.callStore.events)
         let first = try await carol.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
-        try await carolEvents.first(where: isStarted)
+        try await carolEvents.first(from: 0, where: isStarted)
 
         let second = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .video)
         #expect(second.busyUserIds.isEmpty)
-        try await bobEvents.first { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
         // bob stays on carol's call and sees alice's as waiting.
         #expect(bob.callStore.state.activeCall?.callId == first.callId)
         #expect(bob.callStore.state.waitingCalls.map(\.callId) == [second.callId])
 
         try await bob.callStore.accept(callId: second.callId)
         #expect(
-            try await carolEvents.first(where: isEnded)
+            try await carolEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: first.callId, mediaType: .audio, reason: .hangup, userId: "bob"))
         let bobStates = Recorder(bob.callStore.stateUpdates)
-        try await bobStates.first { $0.activeCall?.callId == second.callId && $0.waitingCalls.isEmpty }
+        try await bobStates.first(from: 0) { $0.activeCall?.callId == second.callId && $0.waitingCalls.isEmpty }
         await server.stop()
     }
 }

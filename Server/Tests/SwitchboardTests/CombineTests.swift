@@ -49,17 +49,17 @@ struct CombineTests {
         let bobMicrophone = Sink(bob.deviceStore.subscribe(StatePublisherSelector(keyPath: \.microphoneStatus)))
 
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.recorder.first { if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false } }
-        try await bobStatus.recorder.first { $0 == .waiting }
+        try await bobEvents.recorder.first(from: 0) { if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false } }
+        try await bobStatus.recorder.first(from: 0) { $0 == .waiting }
         bob.deviceStore.openLocalMicrophone()
         try await bob.callStore.accept()
-        try await bobStatus.recorder.first { $0 == .accept }
-        try await bobMicrophone.recorder.first { $0 == .on }
+        try await bobStatus.recorder.first(from: 0) { $0 == .accept }
+        try await bobMicrophone.recorder.first(from: 0) { $0 == .on }
         server.clock.advance(by: .seconds(2))
-        try await aliceTimer.recorder.first { $0 == 2 }
+        try await aliceTimer.recorder.first(from: 0) { $0 == 2 }
         try await alice.callStore.hangup()
-        try await bobEvents.recorder.first { if case .onCallEnded(call.callId, _, .hangup, _) = $0 { true } else { false } }
-        try await bobStatus.recorder.first { $0 == .none }
+        try await bobEvents.recorder.first(from: 0) { if case .onCallEnded(call.callId, _, .hangup, _) = $0 { true } else { false } }
+        try await bobStatus.recorder.first(from: 0) { $0 == .none }
         // A key path publisher never repeats a value.
         #expect(bobStatus.recorder.values == [.none, .waiting, .accept, .none])
         #expect(bobMicrophone.recorder.values == [.off, .on])
@@ -75,18 +75,18 @@ struct CombineTests {
         let early = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(
             participantIds: ["bob"], mediaType: .video, params: CallParams(userData: "hello"))
-        let received = try await early.first(where: isReceived)
+        let received = try await early.first(from: 0, where: isReceived)
         #expect(
             received == .onCallReceived(callId: call.callId, callerId: "alice", inviterId: "alice", mediaType: .video, userData: "hello"))
 
         let late = Sink(bob.callStore.callEventPublisher)
         let lateSequence = Recorder(bob.callStore.events)
-        #expect(try await late.recorder.first(where: isReceived) == received)
-        #expect(try await lateSequence.first(where: isReceived) == received)
+        #expect(try await late.recorder.first(from: 0, where: isReceived) == received)
+        #expect(try await lateSequence.first(from: 0, where: isReceived) == received)
         // The ringing call is replayed once: the next event is its end, not a second invitation.
         try await alice.callStore.hangup()
-        try await late.recorder.first(where: isEnded)
-        try await lateSequence.first(where: isEnded)
+        try await late.recorder.first(from: 0, where: isEnded)
+        try await lateSequence.first(from: 0, where: isEnded)
         #expect(late.recorder.values.filter(isReceived).count == 1)
         #expect(lateSequence.values.filter(isReceived).count == 1)
 
@@ -94,7 +94,7 @@ struct CombineTests {
         // call's invitation.
         let afterwards = Sink(bob.callStore.callEventPublisher)
         let next = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        let first = try await afterwards.recorder.first(where: isReceived)
+        let first = try await afterwards.recorder.first(from: 0, where: isReceived)
         #expect(first == .onCallReceived(callId: next.callId, callerId: "alice", inviterId: "alice", mediaType: .audio, userData: nil))
         await server.stop()
     }
@@ -142,7 +142,7 @@ struct CombineTests {
             })
         #expect(first.withLockedValue { $0 } == .loggedOut)
         let again = Sink(client.loginStore.subscribe())
-        #expect(try await again.recorder.first { _ in true }.loginStatus == .loggedOut)
+        #expect(try await again.recorder.first(from: 0) { _ in true }.loginStatus == .loggedOut)
         withExtendedLifetime(once) {}
     }
 }

@@ -39,39 +39,39 @@ struct GroupCallTests {
             participantIds: ["bob", "carol", "dave"], mediaType: .video, params: CallParams(timeout: 20)
         ).callId
         #expect(alice.callStore.state.activeCall?.callType == .group)
-        for events in [bobEvents, carolEvents, daveEvents] { try await events.first(where: isReceived) }
+        for events in [bobEvents, carolEvents, daveEvents] { try await events.first(from: 0, where: isReceived) }
 
         try await bob.callStore.accept()
-        try await aliceEvents.first(where: isStarted)
-        try await aliceEvents.first { $0 == .onParticipantStatusChanged(callId: call, userId: "bob", status: .accept, reason: nil) }
+        try await aliceEvents.first(from: 0, where: isStarted)
+        try await aliceEvents.first(from: 0) { $0 == .onParticipantStatusChanged(callId: call, userId: "bob", status: .accept, reason: nil) }
         try await carol.callStore.accept()
         // Everyone sees everyone's status change.
-        try await bobEvents.first { $0 == .onParticipantStatusChanged(callId: call, userId: "carol", status: .accept, reason: nil) }
-        try await daveEvents.first { $0 == .onParticipantStatusChanged(callId: call, userId: "carol", status: .accept, reason: nil) }
+        try await bobEvents.first(from: 0) { $0 == .onParticipantStatusChanged(callId: call, userId: "carol", status: .accept, reason: nil) }
+        try await daveEvents.first(from: 0) { $0 == .onParticipantStatusChanged(callId: call, userId: "carol", status: .accept, reason: nil) }
 
         // dave never answers: his ring times out, the call goes on.
         server.clock.advance(by: .seconds(20))
-        #expect(try await daveEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .video, reason: .noResponse, userId: "dave"))
-        try await carolEvents.first {
+        #expect(try await daveEvents.first(from: 0, where: isEnded) == .onCallEnded(callId: call, mediaType: .video, reason: .noResponse, userId: "dave"))
+        try await carolEvents.first(from: 0) {
             $0 == .onParticipantStatusChanged(callId: call, userId: "dave", status: .none, reason: .noResponse)
         }
         let carolStates = Recorder(carol.callStore.stateUpdates)
-        try await carolStates.first { state in
+        try await carolStates.first(from: 0) { state in
             state.allParticipants.map(\.status) == [.accept, .accept, .accept, .none]
         }
 
         // alice (the caller) leaves; bob and carol go on.
         try await alice.callStore.hangup()
-        try await bobEvents.first { $0 == .onParticipantStatusChanged(callId: call, userId: "alice", status: .none, reason: .hangup) }
+        try await bobEvents.first(from: 0) { $0 == .onParticipantStatusChanged(callId: call, userId: "alice", status: .none, reason: .hangup) }
         #expect(bob.callStore.state.activeCall?.callId == call)
         server.clock.advance(by: .seconds(5))
         try await carol.callStore.hangup()
-        #expect(try await bobEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .video, reason: .hangup, userId: "carol"))
+        #expect(try await bobEvents.first(from: 0, where: isEnded) == .onCallEnded(callId: call, mediaType: .video, reason: .hangup, userId: "carol"))
 
         // Records: each member their own result, every participant listed.
         var results: [UserID: CallRecordResult] = [:]
         for (name, events) in [("alice", aliceEvents), ("bob", bobEvents), ("carol", carolEvents), ("dave", daveEvents)] {
-            let record = try #require(await events.first(where: isRecord).record)
+            let record = try #require(await events.first(from: 0, where: isRecord).record)
             #expect(record.participantIds == ["alice", "bob", "carol", "dave"])
             #expect(record.callType == .group)
             results[UserID(rawValue: name)] = record.result
@@ -99,23 +99,23 @@ struct GroupCallTests {
         let call = try await alice.callStore.calls(
             participantIds: ["bob"], mediaType: .audio, params: CallParams(chatGroupId: "team")
         ).callId
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
-        try await aliceEvents.first(where: isStarted)
+        try await aliceEvents.first(from: 0, where: isStarted)
 
         // Invite mid-call: dave rings and joins.
         let busy = try await bob.callStore.invite(participantIds: ["dave"])
         #expect(busy.isEmpty)
-        try await daveEvents.first { $0 == .onCallReceived(callId: call, callerId: "alice", inviterId: "bob", mediaType: .audio, userData: nil) }
+        try await daveEvents.first(from: 0) { $0 == .onCallReceived(callId: call, callerId: "alice", inviterId: "bob", mediaType: .audio, userData: nil) }
         try await dave.callStore.accept()
-        try await aliceEvents.first { $0 == .onParticipantStatusChanged(callId: call, userId: "dave", status: .accept, reason: nil) }
+        try await aliceEvents.first(from: 0) { $0 == .onParticipantStatusChanged(callId: call, userId: "dave", status: .accept, reason: nil) }
 
         // erin is in the chat group: she may join; mallory may not.
         await expectError(.joinNotAllowed) { try await mallory.callStore.join(callId: call) }
         try await erin.callStore.join(callId: call)
         #expect(erin.callStore.state.selfInfo.status == .accept)
         #expect(erin.callStore.state.activeCall?.startTime == alice.callStore.state.activeCall?.startTime)
-        try await aliceEvents.first { $0 == .onParticipantStatusChanged(callId: call, userId: "erin", status: .accept, reason: nil) }
+        try await aliceEvents.first(from: 0) { $0 == .onParticipantStatusChanged(callId: call, userId: "erin", status: .accept, reason: nil) }
         await expectError(.alreadyAccepted) { try await erin.callStore.join(callId: call) }
 
         // The admin API reads the group back; bad input is refused.
@@ -139,7 +139,7 @@ struct GroupCallTests {
         let carol = try await server.client("carol")
         let bobEvents = Recorder(bob.callStore.events)
         _ = try await carol.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
         let waiting = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         #expect(waiting.busyUserIds.isEmpty)
@@ -161,20 +161,20 @@ struct GroupCallTests {
         let laptopEvents = Recorder(laptop.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await phone.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
-        try await laptopEvents.first { $0 == .onCallElsewhere(callId: call, deviceId: "phone", active: true) }
+        try await laptopEvents.first(from: 0) { $0 == .onCallElsewhere(callId: call, deviceId: "phone", active: true) }
         #expect(laptop.callStore.state.callsOnOtherDevices.map(\.callId) == [call])
         #expect(laptop.callStore.state.activeCall == nil)
 
         // A device that logs in later learns it too.
         let tablet = try await server.client("alice", deviceId: "tablet", login: false)
         let tabletEvents = Recorder(tablet.callStore.events)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
         try await tablet.loginStore.login(sdkAppID: server.app.sdkAppID, userID: "alice", userSig: server.userSig("alice"))
-        try await tabletEvents.first { $0 == .onCallElsewhere(callId: call, deviceId: "phone", active: true) }
+        try await tabletEvents.first(from: 0) { $0 == .onCallElsewhere(callId: call, deviceId: "phone", active: true) }
 
         try await bob.callStore.hangup()
-        try await laptopEvents.first { $0 == .onCallElsewhere(callId: call, deviceId: "phone", active: false) }
+        try await laptopEvents.first(from: 0) { $0 == .onCallElsewhere(callId: call, deviceId: "phone", active: false) }
         #expect(laptop.callStore.state.callsOnOtherDevices.isEmpty)
         await server.stop()
     }
@@ -189,9 +189,9 @@ struct MediaTypeChangeTests {
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
-        try await aliceEvents.first(where: isStarted)
+        try await aliceEvents.first(from: 0, where: isStarted)
         return (server, alice, bob, aliceEvents, bobEvents, call)
     }
 
@@ -199,7 +199,7 @@ struct MediaTypeChangeTests {
         let (server, alice, bob, aliceEvents, bobEvents, call) = try await connectedCall()
         let transaction = try await alice.callStore.requestMediaTypeChange(to: .video)
         #expect(alice.callStore.state.mediaTypeChange?.requesterId == "alice")
-        try await bobEvents.first { $0 == .onMediaTypeChangeRequested(callId: call, transactionId: transaction, mediaType: .video, userId: "alice") }
+        try await bobEvents.first(from: 0) { $0 == .onMediaTypeChangeRequested(callId: call, transactionId: transaction, mediaType: .video, userId: "alice") }
         #expect(bob.callStore.state.mediaTypeChange?.transactionId == transaction)
         // A second request while one is open is refused.
         await expectError(.mediaChangeInProgress) { _ = try await bob.callStore.requestMediaTypeChange(to: .video) }
@@ -207,38 +207,38 @@ struct MediaTypeChangeTests {
         try await bob.callStore.replyMediaTypeChange(transactionId: transaction, agree: true)
         let result = CallStoreEvent.onMediaTypeChangeResult(
             callId: call, transactionId: transaction, mediaType: .video, userId: "alice", result: .agreed)
-        try await aliceEvents.first { $0 == result }
-        try await bobEvents.first { $0 == result }
+        try await aliceEvents.first(from: 0) { $0 == result }
+        try await bobEvents.first(from: 0) { $0 == result }
         let aliceStates = Recorder(alice.callStore.stateUpdates)
-        try await aliceStates.first { $0.activeCall?.mediaType == .video && $0.mediaTypeChange == nil }
+        try await aliceStates.first(from: 0) { $0.activeCall?.mediaType == .video && $0.mediaTypeChange == nil }
         let bobStates = Recorder(bob.callStore.stateUpdates)
-        try await bobStates.first { $0.activeCall?.mediaType == .video }
+        try await bobStates.first(from: 0) { $0.activeCall?.mediaType == .video }
         let deviceStates = Recorder(alice.deviceStore.stateUpdates)
-        try await deviceStates.first { $0.cameraStatus == .on }
+        try await deviceStates.first(from: 0) { $0.cameraStatus == .on }
         await server.stop()
     }
 
     @Test func declineCancelAndTimeout() async throws {
         let (server, alice, bob, aliceEvents, bobEvents, call) = try await connectedCall()
         let first = try await alice.callStore.requestMediaTypeChange(to: .video)
-        try await bobEvents.first { if case .onMediaTypeChangeRequested(_, first, _, _) = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onMediaTypeChangeRequested(_, first, _, _) = $0 { true } else { false } }
         try await bob.callStore.replyMediaTypeChange(transactionId: first, agree: false)
-        try await aliceEvents.first {
+        try await aliceEvents.first(from: 0) {
             $0 == .onMediaTypeChangeResult(callId: call, transactionId: first, mediaType: .video, userId: "alice", result: .declined)
         }
 
         let second = try await bob.callStore.requestMediaTypeChange(to: .video)
-        try await aliceEvents.first { if case .onMediaTypeChangeRequested(_, second, _, _) = $0 { true } else { false } }
+        try await aliceEvents.first(from: 0) { if case .onMediaTypeChangeRequested(_, second, _, _) = $0 { true } else { false } }
         await expectError(.invalidCallState) { try await alice.callStore.cancelMediaTypeChange(transactionId: second) }
         try await bob.callStore.cancelMediaTypeChange(transactionId: second)
-        try await aliceEvents.first {
+        try await aliceEvents.first(from: 0) {
             $0 == .onMediaTypeChangeResult(callId: call, transactionId: second, mediaType: .video, userId: "bob", result: .canceled)
         }
 
         let third = try await alice.callStore.requestMediaTypeChange(to: .video)
-        try await bobEvents.first { if case .onMediaTypeChangeRequested(_, third, _, _) = $0 { true } else { false } }
+        try await bobEvents.first(from: 0) { if case .onMediaTypeChangeRequested(_, third, _, _) = $0 { true } else { false } }
         server.clock.advance(by: .seconds(CallLimits.mediaChangeTimeoutSeconds))
-        try await bobEvents.first {
+        try await bobEvents.first(from: 0) {
             $0 == .onMediaTypeChangeResult(callId: call, transactionId: third, mediaType: .video, userId: "alice", result: .timedOut)
         }
         #expect(alice.callStore.state.activeCall?.mediaType == .audio)
@@ -258,16 +258,16 @@ struct LiveStatusTests {
         let bobEvents = Recorder(bob.callStore.events)
         let carolEvents = Recorder(carol.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob", "carol"], mediaType: .audio).callId
-        try await bobEvents.first(where: isReceived)
-        try await carolEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
+        try await carolEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
         try await carol.callStore.accept()
-        try await aliceEvents.first { $0 == .onParticipantStatusChanged(callId: call, userId: "carol", status: .accept, reason: nil) }
+        try await aliceEvents.first(from: 0) { $0 == .onParticipantStatusChanged(callId: call, userId: "carol", status: .accept, reason: nil) }
 
         try await bob.callStore.reportStatus(packetLoss: 0.2, rtt: 40, bitrate: 48, audioLevel: 60)
-        try await aliceEvents.first { $0 == .onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .excellent, volumeLevel: .high) }
+        try await aliceEvents.first(from: 0) { $0 == .onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .excellent, volumeLevel: .high) }
         let aliceStates = Recorder(alice.callStore.stateUpdates)
-        try await aliceStates.first { state in
+        try await aliceStates.first(from: 0) { state in
             state.activeSpeakerId == "bob"
                 && state.allParticipants.first { $0.userId == "bob" }?.networkQuality == .excellent
         }
@@ -275,12 +275,13 @@ struct LiveStatusTests {
         #expect(bob.callStore.state.selfInfo.volumeLevel == .high)
 
         try await carol.callStore.reportStatus(packetLoss: 12, rtt: 350, bitrate: 30, audioLevel: 90)
-        try await aliceEvents.first { $0 == .onMemberStatusChanged(callId: call, userId: "carol", networkQuality: .bad, volumeLevel: .peak) }
-        try await aliceStates.first { $0.activeSpeakerId == "carol" }
+        try await aliceEvents.first(from: 0) { $0 == .onMemberStatusChanged(callId: call, userId: "carol", networkQuality: .bad, volumeLevel: .peak) }
+        try await aliceStates.first(from: 0) { $0.activeSpeakerId == "carol" }
         // When everyone falls silent the last speaker stays on screen.
+        let silent = aliceEvents.values.count
         try await bob.callStore.reportStatus(packetLoss: 0.2, rtt: 40, bitrate: 48, audioLevel: 0)
         try await carol.callStore.reportStatus(packetLoss: 12, rtt: 350, bitrate: 30, audioLevel: 0)
-        try await aliceEvents.first { $0 == .onMemberStatusChanged(callId: call, userId: "carol", networkQuality: .bad, volumeLevel: .mute) }
+        try await aliceEvents.first(from: silent) { $0 == .onMemberStatusChanged(callId: call, userId: "carol", networkQuality: .bad, volumeLevel: .mute) }
         #expect(alice.callStore.state.activeSpeakerId == "carol")
 
         await expectError(.invalidParams) {

@@ -20,13 +20,13 @@ struct HostileNegotiationTests {
     static func connected(_ server: TestServer) async throws -> (Member, HandDrivenPeer) {
         let bob = try await MediaNegotiationTests.member(server, "bob")
         let aaron = try await HandDrivenPeer(server, calling: ["bob"], engine: FakeMediaEngine(name: "aaron"))
-        try await bob.events.first(where: isReceived)
+        try await bob.events.first(from: 0, where: isReceived)
         try await bob.client.callStore.accept(callId: aaron.callId)
         aaron.open("bob")
         let position = aaron.position
         try await aaron.offer(to: "bob")
         try await aaron.apply(try await aaron.next(.answer, from: "bob", after: position))
-        try await bob.media.calls.first { $0 == .connected("aaron", local: "bob-1", remote: "aaron-1") }
+        try await bob.media.calls.first(from: 0) { $0 == .connected("aaron", local: "bob-1", remote: "aaron-1") }
         return (bob, aaron)
     }
 
@@ -47,7 +47,7 @@ struct HostileNegotiationTests {
             } else {
                 try await aaron.offer(to: "bob")
                 // bob, polite, rolls his offer back and answers aaron's.
-                try await bob.media.calls.first { $0 == .rolledBack("aaron") }
+                try await bob.media.calls.first(from: 0) { $0 == .rolledBack("aaron") }
                 try await aaron.next(.answer, from: "bob", after: position)
             }
         case .twoRestarts:
@@ -59,9 +59,9 @@ struct HostileNegotiationTests {
         }
 
         try await bob.client.callStore.hangup()
-        try await bob.events.first { if case .onCallEnded(aaron.callId, _, .hangup, _) = $0 { true } else { false } }
-        try await bob.media.calls.first { $0 == .callEnded(aaron.callId) }
-        try await bob.media.calls.first { $0 == .closed("aaron") }
+        try await bob.events.first(from: 0) { if case .onCallEnded(aaron.callId, _, .hangup, _) = $0 { true } else { false } }
+        try await bob.media.calls.first(from: 0) { $0 == .callEnded(aaron.callId) }
+        try await bob.media.calls.first(from: 0) { $0 == .closed("aaron") }
         await aaron.close()
         await server.stop()
     }
@@ -76,10 +76,10 @@ struct HostileNegotiationTests {
         try await aaron.restart("bob")
         try await aaron.restart("bob")
         try await bob.client.callStore.hangup()
-        try await bob.events.first { if case .onCallEnded(aaron.callId, _, .hangup, _) = $0 { true } else { false } }
-        try await bob.media.calls.first { $0 == .callEnded(aaron.callId) }
+        try await bob.events.first(from: 0) { if case .onCallEnded(aaron.callId, _, .hangup, _) = $0 { true } else { false } }
+        try await bob.media.calls.first(from: 0) { $0 == .callEnded(aaron.callId) }
         bob.media.releaseOperations()
-        try await bob.media.calls.first { $0 == .closed("aaron") }
+        try await bob.media.calls.first(from: 0) { $0 == .closed("aaron") }
         await aaron.close()
         await server.stop()
     }

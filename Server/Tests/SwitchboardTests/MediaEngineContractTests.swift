@@ -20,8 +20,8 @@ struct MediaEngineContractTests {
         let alice = try await MediaNegotiationTests.member(server, "alice")
         let devices = alice.client.deviceStore
         // The first state goes to the engine whole.
-        try await alice.media.calls.first { $0 == .audioOutput(AudioOutput()) }
-        try await alice.media.calls.first { $0 == .screenShare(nil) }
+        try await alice.media.calls.first(from: 0) { $0 == .audioOutput(AudioOutput()) }
+        try await alice.media.calls.first(from: 0) { $0 == .screenShare(nil) }
 
         devices.openLocalMicrophone()
         devices.setMicrophoneVolume(40)
@@ -31,7 +31,7 @@ struct MediaEngineContractTests {
         devices.setVideoQuality(.p360)
         devices.setAudioRoute(.speaker)
         // The route is the audio-route policy's answer to the choice, which comes a moment later.
-        try await alice.media.calls.first { $0 == .audioOutput(AudioOutput(route: .speaker, volume: 100, remoteAudioMuted: false)) }
+        try await alice.media.calls.first(from: 0) { $0 == .audioOutput(AudioOutput(route: .speaker, volume: 100, remoteAudioMuted: false)) }
         devices.setAudioPlayoutVolume(30)
         devices.muteAllRemoteAudio(true)
         devices.startScreenShare(.testPattern)
@@ -43,8 +43,8 @@ struct MediaEngineContractTests {
             .audioOutput(AudioOutput(route: .speaker, volume: 30, remoteAudioMuted: true)),
             .screenShare(.testPattern), .screenShare(nil),
         ]
-        try await alice.media.calls.first { $0 == .screenShare(.testPattern) }
-        try await alice.media.calls.matches(2) { $0 == .screenShare(nil) }
+        try await alice.media.calls.first(from: 0) { $0 == .screenShare(.testPattern) }
+        try await alice.media.calls.matches(2, from: 0) { $0 == .screenShare(nil) }
         let settings = alice.media.calls.values.drop { $0 != .microphone(on: true) }
         #expect(Array(settings) == expected)
         await server.stop()
@@ -62,12 +62,12 @@ struct MediaEngineContractTests {
             roundTripTimeMs: 40)
         bob.media.statisticsToReport = MediaStatistics(localAudioLevel: 60, peers: ["alice": sample])
         let call = try await MediaNegotiationTests.connect(alice, bob, "alice", "bob")
-        try await bob.media.calls.first { $0 == .callConnected(call, .video) }
-        try await alice.media.calls.first { $0 == .callConnected(call, .video) }
+        try await bob.media.calls.first(from: 0) { $0 == .callConnected(call, .video) }
+        try await alice.media.calls.first(from: 0) { $0 == .callConnected(call, .video) }
 
         server.clock.advance(by: .seconds(1))
-        try await bob.media.calls.first { $0 == .statisticsRead }
-        try await alice.events.first {
+        try await bob.media.calls.first(from: 0) { $0 == .statisticsRead }
+        try await alice.events.first(from: 0) {
             $0 == .onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .excellent, volumeLevel: .high)
         }
         // The second second: 40 more packets arrived and 10 were lost (20 %), the microphone went quiet.
@@ -75,12 +75,12 @@ struct MediaEngineContractTests {
         sample.audio.packetsLost = 10
         bob.media.statisticsToReport = MediaStatistics(localAudioLevel: 0, peers: ["alice": sample])
         server.clock.advance(by: .seconds(1))
-        try await alice.events.first {
+        try await alice.events.first(from: 0) {
             $0 == .onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .veryBad, volumeLevel: .mute)
         }
         // bob sees his own levels; alice's engine (all zero) makes her excellent and silent.
-        try await Recorder(bob.client.callStore.stateUpdates).first { $0.selfInfo.networkQuality == .veryBad }
-        try await bob.events.first {
+        try await Recorder(bob.client.callStore.stateUpdates).first(from: 0) { $0.selfInfo.networkQuality == .veryBad }
+        try await bob.events.first(from: 0) {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .excellent, volumeLevel: .mute)
         }
         await server.stop()
@@ -99,25 +99,25 @@ struct MediaEngineContractTests {
         var fromAlice = PeerStatistics(audio: TrackStatistics(packetsReceived: 50, bytesReceived: 6_000), roundTripTimeMs: 40)
         bob.media.statisticsToReport = MediaStatistics(peers: ["alice": fromAlice])
         let call = try await MediaNegotiationTests.connect(alice, bob, "alice", "bob")
-        try await bob.media.calls.first { $0 == .callConnected(call, .video) }
-        try await alice.media.calls.first { $0 == .callConnected(call, .video) }
+        try await bob.media.calls.first(from: 0) { $0 == .callConnected(call, .video) }
+        try await alice.media.calls.first(from: 0) { $0 == .callConnected(call, .video) }
         let down: @Sendable (CallStoreEvent) -> Bool = { event in
             if case .onMemberStatusChanged(call, "alice", .down, _) = event { true } else { false }
         }
         // Readings at 1 s (packets came), 2 s and 3 s (none more): down at the third.
         for second in 1...2 {
             server.clock.advance(by: .seconds(1))
-            try await bob.media.calls.matches(second) { $0 == .statisticsRead }
+            try await bob.media.calls.matches(second, from: 0) { $0 == .statisticsRead }
         }
         #expect(!bob.events.values.contains(where: down))
         server.clock.advance(by: .seconds(1))
-        try await bob.events.first(where: down)
+        try await bob.events.first(from: 0, where: down)
         #expect(bob.client.callStore.state.allParticipants.first { $0.userId == "alice" }?.networkQuality == .down)
 
         fromAlice.audio.packetsReceived = 60
         bob.media.statisticsToReport = MediaStatistics(peers: ["alice": fromAlice])
         server.clock.advance(by: .seconds(1))
-        try await bob.events.first {
+        try await bob.events.first(from: 0) {
             if case .onMemberStatusChanged(call, "alice", let quality, _) = $0 { quality != .down } else { false }
         }
         await server.stop()
@@ -158,12 +158,12 @@ struct MediaEngineContractTests {
         let bobStates = Recorder(bob.client.callStore.stateUpdates)
 
         alice.client.deviceStore.startScreenShare(.file("/tmp/slides.webm"))
-        try await alice.media.calls.first { $0 == .screenShare(.file("/tmp/slides.webm")) }
-        try await bob.events.first { $0 == .onRemoteScreenShareChanged(callId: call, userId: "alice", sharing: true) }
-        try await bobStates.first { $0.allParticipants.first { $0.userId == "alice" }?.screenSharing == true }
+        try await alice.media.calls.first(from: 0) { $0 == .screenShare(.file("/tmp/slides.webm")) }
+        try await bob.events.first(from: 0) { $0 == .onRemoteScreenShareChanged(callId: call, userId: "alice", sharing: true) }
+        try await bobStates.first(from: 0) { $0.allParticipants.first { $0.userId == "alice" }?.screenSharing == true }
 
         alice.client.deviceStore.stopScreenShare()
-        try await bob.events.first { $0 == .onRemoteScreenShareChanged(callId: call, userId: "alice", sharing: false) }
+        try await bob.events.first(from: 0) { $0 == .onRemoteScreenShareChanged(callId: call, userId: "alice", sharing: false) }
         #expect(bob.client.callStore.state.allParticipants.first { $0.userId == "alice" }?.screenSharing == false)
         await server.stop()
     }
@@ -175,24 +175,24 @@ struct MediaEngineContractTests {
         let alice = try await MediaNegotiationTests.member(server, "alice")
         let bob = try await MediaNegotiationTests.member(server, "bob")
         let call = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
-        try await bob.events.first(where: isReceived)
+        try await bob.events.first(from: 0, where: isReceived)
         try await bob.client.callStore.accept()
-        try await alice.media.calls.first { $0 == .callConnected(call, .audio) }
+        try await alice.media.calls.first(from: 0) { $0 == .callConnected(call, .audio) }
 
         let transaction = try await alice.client.callStore.requestMediaTypeChange(to: .video)
-        try await bob.events.first { if case .onMediaTypeChangeRequested = $0 { true } else { false } }
+        try await bob.events.first(from: 0) { if case .onMediaTypeChangeRequested = $0 { true } else { false } }
         try await bob.client.callStore.replyMediaTypeChange(transactionId: transaction, agree: true)
         for member in [alice, bob] {
-            try await member.media.calls.first { $0 == .mediaTypeChanged(call, .video) }
-            try await member.media.calls.first { $0 == .camera(on: true, front: true) }
+            try await member.media.calls.first(from: 0) { $0 == .mediaTypeChanged(call, .video) }
+            try await member.media.calls.first(from: 0) { $0 == .camera(on: true, front: true) }
         }
 
         let back = try await bob.client.callStore.requestMediaTypeChange(to: .audio)
-        try await alice.events.first { if case .onMediaTypeChangeRequested(_, back, _, _) = $0 { true } else { false } }
+        try await alice.events.first(from: 0) { if case .onMediaTypeChangeRequested(_, back, _, _) = $0 { true } else { false } }
         try await alice.client.callStore.replyMediaTypeChange(transactionId: back, agree: true)
         for member in [alice, bob] {
-            try await member.media.calls.first { $0 == .mediaTypeChanged(call, .audio) }
-            try await member.media.calls.first { $0 == .camera(on: false, front: true) }
+            try await member.media.calls.first(from: 0) { $0 == .mediaTypeChanged(call, .audio) }
+            try await member.media.calls.first(from: 0) { $0 == .camera(on: false, front: true) }
         }
         await server.stop()
     }

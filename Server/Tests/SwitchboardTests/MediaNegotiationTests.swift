@@ -27,10 +27,10 @@ struct MediaNegotiationTests {
     /// `caller` calls `callee`, who answers; returns once both media connections are up.
     static func connect(_ caller: Member, _ callee: Member, _ callerId: UserID, _ calleeId: UserID) async throws -> CallID {
         let call = try await caller.client.callStore.calls(participantIds: [calleeId.rawValue], mediaType: .video)
-        try await callee.events.first(where: isReceived)
+        try await callee.events.first(from: 0, where: isReceived)
         try await callee.client.callStore.accept()
-        try await caller.media.calls.first { if case .connected(calleeId, _, _) = $0 { true } else { false } }
-        try await callee.media.calls.first { if case .connected(callerId, _, _) = $0 { true } else { false } }
+        try await caller.media.calls.first(from: 0) { if case .connected(calleeId, _, _) = $0 { true } else { false } }
+        try await callee.media.calls.first(from: 0) { if case .connected(callerId, _, _) = $0 { true } else { false } }
         return call.callId
     }
 
@@ -61,9 +61,9 @@ struct MediaNegotiationTests {
 
         // The call ends: each side closes its connection and the call's media.
         try await alice.client.callStore.hangup()
-        try await alice.media.calls.first { $0 == .closed("bob") }
-        try await bob.media.calls.first { $0 == .closed("alice") }
-        try await bob.media.calls.first { $0 == .callEnded(call) }
+        try await alice.media.calls.first(from: 0) { $0 == .closed("bob") }
+        try await bob.media.calls.first(from: 0) { $0 == .closed("alice") }
+        try await bob.media.calls.first(from: 0) { $0 == .callEnded(call) }
         await server.stop()
     }
 
@@ -98,19 +98,19 @@ struct MediaNegotiationTests {
 
         proxy.holdDownstream = true
         alice.media.needsNegotiation(with: "bob")
-        try await alice.media.calls.matches(2) { isOffer($0, to: "bob") }
+        try await alice.media.calls.matches(2, from: 0) { isOffer($0, to: "bob") }
         bob.media.needsNegotiation(with: "alice")
-        try await bob.media.calls.first { isOffer($0, to: "alice") }
+        try await bob.media.calls.first(from: 0) { isOffer($0, to: "alice") }
         proxy.holdDownstream = false
 
         // bob rolled his offer back for alice's and answered it; alice never took bob's first offer.
-        try await bob.media.calls.first { $0 == .rolledBack("alice") }
-        try await alice.media.calls.matches(2) { isAnswer($0, from: "bob") }
+        try await bob.media.calls.first(from: 0) { $0 == .rolledBack("alice") }
+        try await alice.media.calls.matches(2, from: 0) { isAnswer($0, from: "bob") }
         // Once stable, bob offers again, and alice answers that one.
-        try await bob.media.calls.matches(1) { isAnswer($0, from: "alice") }
+        try await bob.media.calls.matches(1, from: 0) { isAnswer($0, from: "alice") }
         let bobOffers = Self.offers(bob.media, to: "alice")
         #expect(bobOffers.count == 2)
-        try await alice.media.calls.first { $0 == .remote("bob", SessionDescription(kind: .offer, sdp: bobOffers[1])) }
+        try await alice.media.calls.first(from: 0) { $0 == .remote("bob", SessionDescription(kind: .offer, sdp: bobOffers[1])) }
         #expect(!alice.media.calls.values.contains(.remote("bob", SessionDescription(kind: .offer, sdp: bobOffers[0]))))
         #expect(!alice.media.calls.values.contains(.rolledBack("bob")))
         #expect(await alice.media.signalingState(peer: "bob") == .stable)
@@ -134,9 +134,9 @@ struct MediaNegotiationTests {
         let alice = try await Self.member(server, "alice")
         let bob = try await Self.member(server, "bob")
         let call = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
-        try await bob.events.first(where: isReceived)
+        try await bob.events.first(from: 0, where: isReceived)
         try await bob.client.callStore.accept()
-        try await bob.media.calls.first { if case .connected("alice", _, _) = $0 { true } else { false } }
+        try await bob.media.calls.first(from: 0) { if case .connected("alice", _, _) = $0 { true } else { false } }
         let deliver = bob.client.signaling.handlers.withLockedValue { $0.event }
         var snapshot = try #require(bob.client.callStore.state.calls[call]?.info)
         snapshot.mediaType = .video
@@ -148,13 +148,13 @@ struct MediaNegotiationTests {
         deliver(
             .mediaSignal(
                 MediaSignalEvent(callId: call, from: "alice", kind: .offer, sdp: "offer alice→bob #2 ice=alice-1")))
-        try await bob.media.calls.matches(2) { if case .local("alice", let d) = $0, d.kind == .answer { true } else { false } }
+        try await bob.media.calls.matches(2, from: 0) { if case .local("alice", let d) = $0, d.kind == .answer { true } else { false } }
         deliver(.callUpdated(CallUpdatedEvent(call: snapshot)))
 
         // bob's engine adds his camera and asks to negotiate: he offers it.
-        try await bob.media.calls.first { $0 == .mediaTypeChanged(call, .video) }
+        try await bob.media.calls.first(from: 0) { $0 == .mediaTypeChanged(call, .video) }
         bob.media.needsNegotiation(with: "alice")
-        try await bob.media.calls.first { if case .local("alice", let d) = $0, d.kind == .offer { true } else { false } }
+        try await bob.media.calls.first(from: 0) { if case .local("alice", let d) = $0, d.kind == .offer { true } else { false } }
         await server.stop()
     }
 
@@ -173,16 +173,16 @@ struct MediaNegotiationTests {
         alice.media.holdOperations()
         alice.media.needsNegotiation(with: "bob")
         try await alice.client.callStore.hangup()
-        try await alice.media.calls.first { $0 == .callEnded(first) }
+        try await alice.media.calls.first(from: 0) { $0 == .callEnded(first) }
         let second = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
-        try await bob.events.first { if case .onCallReceived(second, _, _, _, _) = $0 { true } else { false } }
+        try await bob.events.first(from: 0) { if case .onCallReceived(second, _, _, _, _) = $0 { true } else { false } }
         try await bob.client.callStore.accept()
-        try await alice.media.calls.first { $0 == .callConnected(second, .audio) }
+        try await alice.media.calls.first(from: 0) { $0 == .callConnected(second, .audio) }
         alice.media.releaseOperations()
 
         // The old connection closes, then the new one opens and connects, and stays.
-        try await alice.media.calls.matches(2) { if case .connected("bob", _, _) = $0 { true } else { false } }
-        try await bob.media.calls.matches(2) { if case .connected("alice", _, _) = $0 { true } else { false } }
+        try await alice.media.calls.matches(2, from: 0) { if case .connected("bob", _, _) = $0 { true } else { false } }
+        try await bob.media.calls.matches(2, from: 0) { if case .connected("alice", _, _) = $0 { true } else { false } }
         let lifecycle = alice.media.calls.values.compactMap { call -> String? in
             switch call {
             case .opened("bob", _): "opened"
@@ -203,13 +203,13 @@ struct MediaNegotiationTests {
 
         // bob (the answerer) sees ICE fail: he asks alice, who offers with new ICE credentials.
         bob.media.failICE(with: "alice")
-        try await alice.media.calls.first { $0 == .connected("bob", local: "alice-2", remote: "bob-2") }
-        try await bob.media.calls.first { $0 == .connected("alice", local: "bob-2", remote: "alice-2") }
+        try await alice.media.calls.first(from: 0) { $0 == .connected("bob", local: "alice-2", remote: "bob-2") }
+        try await bob.media.calls.first(from: 0) { $0 == .connected("alice", local: "bob-2", remote: "alice-2") }
         #expect(Self.offers(bob.media, to: "alice").isEmpty)
 
         // alice sees it fail: she restarts herself.
         alice.media.failICE(with: "bob")
-        try await bob.media.calls.first { $0 == .connected("alice", local: "bob-3", remote: "alice-3") }
+        try await bob.media.calls.first(from: 0) { $0 == .connected("alice", local: "bob-3", remote: "alice-3") }
         #expect(Self.offers(alice.media, to: "bob").count == 3)
         await server.stop()
     }
@@ -240,10 +240,10 @@ struct MediaNegotiationTests {
         let aliceDown = CallStoreEvent.onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
         let bobDown = CallStoreEvent.onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .down, volumeLevel: .mute)
         bob.media.failICE(with: "alice")
-        let bobGaveUp = try await bob.events.position { $0 == aliceDown }
+        let bobGaveUp = try await bob.events.position(after: 0) { $0 == aliceDown }
         #expect(bob.client.callStore.state.allParticipants.first { $0.userId == "alice" }?.networkQuality == .down)
         alice.media.failICE(with: "bob")
-        let aliceGaveUp = try await alice.events.position { $0 == bobDown }
+        let aliceGaveUp = try await alice.events.position(after: 0) { $0 == bobDown }
         #expect(alice.client.callStore.state.allParticipants.first { $0.userId == "bob" }?.networkQuality == .down)
 
         // alice's own report says her network is excellent; bob, with no path to her, shows down.
@@ -329,7 +329,7 @@ struct MediaNegotiationTests {
         let alice = try await Self.member(server, "alice")
         let bob = try await Self.member(server, "bob")
         let call = try await alice.client.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bob.events.first(where: isReceived)
+        try await bob.events.first(from: 0, where: isReceived)
         var started = try #require(bob.client.callStore.state.calls[call.callId]?.info)
         let me = try #require(started.participants.firstIndex { $0.userId == "bob" })
         started.participants[me].status = .accept
@@ -339,8 +339,8 @@ struct MediaNegotiationTests {
         let deliver = bob.client.signaling.handlers.withLockedValue { $0.event }
         deliver(.callStarted(CallStartedEvent(call: started)))
         deliver(.mediaSignal(MediaSignalEvent(callId: call.callId, from: "aaron", kind: .offer, sdp: offer.sdp)))
-        try await bob.media.calls.first { $0 == .remote("aaron", offer) }
-        try await bob.media.calls.first { if case .local("aaron", let answer) = $0 { answer.kind == .answer } else { false } }
+        try await bob.media.calls.first(from: 0) { $0 == .remote("aaron", offer) }
+        try await bob.media.calls.first(from: 0) { if case .local("aaron", let answer) = $0 { answer.kind == .answer } else { false } }
         #expect(bob.media.calls.values.contains(.callConnected(call.callId, .audio)))
         await server.stop()
     }
@@ -353,7 +353,7 @@ struct MediaNegotiationTests {
         let bob = try await Self.member(server, "bob")
         let call = try await Self.connect(alice, bob, "alice", "bob")
         try await bob.client.callStore.hangup()
-        try await bob.media.calls.first { $0 == .callEnded(call) }
+        try await bob.media.calls.first(from: 0) { $0 == .callEnded(call) }
         let deliver = bob.client.signaling.handlers.withLockedValue { $0.event }
         let late = SessionDescription(kind: .offer, sdp: "offer aaron→bob #1 ice=aaron-1")
         deliver(.mediaSignal(MediaSignalEvent(callId: call, from: "aaron", kind: .offer, sdp: late.sdp)))
@@ -375,14 +375,14 @@ struct MediaNegotiationTests {
         let bob = try await Self.member(server, "bob")
         let carol = try await Self.member(server, "carol")
         let call = try await alice.client.callStore.calls(participantIds: ["bob", "carol"], mediaType: .audio)
-        try await bob.events.first(where: isReceived)
-        try await carol.events.first(where: isReceived)
+        try await bob.events.first(from: 0, where: isReceived)
+        try await carol.events.first(from: 0, where: isReceived)
         try await bob.client.callStore.accept()
         try await carol.client.callStore.accept()
         for (member, peers) in [(alice, ["bob", "carol"]), (bob, ["alice", "carol"]), (carol, ["alice", "bob"])] {
             for peer in peers {
                 let id = UserID(rawValue: peer)
-                try await member.media.calls.first { if case .connected(id, _, _) = $0 { true } else { false } }
+                try await member.media.calls.first(from: 0) { if case .connected(id, _, _) = $0 { true } else { false } }
             }
         }
         #expect(Self.offers(alice.media, to: "bob").count == 1 && Self.offers(alice.media, to: "carol").count == 1)
@@ -391,9 +391,9 @@ struct MediaNegotiationTests {
 
         // carol leaves: the others close their connection to her; alice and bob go on.
         try await carol.client.callStore.hangup()
-        try await alice.media.calls.first { $0 == .closed("carol") }
-        try await bob.media.calls.first { $0 == .closed("carol") }
-        try await carol.media.calls.first { $0 == .callEnded(call.callId) }
+        try await alice.media.calls.first(from: 0) { $0 == .closed("carol") }
+        try await bob.media.calls.first(from: 0) { $0 == .closed("carol") }
+        try await carol.media.calls.first(from: 0) { $0 == .callEnded(call.callId) }
         #expect(!alice.media.calls.values.contains(.closed("bob")))
         await server.stop()
     }
@@ -425,10 +425,10 @@ struct MediaNegotiationTests {
         _ = try await Self.connect(alice, bob, "alice", "bob")
         let logins = Recorder(alice.client.loginStore.stateUpdates)
         proxy.cut()
-        try await logins.first { $0.loginStatus == .reconnecting }
+        try await logins.first(from: 0) { $0.loginStatus == .reconnecting }
         server.clock.advance(by: .seconds(1))
         try await logins.first(from: 1) { $0.loginStatus == .loggedIn }
-        try await bob.media.calls.first { $0 == .connected("alice", local: "bob-2", remote: "alice-2") }
+        try await bob.media.calls.first(from: 0) { $0 == .connected("alice", local: "bob-2", remote: "alice-2") }
         proxy.stop()
         await server.stop()
     }

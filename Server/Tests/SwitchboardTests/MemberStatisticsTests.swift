@@ -16,16 +16,16 @@ struct MemberStatisticsTests {
         let bob = try await server.client("bob")
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.accept()
         let aliceStates = Recorder(alice.callStore.stateUpdates)
-        try await aliceStates.first { $0.selfInfo.status == .accept }
+        try await aliceStates.first(from: 0) { $0.selfInfo.status == .accept }
         let seen = Recorder(
             alice.callStore.stateUpdates.map { $0.allParticipants.first { $0.userId == "bob" }?.statistics })
 
         try await bob.callStore.reportStatus(packetLoss: 2.5, rtt: 140, bitrate: 620, audioLevel: 30)
         let first = MemberStatistics(packetLoss: 2.5, rtt: 140, bitrate: 620, audioLevel: 30)
-        try await seen.first { $0 == first }
+        try await seen.first(from: 0) { $0 == first }
         // Bob sees his own figures at once.
         #expect(bob.callStore.state.selfInfo.statistics == first)
         #expect(bob.callStore.state.activeCall?.callId == call.callId)
@@ -36,7 +36,7 @@ struct MemberStatisticsTests {
         server.clock.advance(by: .seconds(1))
         try await bob.callStore.reportStatus(packetLoss: 0, rtt: 40, bitrate: 900, audioLevel: 60)
         let third = MemberStatistics(packetLoss: 0, rtt: 40, bitrate: 900, audioLevel: 60)
-        try await seen.first { $0 == third }
+        try await seen.first(from: 0) { $0 == third }
         // Every state alice went through, without repeats: the second report never reached her.
         let distinct = seen.values.compactMap { $0 }.reduce(into: [MemberStatistics]()) { if $0.last != $1 { $0.append($1) } }
         #expect(distinct == [first, third])

@@ -83,7 +83,7 @@ struct PeerLinkTests {
         #expect(await aliceEngine.signalingState(peer: "bob") == .haveLocalOffer)
 
         await bob.receive(Self.signal("alice", aliceOffer))
-        try await bobEngine.calls.first { $0 == .rolledBack("alice") }
+        try await bobEngine.calls.first(from: 0) { $0 == .rolledBack("alice") }
         #expect(bobOut.kinds == [.answer, .offer, .answer])
         await alice.receive(Self.signal("bob", bobOut.last!))
         #expect(await aliceEngine.signalingState(peer: "bob") == .stable)

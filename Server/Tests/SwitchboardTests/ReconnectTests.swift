@@ -34,9 +34,9 @@ struct ReconnectTests {
     /// bob calls alice and she answers.
     func connect(_ s: Setup) async throws -> CallID {
         let call = try await s.bob.callStore.calls(participantIds: ["alice"], mediaType: .audio).callId
-        try await s.aliceEvents.first(where: isReceived)
+        try await s.aliceEvents.first(from: 0, where: isReceived)
         try await s.alice.callStore.accept()
-        try await s.bobEvents.first(where: isStarted)
+        try await s.bobEvents.first(from: 0, where: isStarted)
         return call
     }
 
@@ -52,11 +52,11 @@ struct ReconnectTests {
         let startTime = try #require(s.alice.callStore.state.activeCall?.startTime)
         s.server.clock.advance(by: .seconds(3))
         let aliceStates = Recorder(s.alice.callStore.stateUpdates)
-        try await aliceStates.first { $0.activeCall?.duration == 3 }
+        try await aliceStates.first(from: 0) { $0.activeCall?.duration == 3 }
 
         s.proxy.cut()
-        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
-        try await s.bobEvents.first {
+        let away = try await s.aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
+        try await s.bobEvents.first(from: 0) {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
         }
         // Changed during the drop: reaches bob once alice is back.
@@ -64,22 +64,22 @@ struct ReconnectTests {
 
         s.server.clock.advance(by: .seconds(1))
         try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
-        try await s.bobEvents.first {
+        try await s.bobEvents.first(from: 0) {
             $0 == .onRemoteDeviceChanged(callId: call, userId: "alice", microphoneOn: false, cameraOn: false)
         }
-        try await s.bobEvents.first {
+        try await s.bobEvents.first(from: 0) {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .unknown, volumeLevel: .mute)
         }
         // Same call, same members, same start time: the timer goes on from where it was.
         #expect(s.alice.callStore.state.activeCall?.callId == call)
         #expect(s.alice.callStore.state.activeCall?.startTime == startTime)
         #expect(s.alice.callStore.state.selfInfo.status == .accept)
-        try await aliceStates.first { $0.activeCall?.duration == 4 }
+        try await aliceStates.first(from: 0) { $0.activeCall?.duration == 4 }
 
         // The first end alice hears of is bob's hang-up, and the resume did not start the call again
         // (a second start would have come before that end).
         try await s.bob.callStore.hangup()
-        #expect(try await s.aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
+        #expect(try await s.aliceEvents.first(from: 0, where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
         #expect(s.aliceEvents.values.filter(isStarted).count == 1)
         await stop(s)
     }
@@ -91,12 +91,12 @@ struct ReconnectTests {
         s.bob.deviceStore.openLocalMicrophone()
         let call = try await connect(s)
         try await s.bob.callStore.reportStatus(packetLoss: 0, rtt: 10, bitrate: 100, audioLevel: 0)
-        try await s.aliceEvents.first {
+        try await s.aliceEvents.first(from: 0) {
             $0 == .onMemberStatusChanged(callId: call, userId: "bob", networkQuality: .excellent, volumeLevel: .mute)
         }
         s.proxy.cut()
-        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
-        try await s.bobEvents.first {
+        let away = try await s.aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
+        try await s.bobEvents.first(from: 0) {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
         }
         // While alice is away bob's network gets poor (the server has it once the report is
@@ -128,20 +128,20 @@ struct ReconnectTests {
         let call = try await connect(s)
         s.proxy.refuseNew = true
         s.proxy.cut()
-        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
         // The server noticed (and started the grace timer) once bob sees alice down.
-        try await s.bobEvents.first {
+        try await s.bobEvents.first(from: 0) {
             $0 == .onMemberStatusChanged(callId: call, userId: "alice", networkQuality: .down, volumeLevel: .mute)
         }
         s.server.clock.advance(by: .seconds(15))
-        #expect(try await s.bobEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: "alice"))
-        try await s.bobEvents.first(where: isRecord)
+        #expect(try await s.bobEvents.first(from: 0, where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: "alice"))
+        try await s.bobEvents.first(from: 0, where: isRecord)
         // alice keeps trying; once the network is back she learns how the call ended.
-        try await s.aliceLogin.first { $0.reconnectAttempts >= 1 }
+        try await s.aliceLogin.first(from: away) { $0.reconnectAttempts >= 1 }
         s.proxy.refuseNew = false
         s.server.clock.advance(by: .seconds(8))
         try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
-        #expect(try await s.aliceEvents.first(where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: "alice"))
+        #expect(try await s.aliceEvents.first(from: 0, where: isEnded) == .onCallEnded(callId: call, mediaType: .audio, reason: .endByServer, userId: "alice"))
         #expect(s.alice.callStore.state.activeCall == nil)
         await stop(s)
     }
@@ -149,17 +149,17 @@ struct ReconnectTests {
     @Test func aRingingInvitationSurvivesADrop() async throws {
         let s = try await setUp()
         let call = try await s.bob.callStore.calls(participantIds: ["alice"], mediaType: .video).callId
-        try await s.aliceEvents.first(where: isReceived)
+        try await s.aliceEvents.first(from: 0, where: isReceived)
         s.proxy.cut()
-        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
         s.server.clock.advance(by: .seconds(1))
         try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         #expect(s.alice.callStore.state.activeCall?.callId == call)
         try await s.alice.callStore.accept()
-        try await s.bobEvents.first(where: isStarted)
+        try await s.bobEvents.first(from: 0, where: isStarted)
         // Every invitation alice could hear of comes before the end of the call.
         try await s.bob.callStore.hangup()
-        try await s.aliceEvents.first(where: isEnded)
+        try await s.aliceEvents.first(from: 0, where: isEnded)
         #expect(s.aliceEvents.values.filter(isReceived).count == 1)
         await stop(s)
     }
@@ -167,23 +167,23 @@ struct ReconnectTests {
     @Test func anAnswerLostInTheDropIsNotAppliedTwice() async throws {
         let s = try await setUp()
         let call = try await s.bob.callStore.calls(participantIds: ["alice"], mediaType: .audio).callId
-        try await s.aliceEvents.first(where: isReceived)
+        try await s.aliceEvents.first(from: 0, where: isReceived)
         // The accept reaches the server, its answer does not come back.
         s.proxy.blackholeDownstream = true
         let accepted = Task { try await s.alice.callStore.accept(callId: call) }
-        try await s.bobEvents.first(where: isStarted)
+        try await s.bobEvents.first(from: 0, where: isStarted)
         s.proxy.cut()
         s.proxy.blackholeDownstream = false
-        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
         s.server.clock.advance(by: .seconds(1))
         // Sent again with the same id: the server answers with the first answer (no alreadyAccepted).
         try await accepted.value
         try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         let aliceStates = Recorder(s.alice.callStore.stateUpdates)
-        try await aliceStates.first { $0.selfInfo.status == .accept && $0.activeCall?.callId == call }
+        try await aliceStates.first(from: 0) { $0.selfInfo.status == .accept && $0.activeCall?.callId == call }
         // Applied once: bob's call started once before it ended.
         try await s.alice.callStore.hangup()
-        try await s.bobEvents.first(where: isEnded)
+        try await s.bobEvents.first(from: 0, where: isEnded)
         #expect(s.bobEvents.values.filter(isStarted).count == 1)
         await stop(s)
     }
@@ -192,11 +192,11 @@ struct ReconnectTests {
         let s = try await setUp()
         s.proxy.blackhole = true
         s.server.clock.advance(by: .seconds(10))
-        try await s.proxy.dropped.first { _ in true }  // the first ping went out and was lost
+        try await s.proxy.dropped.first(from: 0) { _ in true }  // the first ping went out and was lost
         s.server.clock.advance(by: .seconds(10))
-        try await s.aliceLogin.first { $0.isConnectionStalled }
+        try await s.aliceLogin.first(from: 0) { $0.isConnectionStalled }
         s.server.clock.advance(by: .seconds(10))
-        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
         s.proxy.blackhole = false
         s.proxy.cut()
         s.server.clock.advance(by: .seconds(1))
@@ -210,7 +210,7 @@ struct ReconnectTests {
         let s = try await setUp()
         s.proxy.refuseNew = true
         s.proxy.cut()
-        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
         let sleeping = s.server.clock.sleeperCount
         let query = Task { try await s.alice.callStore.queryRecords() }
         // The request's timeout is armed (its deadline fixed) before time moves.
@@ -236,27 +236,27 @@ struct ReconnectTests {
         let bobEvents = Recorder(bob.callStore.events)
         let aliceLogin = Recorder(alice.loginStore.stateUpdates)
         let call = try await bob.callStore.calls(participantIds: ["alice"], mediaType: .audio).callId
-        try await aliceEvents.first(where: isReceived)
+        try await aliceEvents.first(from: 0, where: isReceived)
         try await alice.callStore.accept()
-        try await bobEvents.first(where: isStarted)
+        try await bobEvents.first(from: 0, where: isStarted)
 
         first.refuseNew = true
         first.cut()
-        let away = try await aliceLogin.position { $0.loginStatus == .reconnecting }
+        let away = try await aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
         // The first attempt, 1 s on, goes to the same address and is refused; the next, 2 s later,
         // to the other one.
         await server.clock.waitForSleepers(atLeast: 1)
         server.clock.advance(by: .seconds(1))
-        try await aliceLogin.first { if case .reconnecting = $0.loginStatus { $0.reconnectAttempts == 1 } else { false } }
+        try await aliceLogin.first(from: away) { if case .reconnecting = $0.loginStatus { $0.reconnectAttempts == 1 } else { false } }
         server.clock.advance(by: .seconds(2))
         try await aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         #expect(second.connectionCount == 1)
         #expect(first.connectionCount == 0)
-        try await bobEvents.first {
+        try await bobEvents.first(from: 0) {
             if case .onMemberStatusChanged(call, "alice", let quality, _) = $0 { quality != .down } else { false }
         }
         try await alice.callStore.hangup()
-        try await bobEvents.first(where: isEnded)
+        try await bobEvents.first(from: 0, where: isEnded)
         first.stop()
         second.stop()
         await server.stop()
@@ -265,7 +265,7 @@ struct ReconnectTests {
     @Test func aReplacedSessionDoesNotComeBack() async throws {
         let s = try await setUp()
         let other = try await s.server.client("alice", deviceId: "alice-phone")
-        try await s.aliceLogin.first { $0.loginStatus == .loggedOut && $0.lastError?.code == .sessionReplaced }
+        try await s.aliceLogin.first(from: 0) { $0.loginStatus == .loggedOut && $0.lastError?.code == .sessionReplaced }
         s.server.clock.advance(by: .seconds(30))
         // Stopped, not reconnecting: a request is refused at once instead of waiting for a
         // connection (which would take the device back from `other`).
@@ -280,12 +280,12 @@ struct ReconnectTests {
         let s = try await setUp()
         s.proxy.blackhole = true
         s.proxy.cut()
-        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
         s.server.clock.advance(by: .seconds(1))
         // The attempt's TCP connection is accepted and then nothing answers the upgrade.
-        try await s.proxy.dropped.first { _ in true }
+        try await s.proxy.dropped.first(from: 0) { _ in true }
         s.server.clock.advance(by: .seconds(10))
-        try await s.aliceLogin.first { $0.reconnectAttempts >= 1 }
+        try await s.aliceLogin.first(from: away) { $0.reconnectAttempts >= 1 }
         s.proxy.blackhole = false
         s.server.clock.advance(by: .seconds(8))
         try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
@@ -303,11 +303,11 @@ struct ReconnectTests {
         let login = Recorder(alice.loginStore.stateUpdates)
         proxy.blackhole = true
         proxy.cut()
-        let away = try await login.position { $0.loginStatus == .reconnecting }
+        let away = try await login.position(after: 0) { $0.loginStatus == .reconnecting }
         await server.clock.waitForSleepers(atLeast: 1)
         server.clock.advance(by: .seconds(1))
         // The attempt's connection is accepted and then nothing answers its upgrade.
-        try await proxy.dropped.first { _ in true }
+        try await proxy.dropped.first(from: 0) { _ in true }
         proxy.blackhole = false
         paths.change()
         try await login.first(from: away) { $0.loginStatus == .loggedIn }
@@ -330,12 +330,12 @@ struct ReconnectTests {
         let call = try await connect(s)
         #expect(paths.observerCount == 1)
         paths.change()
-        let away = try await s.aliceLogin.position { $0.loginStatus == .reconnecting }
+        let away = try await s.aliceLogin.position(after: 0) { $0.loginStatus == .reconnecting }
         try await s.aliceLogin.first(from: away) { $0.loginStatus == .loggedIn }
         #expect(alice.callStore.state.activeCall?.callId == call)
         try await bob.callStore.hangup()
         #expect(
-            try await s.aliceEvents.first(where: isEnded)
+            try await s.aliceEvents.first(from: 0, where: isEnded)
                 == .onCallEnded(callId: call, mediaType: .audio, reason: .hangup, userId: "bob"))
         await stop(s)
     }
@@ -347,12 +347,12 @@ struct ReconnectTests {
         let login = Recorder(alice.loginStore.stateUpdates)
         proxy.refuseNew = true
         proxy.cut()
-        try await login.first { $0.loginStatus == .reconnecting }
+        let away = try await login.position(after: 0) { $0.loginStatus == .reconnecting }
         server.clock.advance(by: .seconds(120))
-        try await login.first { $0.reconnectAttempts >= 1 }
+        try await login.first(from: away) { $0.reconnectAttempts >= 1 }
         proxy.refuseNew = false
         server.clock.advance(by: .seconds(8))
-        try await login.first { $0.loginStatus == .loggedOut && $0.lastError?.code == .userSigExpired }
+        try await login.first(from: away) { $0.loginStatus == .loggedOut && $0.lastError?.code == .userSigExpired }
         proxy.stop()
         await server.stop()
     }

@@ -18,10 +18,10 @@ struct RecordsTests {
         var callIds: [CallID] = []
         for _ in 0..<12 {
             let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-            try await bobEvents.first { if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false } }
+            try await bobEvents.first(from: 0) { if case .onCallReceived(call.callId, _, _, _, _) = $0 { true } else { false } }
             try await bob.callStore.reject()
-            try await aliceEvents.first { if case .onCallRecord(let r) = $0 { r.callId == call.callId } else { false } }
-            try await bobEvents.first { if case .onCallRecord(let r) = $0 { r.callId == call.callId } else { false } }
+            try await aliceEvents.first(from: 0) { if case .onCallRecord(let r) = $0 { r.callId == call.callId } else { false } }
+            try await bobEvents.first(from: 0) { if case .onCallRecord(let r) = $0 { r.callId == call.callId } else { false } }
             callIds.append(call.callId)
             // Six seconds apart: a user is rung by at most 10 invitations a minute after a burst
             // of 5 (`invitations-per-callee`).
@@ -72,9 +72,9 @@ struct RecordsTests {
         let aliceEvents = Recorder(alice.callStore.events)
         let bobEvents = Recorder(bob.callStore.events)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
-        try await bobEvents.first(where: isReceived)
+        try await bobEvents.first(from: 0, where: isReceived)
         try await bob.callStore.reject()
-        try await aliceEvents.first(where: isRecord)
+        try await aliceEvents.first(from: 0, where: isRecord)
         let app = server.app
         await server.stopKeepingFiles()
 

@@ -27,14 +27,14 @@ struct SFUNegotiationTests {
         let carol = try await SFUTestMember.logIn("carol", to: server)
         _ = try await alice.client.callStore.calls(participantIds: ["bob", "carol"], mediaType: .video)
         for member in [bob, carol] {
-            try await member.events.first { if case .onCallReceived = $0 { true } else { false } }
+            try await member.events.first(from: 0) { if case .onCallReceived = $0 { true } else { false } }
             try await member.client.callStore.accept()
         }
         var marks: [Int] = []
         for member in [alice, bob, carol] {
-            try await member.media.calls.first { $0 == .sfuOpened(.publish) }
-            try await member.media.calls.first { $0 == .sfuOpened(.subscribe) }
-            marks.append(try await member.media.calls.position(where: FakeMediaEngine.isPublishAnswer))
+            try await member.media.calls.first(from: 0) { $0 == .sfuOpened(.publish) }
+            try await member.media.calls.first(from: 0) { $0 == .sfuOpened(.subscribe) }
+            marks.append(try await member.media.calls.position(after: 0, where: FakeMediaEngine.isPublishAnswer))
             // No connection per member in an SFU call.
             #expect(!member.media.calls.values.contains { if case .opened = $0 { true } else { false } })
         }
