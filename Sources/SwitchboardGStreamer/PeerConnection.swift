@@ -64,6 +64,17 @@ final class PeerConnection: @unchecked Sendable {
         /// Tracks being ended (``replaceEnded(_:)``), so that the two signals of an end, webrtcbin's
         /// end of stream and the peer's description, end a track once.
         var ending: Set<ObjectIdentifier> = []
+        /// The number the next receiving chain (or drain) is named with: taken and counted up in
+        /// one step, so that two tracks arriving together never share a name (the level router
+        /// routes each `level` message by its element's name). It was `tracks.count`, read before
+        /// the track was appended: two pads added at once got the same chain name, and one
+        /// member's level showed at 0 or under another member's name.
+        var nextTrackNumber = 0
+
+        mutating func takeTrackNumber() -> Int {
+            defer { nextTrackNumber += 1 }
+            return nextTrackNumber
+        }
         /// Video (camera and screen) is not sent on this connection: its link is too narrow
         /// (``VideoGate``). Branches made later start so too.
         var videoPaused = false
@@ -237,7 +248,7 @@ final class PeerConnection: @unchecked Sendable {
         let pad = Pad(adopting: UnsafeMutablePointer(OpaquePointer(gst_object_ref(UnsafeMutableRawPointer(raw)))))
         let transceiver = sb_get_object(pad.raw, "transceiver").map(OpaqueObject.init(adopting:))
         let mid = transceiver?.string("mid")
-        let (remote, count, output) = state.withLockedValue { ($0.remoteSDP, $0.tracks.count, $0.output) }
+        let (remote, count, output) = state.withLockedValue { ($0.remoteSDP, $0.takeTrackNumber(), $0.output) }
         // The transceiver knows audio from video (its codec preferences say); the peer's
         // description tells a screen from the camera. (webrtcbin may add the pads of an offer's
         // own transceivers before the answer came: then it is the camera, as a screen always
@@ -330,7 +341,7 @@ final class PeerConnection: @unchecked Sendable {
             guard !state.closed, state.tracks.contains(where: { $0.track === ended }),
                 state.ending.insert(ObjectIdentifier(ended)).inserted
             else { return nil }
-            return (state.tracks.count, state.output)
+            return (state.takeTrackNumber(), state.output)
         }
         guard let (count, output) = current else { return }
         // Whether this call ends `ended`: not when its pad's removal or the close took it out
