@@ -171,10 +171,22 @@ struct TerminalCall {
         var endedAt: ContinuousClock.Instant?
         var endReason: CallEndReason?
         var endedBy: UserID?
-        var statistics = MediaStatistics()
+        /// Each member's figures as last read: a member whose connection is gone keeps the last
+        /// figures read while it was there. A read after the call's media closed (a tick between a
+        /// hang-up and its end event, or between the SDK closing the media and the end reaching
+        /// the run) reads nothing, and used to wipe the summary's members.
+        private(set) var statistics = MediaStatistics()
         var loudest: [UserID: Int] = [:]
         var firstAudio: [UserID: Int] = [:]
         var timers: [Task<Void, Never>] = []
+
+        /// Takes a new reading into ``statistics``: present members' figures replace their last,
+        /// absent members keep theirs.
+        mutating func note(_ reading: MediaStatistics) {
+            statistics.localAudioLevel = reading.localAudioLevel
+            statistics.peers.merge(reading.peers) { _, new in new }
+            if let published = reading.published { statistics.published = published }
+        }
 
         func summary(user: String) -> CallSummary {
             let duration = connectedAt.map { start in
@@ -214,10 +226,10 @@ struct TerminalCall {
             }
         case .tick:
             guard run.connected, run.endReason == nil else { return false }
-            run.statistics = await engine.statistics()
+            run.note(await engine.statistics())
             output.status(client.callStore.state, statistics: run.statistics)
         case .hangupTime:
-            run.statistics = await engine.statistics()
+            run.note(await engine.statistics())
             output.line("hanging up", ["event": "hangingUp"])
             try? await client.callStore.hangup()
         case .noCallInTime:
@@ -297,7 +309,7 @@ struct TerminalCall {
                 output.error("switching failed: \(error)")
             }
         case ("hangup", _):
-            run.statistics = await engine.statistics()
+            run.note(await engine.statistics())
             try? await client.callStore.hangup()
         default:
             return output.error("unknown command: \(line)")
