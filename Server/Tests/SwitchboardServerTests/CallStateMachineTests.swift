@@ -1811,6 +1811,51 @@ struct CallStateMachineTests {
 
     /// A nickname saved before the rules refused format characters is left out of pushes (the
     /// app shows the caller's id); a valid one goes in.
+    /// An invitation counts against a callee's budget where it rings them, and only there: not for
+    /// a callee who is busy (under `reject`), unreachable, screened (blocking the caller) or out of
+    /// budget; one out of budget is offline to the caller, as a callee with nothing to ring. The
+    /// rules are the machine's alone: the engine only looks at the budgets (``CallFacts/overBudget``).
+    @Test func invitationsCountWhereTheyRingAndNoBudgetIsOffline() throws {
+        var machine = CallStateMachine(configuration: CallStateMachine.Configuration())
+        // dave is in a call already (busy under the reject policy).
+        _ = machine.handle(
+            .start(
+                StartCallCommand(
+                    caller: Self.user("dave"), device: Self.device("d1"), callId: CallID(rawValue: "c0"),
+                    generatedRoomId: RoomID(rawValue: "room-c0"),
+                    request: StartCallRequest(participantIds: ["frank"], mediaType: .audio, params: nil),
+                    settings: AppSettings(), profiles: [:])),
+            facts: CallFacts(online: ["frank"]), now: Self.t0)
+        let invitees: [UserID] = ["bob", "carol", "dave", "erin", "grace"]
+        let command = StartCallCommand(
+            caller: Self.user("alice"), device: Self.device("a1"), callId: CallID(rawValue: "c1"),
+            generatedRoomId: RoomID(rawValue: "room-c1"),
+            request: StartCallRequest(participantIds: invitees, mediaType: .audio, params: nil),
+            settings: AppSettings(busyPolicy: .reject, blockedCallerSees: .reject), profiles: [:])
+        let facts = CallFacts(
+            online: ["bob", "carol", "dave", "erin"], blockedBy: ["carol"], declineDelays: ["carol": 5_000],
+            overBudget: ["erin", "carol"])
+        let output = machine.handle(.start(command), facts: facts, now: Self.t0 + 1_000)
+        let counted = output.actions.compactMap { action -> UserID? in
+            if case .countInvitation(let key) = action { key.user } else { nil }
+        }
+        // bob rings; carol is screened (her budget is not looked at), dave busy, erin out of
+        // budget, grace unreachable (no device, no push token).
+        #expect(counted == ["bob"])
+        let response = try #require({ if case .started(let response) = output.reply { response } else { nil } }())
+        #expect(response.busyUserIds == ["dave"])
+        let call = try #require(machine.calls[CallID(rawValue: "c1")])
+        let phases = Dictionary(uniqueKeysWithValues: call.members.map { ($0.userId, $0.phase) })
+        if case .left(let departure) = try #require(phases["erin"]) {
+            #expect(departure.reason == .offline)
+            #expect(departure.result == .missed)
+        } else {
+            Issue.record("erin, out of budget, was not left offline: \(String(describing: phases["erin"]))")
+        }
+        if case .ringing = try #require(phases["bob"]) {} else { Issue.record("bob does not ring") }
+        if case .screened = try #require(phases["carol"]) {} else { Issue.record("carol is not screened") }
+    }
+
     @Test func aNicknameThatCouldSpoofTheLockScreenStaysOutOfPushes() throws {
         for (nickname, shown) in [("\u{202E}knab ruoY", nil), ("Alice", "Alice")] as [(String, String?)] {
             var machine = CallStateMachine()
@@ -1852,10 +1897,16 @@ struct CallStateMachineTests {
     }
 
     /// The answer first (it is delivered before anything else), then the actions. The webhook
-    /// events have tests of their own (``CallWebhookEventTests``).
+    /// events have tests of their own (``CallWebhookEventTests``), and so have the invitations
+    /// counted against a callee's budget (``invitationsCountWhereTheyRingAndNoBudgetIsOffline()``).
     static func describe(_ output: CallOutput, now: Int64) -> [String] {
         (output.reply.map { [describe($0)] } ?? [])
-            + output.actions.filter { if case .notify = $0 { false } else { true } }.map { describe($0, now: now) }
+            + output.actions.filter {
+                switch $0 {
+                case .notify, .countInvitation: false
+                default: true
+                }
+            }.map { describe($0, now: now) }
     }
 
     static func describe(_ reply: CallReply) -> String {
@@ -1888,6 +1939,8 @@ struct CallStateMachineTests {
             }
         case .notify(let notice):
             return "notify \(notice.data.typeName)"
+        case .countInvitation(let key):
+            return "count \(key.user)"
         case .writeRecords(_, let drafts):
             guard !drafts.isEmpty else { return "records none" }
             return "records "

@@ -124,25 +124,12 @@ actor CallEngine {
             case .start(let command):
                 let app = command.caller.app
                 let invitees = Set(command.request.participantIds.filter(\.isValid))
-                var (facts, tokens) = try await inviteeFacts(invitees, inviter: command.caller.user, app: app)
-                // After the last wait, so that the machine decides on what was checked here.
-                if machine.validate(command) == nil {
-                    facts.unreachable(
-                        calleesOverLimit(
-                            invitees.intersection(facts.reachable).subtracting(facts.blockedBy),
-                            app: app, settings: command.settings, now: now))
-                }
+                let (facts, tokens) = try await inviteeFacts(invitees, inviter: command.caller.user, app: app, now: now)
                 return .success(Resolved(event: event, facts: facts, tokens: tokens))
             case .invite(let command):
                 let app = command.command.user.app
                 let invitees = Set(command.invitees.filter(\.isValid))
-                var (facts, tokens) = try await inviteeFacts(invitees, inviter: command.command.user.user, app: app)
-                if case .success(let (_, fresh)) = machine.validate(command) {
-                    facts.unreachable(
-                        calleesOverLimit(
-                            Set(fresh).intersection(facts.reachable).subtracting(facts.blockedBy),
-                            app: app, settings: command.settings, now: now))
-                }
+                let (facts, tokens) = try await inviteeFacts(invitees, inviter: command.command.user.user, app: app, now: now)
                 return .success(Resolved(event: event, facts: facts, tokens: tokens))
             case .join(let join):
                 let user = join.command.user
@@ -162,20 +149,19 @@ actor CallEngine {
         }
     }
 
-    /// Of the reachable invitees of a request that passed its checks (a connected device or a push
-    /// token, and not blocking the caller), those whose invitation is one too many
-    /// (``RateLimits/invitationsPerCallee``): they do not ring, and the caller sees them offline,
-    /// as a callee with no device and no push token, never the limit of someone else. One found
-    /// busy under the busy-reject policy is not counted: it would not ring either.
-    private func calleesOverLimit(
-        _ invitees: Set<UserID>, app: SdkAppID, settings: AppSettings, now: Int64
-    ) -> Set<UserID> {
+    /// Of `invitees`, those with no invitation left to receive for now
+    /// (``RateLimits/invitationsPerCallee``), looked at without taking one: the machine decides
+    /// who rings (after its checks, the busy policy and blocks) and counts those
+    /// (``CallAction/countInvitation(_:)``), in the same turn of this actor as this look.
+    private func overBudget(_ invitees: Set<UserID>, app: SdkAppID, now: Int64) -> Set<UserID> {
         invitees.filter { invitee in
-            let key = UserKey(app: app, user: invitee)
-            if settings.busyPolicy == .reject && machine.roster.isInAnyCall(key) { return false }
-            return limiter.take(limits.invitationsPerCallee, "invitations-received", key.description, now: now) != nil
+            limiter.check(limits.invitationsPerCallee, Self.invitationsReceived, UserKey(app: app, user: invitee).description, now: now)
+                != nil
         }
     }
+
+    /// The limiter's name for the invitations a user received.
+    private static let invitationsReceived = "invitations-received"
 
     /// How long each invitee who blocks the caller seems to ring before declining, drawn from the
     /// configured range (see ``CallStateMachine/Member/Phase/screened(declineAt:deadline:)``).
@@ -197,10 +183,11 @@ actor CallEngine {
     }
 
     /// Who among `invitees` blocks the inviter, is online, can be rung by push (with the tokens
-    /// read to decide it); presence is read last, after the waits. Tokens are read only for the
-    /// invitees with a device that may ring by push and is not connected (``PushReachIndex``).
+    /// read to decide it), has no invitation left to receive; presence and budgets are read last,
+    /// after the waits. Tokens are read only for the invitees with a device that may ring by push
+    /// and is not connected (``PushReachIndex``).
     private func inviteeFacts(
-        _ invitees: Set<UserID>, inviter: UserID, app: SdkAppID
+        _ invitees: Set<UserID>, inviter: UserID, app: SdkAppID, now: Int64
     ) async throws -> (CallFacts, tokens: [UserID: [PushToken]]) {
         var facts = CallFacts()
         facts.blockedBy = try await usersBlocking(inviter, among: invitees, app: app)
@@ -210,6 +197,7 @@ actor CallEngine {
         facts.online = invitees.filter { delivery.isOnline(UserKey(app: app, user: $0)) }
         facts.pushable = ringable(tokens, app: app)
         facts.declineDelays = declineDelays(facts.blockedBy)
+        facts.overBudget = overBudget(invitees, app: app, now: now)
         return (facts, tokens)
     }
 
@@ -295,6 +283,8 @@ actor CallEngine {
             case .writeRecords(let callId, let drafts):
                 writer.submit(ended: callId, records: drafts, events: notices.removeValue(forKey: callId) ?? [])
                 metrics.callsEnded.increment()
+            case .countInvitation(let key):
+                _ = limiter.take(limits.invitationsPerCallee, Self.invitationsReceived, key.description, now: clock.now())
             case .notify(let notice):
                 if let callId = notice.callId, webhooks.wants(notice.app, notice.data.type) {
                     notices[callId, default: []].append(notice)

@@ -24,13 +24,13 @@ struct CallFacts: Equatable, Sendable {
     var declineDelays: [UserID: Int64] = [:]
     /// Whether the user joining a call is in its chat group.
     var isChatGroupMember = false
+    /// Invitees who have received as many invitations as they may for now
+    /// (``RateLimits/invitationsPerCallee``): one more does not ring them, and the inviter sees
+    /// them offline, as a callee with no device and no push token, never someone else's limit.
+    /// Looked at, not taken: the machine counts only the invitations that ring
+    /// (``CallAction/countInvitation(_:)``).
+    var overBudget: Set<UserID> = []
 
     /// Invitees the invitation can reach: a connected device or a ringing push token.
     var reachable: Set<UserID> { online.union(pushable) }
-
-    /// `users` no longer count as reachable (one invitation too many for them).
-    mutating func unreachable(_ users: Set<UserID>) {
-        online.subtract(users)
-        pushable.subtract(users)
-    }
 }

@@ -117,10 +117,15 @@ extension CallStateMachine {
                 let delay = facts.declineDelays[invitee] ?? configuration.declineDelays.lowerBound
                 phase = .screened(declineAt: now + delay, deadline: deadline)
                 ringing.append(invitee)
+            } else if facts.overBudget.contains(invitee) {
+                // One invitation too many for them: as unreachable as a callee with nothing to ring.
+                phase = .left(Member.Departure(at: now, result: .missed, reason: .offline, blocksCaller: false))
+                unreachable.append((invitee, .offline))
             } else {
                 phase = .ringing(pushed: facts.pushable.contains(invitee), deadline: deadline)
                 ringing.append(invitee)
                 roster.add(key, to: call.id)
+                out.append(.countInvitation(key))
             }
             // A member who left is invited again; their call time so far is kept.
             let member = Member(

@@ -110,6 +110,10 @@ enum CallAction: Equatable, Sendable {
     /// Report an event to the app's webhooks: written to the outbox in the same commit as the
     /// call's journal save or end that follows in this output (``CallEngine``).
     case notify(WebhookNotice)
+    /// An invitation rang this user: it counts against the invitations they may receive
+    /// (``RateLimits/invitationsPerCallee``), whose budget the engine keeps and looked at for
+    /// ``CallFacts/overBudget``.
+    case countInvitation(UserKey)
 }
 
 /// An event of a call for the app's webhooks, numbered by the machine as the call changes.
