@@ -71,7 +71,9 @@ struct GStreamerEngineTests {
     /// A burst of settings while the engine is busy (a pipeline being built) queues one job, not
     /// one per change, and that job applies the latest of them.
     @Test(.timeLimit(.minutes(1))) func aBurstOfSettingsWhileTheEngineIsBusyQueuesOneJob() async throws {
-        let engine = GStreamerMediaEngine()
+        // On a clock that stands still: the engine's once-a-second send-rate job is no job here (on
+        // the real clock, a second that ended during the burst queued it beside the settings').
+        let engine = GStreamerMediaEngine(configuration: .init(clock: TestClock()))
         let (entered, enter) = AsyncStream<Void>.makeStream()
         let (released, release) = AsyncStream<Void>.makeStream()
         let busy = Task {
