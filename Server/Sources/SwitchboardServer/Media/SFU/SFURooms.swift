@@ -28,26 +28,26 @@ actor SFURooms {
     static let publishersPerRoom = 1000
     static let queueLimit = 4096
 
-    private enum Role: Sendable {
+    enum Role: Sendable {
         case publisher
         case subscriber
     }
 
     /// Who a handle belongs to.
-    private struct Owner: Sendable {
+    struct Owner: Sendable {
         var callId: CallID
         var user: UserID
         var session: Int
         var role: Role
     }
 
-    private struct HandleKey: Hashable, Sendable {
+    struct HandleKey: Hashable, Sendable {
         var server: Int
         var handle: UInt64
     }
 
     /// A member's part of a room, for one session.
-    private struct Member {
+    struct Member {
         var key: UserKey
         var device: DeviceID
         var session: Int
@@ -70,19 +70,19 @@ actor SFURooms {
         var waiting: [UInt64: VideoRoomEvent.Publisher] = [:]
     }
 
-    private struct FeedStream: Hashable, Sendable {
+    struct FeedStream: Hashable, Sendable {
         var feed: UInt64
         var mid: String
     }
 
-    private struct Room {
+    struct Room {
         var number: UInt64
         /// The server it is on; nil while no server could take it.
         var server: Int?
         var members: [UserID: Member] = [:]
     }
 
-    private enum Step: Sendable {
+    enum Step: Sendable {
         case action(SFUAction)
         case janus(server: Int, JanusMessage, Owner)
         /// The room's server went down: everything on it is gone.
@@ -91,24 +91,24 @@ actor SFURooms {
         case serverUp
     }
 
-    private let servers: [JanusServer]
-    private let secret: String?
-    private let delivery: any CallDelivery
-    private let clock: any SwitchboardClock
-    private let logger: Logger
+    let servers: [JanusServer]
+    let secret: String?
+    let delivery: any CallDelivery
+    let clock: any SwitchboardClock
+    let logger: Logger
     /// Tells the engine that a call's (or a member's) media with the SFU is lost.
     let onLost = LockedCallback<@Sendable (CallID, UserID?) async -> Void>({ _, _ in })
 
-    private var rooms: [CallID: Room] = [:]
-    private var handles: [HandleKey: Owner] = [:]
+    var rooms: [CallID: Room] = [:]
+    var handles: [HandleKey: Owner] = [:]
     /// A handle per server for the requests about rooms (create, destroy).
-    private var control: [Int: UInt64] = [:]
-    private var queues: [CallID: AsyncStream<Step>.Continuation] = [:]
-    private var watchers: [Task<Void, Never>] = []
+    var control: [Int: UInt64] = [:]
+    var queues: [CallID: AsyncStream<Step>.Continuation] = [:]
+    var watchers: [Task<Void, Never>] = []
     private(set) var droppedSteps = 0
     /// The machine's actions, in the order it gave them, until each goes to its call's queue.
-    private nonisolated let inbox: AsyncStream<SFUAction>.Continuation
-    private let actions: AsyncStream<SFUAction>
+    nonisolated let inbox: AsyncStream<SFUAction>.Continuation
+    let actions: AsyncStream<SFUAction>
 
     init(
         urls: [String], secret: String?, timing: JanusServer.Timing = JanusServer.Timing(), delivery: any CallDelivery,
@@ -181,7 +181,7 @@ actor SFURooms {
 
     // MARK: - the queues
 
-    private func enqueue(_ callId: CallID, _ step: Step) {
+    func enqueue(_ callId: CallID, _ step: Step) {
         let queue: AsyncStream<Step>.Continuation
         if let existing = queues[callId] {
             queue = existing
@@ -201,7 +201,7 @@ actor SFURooms {
         }
     }
 
-    private func run(_ callId: CallID, _ step: Step) async {
+    func run(_ callId: CallID, _ step: Step) async {
         switch step {
         case .action(.join(let session)): await join(session)
         case .action(.leave(_, let user)): await leave(callId, user)
@@ -214,7 +214,7 @@ actor SFURooms {
         }
     }
 
-    private func serverEvent(_ index: Int, _ event: JanusServer.Event) async {
+    func serverEvent(_ index: Int, _ event: JanusServer.Event) async {
         switch event {
         case .up:
             for (id, room) in rooms where room.server == nil { enqueue(id, .serverUp) }
@@ -227,121 +227,9 @@ actor SFURooms {
         }
     }
 
-    // MARK: - rooms
-
-    /// Janus's id of a call's room: 53 bits (exact in every JSON reader) of a hash of the call id,
-    /// moved on while another call of this node has it.
-    private func roomNumber(for callId: CallID) -> UInt64 {
-        var salt = 0
-        while true {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in (salt == 0 ? callId.rawValue : "\(callId.rawValue)#\(salt)").utf8 {
-                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-            }
-            let number = max(1, hash & ((1 << 53) - 1))
-            if !rooms.contains(where: { $0.key != callId && $0.value.number == number }) { return number }
-            salt += 1
-        }
-    }
-
-    private func members(on server: Int) -> Int {
-        rooms.values.filter { $0.server == server }.reduce(0) { $0 + $1.members.count }
-    }
-
-    /// The server the call's room is on, placing it (creating it on the least loaded server that
-    /// is up) when it has none or its server is down. Nil: no server could take it.
-    private func place(_ callId: CallID) async -> Int? {
-        guard var room = rooms[callId] else { return nil }
-        if let server = room.server {
-            if await servers[server].isUp { return server }
-            // Its server went down and the news has not come through this call's queue yet.
-            await lost(callId, server: server)
-            room = rooms[callId] ?? room
-        }
-        var candidates: [(server: Int, load: Int)] = []
-        for index in servers.indices where await servers[index].isUp {
-            candidates.append((index, members(on: index)))
-        }
-        for candidate in candidates.sorted(by: { ($0.load, $0.server) < ($1.load, $1.server) }) {
-            do {
-                try await createRoom(room.number, on: candidate.server)
-                room = rooms[callId] ?? room
-                room.server = candidate.server
-                rooms[callId] = room
-                logger.info(
-                    "a call's room is on an SFU", metadata: ["call": "\(callId)", "sfu": "\(servers[candidate.server].url)"])
-                return candidate.server
-            } catch {
-                logger.error(
-                    "could not make a room on an SFU",
-                    metadata: ["call": "\(callId)", "sfu": "\(servers[candidate.server].url)", "error": "\(error)"])
-            }
-        }
-        if var waiting = rooms[callId] {
-            waiting.server = nil
-            rooms[callId] = waiting
-        }
-        logger.error("no SFU can take a call's room; it waits for one", metadata: ["call": "\(callId)"])
-        return nil
-    }
-
-    private func controlHandle(_ server: Int) async throws -> UInt64 {
-        if let handle = control[server] { return handle }
-        let handle = try await attach(server)
-        control[server] = handle
-        return handle
-    }
-
-    private func createRoom(_ number: UInt64, on server: Int) async throws {
-        let handle = try await controlHandle(server)
-        var create = VideoRoomRequest(request: "create")
-        create.room = number
-        create.admin_key = secret
-        create.permanent = false
-        create.is_private = true
-        create.publishers = Self.publishersPerRoom
-        create.audiocodec = "opus"
-        create.videocodec = "vp8"
-        create.fir_freq = 10
-        create.audiolevel_ext = true
-        do {
-            _ = try await servers[server].request("message", handle: handle, body: create, completion: .success)
-        } catch JanusServer.Failure.janus(let error) where error.code == JanusError.roomExists {
-            // Left behind by an earlier run (a crash, another node that led): replace it.
-            try await destroyRoom(number, on: server)
-            _ = try await servers[server].request("message", handle: handle, body: create, completion: .success)
-        }
-    }
-
-    private func destroyRoom(_ number: UInt64, on server: Int) async throws {
-        let handle = try await controlHandle(server)
-        var destroy = VideoRoomRequest(request: "destroy")
-        destroy.room = number
-        destroy.permanent = false
-        _ = try await servers[server].request("message", handle: handle, body: destroy, completion: .success)
-    }
-
-    private func attach(_ server: Int) async throws -> UInt64 {
-        let answer = try await servers[server].request("attach", plugin: Self.plugin, completion: .success)
-        guard let id = answer.data?.id else { throw JanusServer.Failure.unexpected("attach without an id") }
-        return id
-    }
-
-    private func detach(_ handle: UInt64?, on server: Int?) async {
-        guard let handle, let server else { return }
-        handles[HandleKey(server: server, handle: handle)] = nil
-        _ = try? await servers[server].request("detach", handle: handle, completion: .success)
-    }
-
-    /// Drops a member's handles (their PeerConnections end; Janus tells the others' subscriptions).
-    private func drop(_ member: Member, server: Int?) async {
-        await detach(member.subscriber, on: server)
-        await detach(member.publisher, on: server)
-    }
-
     // MARK: - the machine's actions
 
-    private func join(_ session: SFUMemberSession) async {
+    func join(_ session: SFUMemberSession) async {
         let callId = session.callId
         let user = session.member.user
         var room = rooms[callId] ?? Room(number: roomNumber(for: callId))
@@ -376,7 +264,7 @@ actor SFURooms {
     }
 
     /// Changes the member's state if the member is still in the room with this session.
-    private func update(_ callId: CallID, _ user: UserID, session: Int, _ change: (inout Member) -> Void) -> Bool {
+    func update(_ callId: CallID, _ user: UserID, session: Int, _ change: (inout Member) -> Void) -> Bool {
         guard var room = rooms[callId], var member = room.members[user], member.session == session else { return false }
         change(&member)
         room.members[user] = member
@@ -384,13 +272,13 @@ actor SFURooms {
         return true
     }
 
-    private func leave(_ callId: CallID, _ user: UserID) async {
+    func leave(_ callId: CallID, _ user: UserID) async {
         guard var room = rooms[callId], let member = room.members.removeValue(forKey: user) else { return }
         rooms[callId] = room
         await drop(member, server: room.server)
     }
 
-    private func end(_ callId: CallID) async {
+    func end(_ callId: CallID) async {
         defer {
             queues[callId]?.finish()
             queues[callId] = nil
@@ -414,7 +302,7 @@ actor SFURooms {
         for member in room.members.values { await drop(member, server: server) }
     }
 
-    private func relay(_ callId: CallID, _ user: UserID, _ session: Int, _ signal: SendSFUSignalRequest) async {
+    func relay(_ callId: CallID, _ user: UserID, _ session: Int, _ signal: SendSFUSignalRequest) async {
         guard let room = rooms[callId], let server = room.server, let member = room.members[user],
             member.session == session
         else { return }
@@ -460,7 +348,7 @@ actor SFURooms {
         }
     }
 
-    private func setLayer(_ callId: CallID, _ viewer: UserID, _ target: UserID, _ layer: VideoLayer) async {
+    func setLayer(_ callId: CallID, _ viewer: UserID, _ target: UserID, _ layer: VideoLayer) async {
         guard update(callId, viewer, session: rooms[callId]?.members[viewer]?.session ?? -1, { $0.layers[target] = layer })
         else { return }
         await applyLayers(callId, viewer, only: target)
@@ -469,7 +357,7 @@ actor SFURooms {
     /// Tells Janus which substream of each camera the member's subscription forwards, as the
     /// member chose (small when it did not): Janus's own default is the highest. Only `target`'s
     /// cameras when given.
-    private func applyLayers(_ callId: CallID, _ viewer: UserID, only target: UserID? = nil) async {
+    func applyLayers(_ callId: CallID, _ viewer: UserID, only target: UserID? = nil) async {
         guard let room = rooms[callId], let server = room.server, let member = room.members[viewer],
             let handle = member.subscriber
         else { return }
@@ -493,183 +381,11 @@ actor SFURooms {
 
     /// Janus's simulcast substream for a layer of a camera: 0 is the lowest, the highest is one
     /// less than the layers the camera is sent in. Nil without simulcast (one layer is all there is).
-    private static func substream(_ layer: VideoLayer, of track: PublishedTrack) -> Int? {
+    static func substream(_ layer: VideoLayer, of track: PublishedTrack) -> Int? {
         guard track.source == .camera, track.layers > 1 else { return nil }
         return layer == .big ? track.layers - 1 : 0
     }
 
-    // MARK: - subscriptions
-
-    /// Subscribes the member to the streams of these feeds it does not receive yet (its own left
-    /// out), and takes out of its subscription the streams these feeds no longer send (a screen
-    /// its publisher stopped: Janus marks the stream `disabled` in its news to the room but leaves
-    /// it in every subscription, with no new offer; taken out, the member's next offer has its
-    /// section inactive, which is how the member's device learns that the track ended).
-    private func subscribe(_ callId: CallID, _ user: UserID, to publishers: [VideoRoomEvent.Publisher]) async {
-        guard let room = rooms[callId], let server = room.server, let member = room.members[user] else { return }
-        if member.offerOut {
-            let feeds = Set(room.members.values.compactMap(\.feed))
-            _ = update(callId, user, session: member.session) { member in
-                for publisher in publishers where publisher.id != member.feed { member.waiting[publisher.id] = publisher }
-                // Feeds of sessions gone from the room are dropped: the map stays one per member.
-                member.waiting = member.waiting.filter { feeds.contains($0.key) }
-            }
-            return
-        }
-        var streams: [VideoRoomStreamRequest] = []
-        var stopped: [VideoRoomStreamRequest] = []
-        for publisher in publishers where publisher.id != member.feed {
-            // A feed nobody in the room owns now is a session's that is being dropped.
-            guard let owner = room.members.values.first(where: { $0.feed == publisher.id }) else { continue }
-            for stream in publisher.streams ?? [] where stream.type != "data" {
-                guard let mid = stream.mid else { continue }
-                let subscribed = member.subscribed[FeedStream(feed: publisher.id, mid: mid)] != nil
-                if stream.disabled == true {
-                    if subscribed { stopped.append(VideoRoomStreamRequest(feed: publisher.id, mid: mid)) }
-                    continue
-                }
-                guard !subscribed else { continue }
-                let layer = member.layers[owner.key.user] ?? .small
-                streams.append(
-                    VideoRoomStreamRequest(
-                        feed: publisher.id, mid: mid, substream: owner.tracks[mid].flatMap { Self.substream(layer, of: $0) }))
-            }
-        }
-        guard !streams.isEmpty || !stopped.isEmpty else { return }
-        do {
-            let answer: JanusMessage
-            if let handle = member.subscriber {
-                var change = VideoRoomRequest(request: stopped.isEmpty ? "subscribe" : "update")
-                if stopped.isEmpty {
-                    change.streams = streams
-                } else {
-                    change.subscribe = streams.isEmpty ? nil : streams
-                    change.unsubscribe = stopped
-                }
-                answer = try await servers[server].request("message", handle: handle, body: change, completion: .event)
-            } else {
-                // Nothing subscribed yet, so nothing to take out.
-                guard !streams.isEmpty else { return }
-                let handle = try await attach(server)
-                handles[HandleKey(server: server, handle: handle)] = Owner(
-                    callId: callId, user: user, session: member.session, role: .subscriber)
-                guard update(callId, user, session: member.session, { $0.subscriber = handle }) else {
-                    await detach(handle, on: server)
-                    return
-                }
-                var join = VideoRoomRequest(request: "join")
-                join.room = room.number
-                join.ptype = "subscriber"
-                join.streams = streams
-                join.private_id = nil
-                answer = try await servers[server].request("message", handle: handle, body: join, completion: .event)
-            }
-            subscriptionChanged(callId, user, session: member.session, answer)
-            await applyLayers(callId, user)
-        } catch {
-            logger.error(
-                "could not subscribe a member to the room's tracks",
-                metadata: ["call": "\(callId)", "user": "\(user)", "error": "\(error)"])
-        }
-    }
-
-    /// What the subscription now receives (Janus's `attached` and `updated`), and the offer that
-    /// carries it, for the member's device with what each section is.
-    private func subscriptionChanged(_ callId: CallID, _ user: UserID, session: Int, _ message: JanusMessage) {
-        guard let streams = message.plugindata?.data.streams, let room = rooms[callId] else { return }
-        var subscribed: [FeedStream: String] = [:]
-        var tracks: [SFUTrack] = []
-        for stream in streams where stream.active != false {
-            guard let feed = stream.feed_id, let feedMid = stream.feed_mid,
-                let owner = room.members.values.first(where: { $0.feed == feed }),
-                stream.mid.utf8.count <= SFULimits.maxMidLength
-            else { continue }
-            subscribed[FeedStream(feed: feed, mid: feedMid)] = stream.mid
-            let source = owner.tracks[feedMid]?.source ?? (stream.type == "audio" ? .microphone : .camera)
-            tracks.append(SFUTrack(mid: stream.mid, userId: owner.key.user, source: source))
-        }
-        let offer = message.jsep.flatMap { $0.type == "offer" ? $0 : nil }
-        guard update(callId, user, session: session, { member in
-            member.subscribed = subscribed
-            if offer != nil { member.offerOut = true }
-        }),
-            let member = rooms[callId]?.members[user], let jsep = offer
-        else { return }
-        send(
-            SFUSignalEvent(
-                callId: callId, session: session, connection: .subscribe, kind: .offer, sdp: jsep.sdp, tracks: tracks),
-            to: member)
-    }
-
-    // MARK: - Janus's events
-
-    private func janus(_ server: Int, _ message: JanusMessage, _ owner: Owner) async {
-        guard let room = rooms[owner.callId], room.server == server, let member = room.members[owner.user],
-            member.session == owner.session
-        else { return }
-        switch message.janus {
-        case "event":
-            let data = message.plugindata?.data
-            switch owner.role {
-            case .publisher:
-                if let publishers = data?.publishers, !publishers.isEmpty {
-                    await subscribe(owner.callId, owner.user, to: publishers)
-                }
-            case .subscriber:
-                if data?.videoroom == "updated" || data?.videoroom == "attached" {
-                    subscriptionChanged(owner.callId, owner.user, session: owner.session, message)
-                }
-            }
-        case "trickle":
-            guard let candidate = message.candidate else { return }
-            send(
-                SFUSignalEvent(
-                    callId: owner.callId, session: owner.session,
-                    connection: owner.role == .publisher ? .publish : .subscribe, kind: .candidate,
-                    candidate: candidate.iceCandidate), to: member)
-        case "hangup":
-            // Janus closed one of the member's PeerConnections (ICE or DTLS failed): a new session.
-            logger.info(
-                "the SFU hung up a member's connection",
-                metadata: ["call": "\(owner.callId)", "user": "\(owner.user)", "reason": "\(message.reason ?? "")"])
-            await onLost.function(owner.callId, owner.user)
-        default:
-            break
-        }
-    }
-
-    /// The room's server went down: its handles are gone, and the call's members need new sessions.
-    private func lost(_ callId: CallID, server: Int) async {
-        guard var room = rooms[callId], room.server == server else { return }
-        for member in room.members.values {
-            for handle in [member.publisher, member.subscriber].compactMap({ $0 }) {
-                handles[HandleKey(server: server, handle: handle)] = nil
-            }
-        }
-        room.server = nil
-        room.members = room.members.mapValues { member in
-            var reset = member
-            reset.publisher = nil
-            reset.subscriber = nil
-            reset.feed = nil
-            reset.published = false
-            reset.subscribed = [:]
-            return reset
-        }
-        rooms[callId] = room
-        logger.error("a call's SFU went down; its members start again", metadata: ["call": "\(callId)"])
-        await onLost.function(callId, nil)
-    }
-
-    /// A server came up while the room had none: its members start again (and place it).
-    private func retryPlacement(_ callId: CallID) async {
-        guard let room = rooms[callId], room.server == nil else { return }
-        await onLost.function(callId, nil)
-    }
-
-    private func send(_ event: SFUSignalEvent, to member: Member) {
-        delivery.send({ CallEngine.frame(.sfuSignal(event)) }, to: .device(member.key, member.device))
-    }
 }
 
 extension SFUAction {
