@@ -53,8 +53,9 @@ extension SFURooms {
             reset.publisher = nil
             reset.subscriber = nil
             reset.feed = nil
-            reset.published = false
+            reset.publishing = .notYet
             reset.subscribed = [:]
+            reset.negotiation = SubscriptionNegotiation()
             return reset
         }
         rooms[callId] = room

@@ -11,18 +11,15 @@ extension SFURooms {
     /// section inactive, which is how the member's device learns that the track ended).
     func subscribe(_ callId: CallID, _ user: UserID, to publishers: [VideoRoomEvent.Publisher]) async {
         guard let room = rooms[callId], let server = room.server, let member = room.members[user] else { return }
-        if member.offerOut {
-            let feeds = Set(room.members.values.compactMap(\.feed))
-            _ = update(callId, user, session: member.session) { member in
-                for publisher in publishers where publisher.id != member.feed { member.waiting[publisher.id] = publisher }
-                // Feeds of sessions gone from the room are dropped: the map stays one per member.
-                member.waiting = member.waiting.filter { feeds.contains($0.key) }
-            }
-            return
-        }
+        // While Janus's last offer waits for the device's answer, the news waits too.
+        let feeds = Set(room.members.values.compactMap(\.feed))
+        var now: [VideoRoomEvent.Publisher] = []
+        guard update(callId, user, session: member.session, { now = $0.negotiation.news(publishers, liveFeeds: feeds, own: $0.feed) }),
+            !now.isEmpty
+        else { return }
         var streams: [VideoRoomStreamRequest] = []
         var stopped: [VideoRoomStreamRequest] = []
-        for publisher in publishers where publisher.id != member.feed {
+        for publisher in now {
             // A feed nobody in the room owns now is a session's that is being dropped.
             guard let owner = room.members.values.first(where: { $0.feed == publisher.id }) else { continue }
             for stream in publisher.streams ?? [] where stream.type != "data" {
@@ -95,7 +92,7 @@ extension SFURooms {
         let offer = message.jsep.flatMap { $0.type == "offer" ? $0 : nil }
         guard update(callId, user, session: session, { member in
             member.subscribed = subscribed
-            if offer != nil { member.offerOut = true }
+            if offer != nil { member.negotiation.offerSent() }
         }),
             let member = rooms[callId]?.members[user], let jsep = offer
         else { return }

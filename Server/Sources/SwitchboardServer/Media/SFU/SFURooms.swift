@@ -55,19 +55,30 @@ actor SFURooms {
         var publisher: UInt64?
         /// The member's publisher id in the room (a "feed" to the others).
         var feed: UInt64?
-        /// The first offer was published; later offers renegotiate (`configure`).
-        var published = false
+        /// Whether the member's first offer was published: its later offers renegotiate.
+        var publishing = Publishing.notYet
         /// What each section of the member's publish connection sends.
         var tracks: [String: PublishedTrack] = [:]
         var subscriber: UInt64?
         /// What the subscriber receives: each section's mid, by the feed and the feed's mid.
         var subscribed: [FeedStream: String] = [:]
-        /// Janus's last subscribe offer went to the device and its answer has not come back: Janus
-        /// takes no other change of the subscription until then.
-        var offerOut = false
-        /// Publishers to subscribe to once the answer is in (at most one entry per member of the
-        /// call: a feed's latest news replaces its earlier).
-        var waiting: [UInt64: VideoRoomEvent.Publisher] = [:]
+        /// Where the subscription's negotiation with Janus stands, and the news that waits for it.
+        var negotiation = SubscriptionNegotiation()
+    }
+
+    /// A member's publish connection: its first offer is a `publish`, every later one a `configure`
+    /// (a renegotiation); a new session (Janus lost and found again) starts over.
+    enum Publishing: Sendable {
+        case notYet
+        case published
+
+        /// VideoRoom's request for the member's next offer.
+        var request: String {
+            switch self {
+            case .notYet: "publish"
+            case .published: "configure"
+            }
+        }
     }
 
     struct FeedStream: Hashable, Sendable {
@@ -313,9 +324,10 @@ actor SFURooms {
                 let tracks = PublishedTracks.tracks(inOffer: sdp)
                 guard update(callId, user, session: session, { $0.tracks = tracks }) else { return }
                 let answer = try await servers[server].request(
-                    "message", handle: handle, body: VideoRoomRequest(request: member.published ? "configure" : "publish"),
+                    "message", handle: handle, body: VideoRoomRequest(request: member.publishing.request),
                     jsep: JanusJSEP(type: "offer", sdp: sdp), completion: .event)
-                guard let jsep = answer.jsep, update(callId, user, session: session, { $0.published = true }) else { return }
+                guard let jsep = answer.jsep, update(callId, user, session: session, { $0.publishing = .published })
+                else { return }
                 send(
                     SFUSignalEvent(callId: callId, session: session, connection: .publish, kind: .answer, sdp: jsep.sdp),
                     to: member)
@@ -325,11 +337,7 @@ actor SFURooms {
                     "message", handle: handle, body: VideoRoomRequest(request: "start"),
                     jsep: JanusJSEP(type: "answer", sdp: sdp), completion: .event)
                 var waiting: [VideoRoomEvent.Publisher] = []
-                guard update(callId, user, session: session, { member in
-                    member.offerOut = false
-                    waiting = Array(member.waiting.values)
-                    member.waiting = [:]
-                }) else { return }
+                guard update(callId, user, session: session, { waiting = $0.negotiation.answered() }) else { return }
                 if !waiting.isEmpty { await subscribe(callId, user, to: waiting) }
             case (.publish, .candidate), (.subscribe, .candidate):
                 guard let candidate = signal.candidate,
