@@ -68,6 +68,12 @@ final class ReceivedTrack: Sendable {
         self.recording = recording
         self.router = router
         let record = recording.map { AudioSource.quoted($0.location.path) }
+        // The recorder's file sink writes each buffer as it comes (`unbuffered`), not in 64 KiB
+        // blocks: a track's recording is on disk as far as it went however its end goes. With the
+        // default buffering, a small video layer's whole recording (5 s at 100 kbit/s) sat in the
+        // sink's block and was lost when the teardown's stall limit cut its end short (a 0-byte
+        // `.webm` in a loaded fresh-clone run).
+        let recordingSink = "filesink name=recording async=false buffer-mode=unbuffered"
         let description: String
         if kind == .audio {
             let sink = playback ?? "fakesink sync=false async=false"
@@ -76,12 +82,12 @@ final class ReceivedTrack: Sendable {
                 + "audio/x-raw,rate=48000 ! level name=\(name)-level interval=100000000 post-messages=true ! "
                 + "tee name=split split. ! queue ! volume name=output ! "
                 + "level name=\(name)-output interval=100000000 post-messages=true ! \(sink)"
-                + (record.map { " split. ! queue name=recorder ! audioconvert ! wavenc ! filesink name=recording async=false location=\($0)" } ?? "")
+                + (record.map { " split. ! queue name=recorder ! audioconvert ! wavenc ! \(recordingSink) location=\($0)" } ?? "")
             levelNames = ["\(name)-level", "\(name)-output"]
         } else {
             description =
                 "queue ! rtpvp8depay ! tee name=split split. ! queue ! vp8dec name=decoder ! fakesink sync=false async=false"
-                + (record.map { " split. ! queue name=recorder ! webmmux streamable=true ! filesink name=recording async=false location=\($0)" } ?? "")
+                + (record.map { " split. ! queue name=recorder ! webmmux streamable=true ! \(recordingSink) location=\($0)" } ?? "")
             levelNames = []
         }
         bin = try Element.bin(description)
