@@ -99,7 +99,7 @@ final class PeerConnection: @unchecked Sendable {
     let name: String
     let logger: Logger
     let emit: @Sendable (MediaEvent) -> Void
-    let blocking: BlockingCalls
+    private let blocking: BlockingCalls
     let state = NIOLockedValueBox(State())
 
     init(
@@ -172,7 +172,7 @@ final class PeerConnection: @unchecked Sendable {
         init(_ connection: PeerConnection) { self.connection = connection }
     }
 
-    func connectSignals() {
+    private func connectSignals() {
         let release: GClosureNotify = { data, _ in Unmanaged<Handlers>.fromOpaque(data!).release() }
         func box() -> UnsafeMutableRawPointer { Unmanaged.passRetained(Handlers(self)).toOpaque() }
         let handlers = [
@@ -207,12 +207,12 @@ final class PeerConnection: @unchecked Sendable {
         state.withLockedValue { $0.handlers = handlers }
     }
 
-    func negotiationNeeded() {
+    private func negotiationNeeded() {
         guard !state.withLockedValue({ $0.closed }) else { return }
         events.negotiationNeeded()
     }
 
-    func localCandidate(mline: Int, _ line: String) {
+    private func localCandidate(mline: Int, _ line: String) {
         if ice.loopbackOnly, CandidateLine(line)?.isLoopback != true { return }
         let (mid, ufrag, closed) = state.withLockedValue { state in
             let media = state.localSDP?.media
@@ -222,7 +222,7 @@ final class PeerConnection: @unchecked Sendable {
         events.localCandidate(IceCandidate(candidate: line, sdpMid: mid, sdpMLineIndex: mline, usernameFragment: ufrag))
     }
 
-    func iceStateChanged() {
+    private func iceStateChanged() {
         let value = GstWebRTCICEConnectionState(rawValue: UInt32(webrtc.enumValue("ice-connection-state")))
         guard !state.withLockedValue({ $0.closed }) else { return }
         let names: [UInt32: String] = [
@@ -399,7 +399,7 @@ final class PeerConnection: @unchecked Sendable {
     }
 
     /// One step of the teardown that can block, within the engine's limit; reported if it did not finish.
-    func stop(_ part: String, _ body: @escaping @Sendable () -> Void) async {
+    private func stop(_ part: String, _ body: @escaping @Sendable () -> Void) async {
         guard await !blocking.run(body) else { return }
         logger.error("a connection's teardown did not finish in time: left behind", metadata: ["peer": "\(peer)", "part": "\(part)"])
         emit(.teardownStalled(peer, part))

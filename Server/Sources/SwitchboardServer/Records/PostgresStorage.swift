@@ -64,7 +64,7 @@ final class PostgresStorage: SwitchboardStorage {
 
     let location: Location
     let client: PostgresClient
-    let runner: Task<Void, Never>
+    private let runner: Task<Void, Never>
     let logger: Logger
 
     /// Connects and migrates the schema; throws if the database cannot be reached.
@@ -462,7 +462,7 @@ final class PostgresStorage: SwitchboardStorage {
     }
 
     /// The first column of every row, as strings.
-    func strings(_ query: PostgresQuery) async throws -> [String] {
+    private func strings(_ query: PostgresQuery) async throws -> [String] {
         try await client.query(query, logger: logger).decode(String.self).collect()
     }
 }

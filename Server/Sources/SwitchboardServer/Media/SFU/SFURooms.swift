@@ -105,7 +105,7 @@ actor SFURooms {
     let servers: [JanusServer]
     let secret: String?
     let delivery: any CallDelivery
-    let clock: any SwitchboardClock
+    private let clock: any SwitchboardClock
     let logger: Logger
     /// Tells the engine that a call's (or a member's) media with the SFU is lost.
     let onLost = LockedCallback<@Sendable (CallID, UserID?) async -> Void>({ _, _ in })
@@ -114,12 +114,12 @@ actor SFURooms {
     var handles: [HandleKey: Owner] = [:]
     /// A handle per server for the requests about rooms (create, destroy).
     var control: [Int: UInt64] = [:]
-    var queues: [CallID: AsyncStream<Step>.Continuation] = [:]
-    var watchers: [Task<Void, Never>] = []
+    private var queues: [CallID: AsyncStream<Step>.Continuation] = [:]
+    private var watchers: [Task<Void, Never>] = []
     private(set) var droppedSteps = 0
     /// The machine's actions, in the order it gave them, until each goes to its call's queue.
     nonisolated let inbox: AsyncStream<SFUAction>.Continuation
-    let actions: AsyncStream<SFUAction>
+    private let actions: AsyncStream<SFUAction>
 
     init(
         urls: [String], secret: String?, timing: JanusServer.Timing = JanusServer.Timing(), delivery: any CallDelivery,
@@ -192,7 +192,7 @@ actor SFURooms {
 
     // MARK: - the queues
 
-    func enqueue(_ callId: CallID, _ step: Step) {
+    private func enqueue(_ callId: CallID, _ step: Step) {
         let queue: AsyncStream<Step>.Continuation
         if let existing = queues[callId] {
             queue = existing
@@ -225,7 +225,7 @@ actor SFURooms {
         }
     }
 
-    func serverEvent(_ index: Int, _ event: JanusServer.Event) async {
+    private func serverEvent(_ index: Int, _ event: JanusServer.Event) async {
         switch event {
         case .up:
             for (id, room) in rooms where room.server == nil { enqueue(id, .serverUp) }
@@ -283,7 +283,7 @@ actor SFURooms {
         return true
     }
 
-    func leave(_ callId: CallID, _ user: UserID) async {
+    private func leave(_ callId: CallID, _ user: UserID) async {
         guard var room = rooms[callId], let member = room.members.removeValue(forKey: user) else { return }
         rooms[callId] = room
         await drop(member, server: room.server)
@@ -313,7 +313,7 @@ actor SFURooms {
         for member in room.members.values { await drop(member, server: server) }
     }
 
-    func relay(_ callId: CallID, _ user: UserID, _ session: Int, _ signal: SendSFUSignalRequest) async {
+    private func relay(_ callId: CallID, _ user: UserID, _ session: Int, _ signal: SendSFUSignalRequest) async {
         guard let room = rooms[callId], let server = room.server, let member = room.members[user],
             member.session == session
         else { return }
@@ -356,7 +356,7 @@ actor SFURooms {
         }
     }
 
-    func setLayer(_ callId: CallID, _ viewer: UserID, _ target: UserID, _ layer: VideoLayer) async {
+    private func setLayer(_ callId: CallID, _ viewer: UserID, _ target: UserID, _ layer: VideoLayer) async {
         guard update(callId, viewer, session: rooms[callId]?.members[viewer]?.session ?? -1, { $0.layers[target] = layer })
         else { return }
         await applyLayers(callId, viewer, only: target)
