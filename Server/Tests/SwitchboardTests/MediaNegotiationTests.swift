@@ -282,14 +282,14 @@ struct MediaNegotiationTests {
         let bob = try await Self.member(server, "bob")
         let call = try await Self.connect(alice, bob, "alice", "bob")
         bob.media.holdOperations()
-        let flood = InputQueue<MediaCoordinator.PeerInput>.limit + 1_000
+        let flood = InputQueue<MediaCoordination.PeerInput>.limit + 1_000
         let candidate = IceCandidate(candidate: "candidate:alice-1 1 udp 1 127.0.0.1 9 typ host", sdpMid: "0", sdpMLineIndex: 0)
         for _ in 0..<flood {
             bob.client.media.handle(.mediaSignal(MediaSignalEvent(callId: call, from: "alice", kind: .candidate, candidate: candidate)))
         }
         // The task took the first and waits in the engine; at most the bound wait behind it.
         let dropped = try #require(bob.client.media.droppedInputs(to: "alice"))
-        #expect(dropped >= flood - InputQueue<MediaCoordinator.PeerInput>.limit - 1)
+        #expect(dropped >= flood - InputQueue<MediaCoordination.PeerInput>.limit - 1)
         bob.media.releaseOperations()
 
         let (aliceMark, bobMark) = (alice.media.calls.values.count, bob.media.calls.values.count)
@@ -310,7 +310,7 @@ struct MediaNegotiationTests {
         // A candidate from alice: bob's task takes it and waits in the engine; the rest queue.
         let candidate = IceCandidate(candidate: "candidate:alice-1 1 udp 1 127.0.0.1 9 typ host", sdpMid: "0", sdpMLineIndex: 0)
         bob.client.media.handle(.mediaSignal(MediaSignalEvent(callId: call, from: "alice", kind: .candidate, candidate: candidate)))
-        let limit = InputQueue<MediaCoordinator.PeerInput>.limit
+        let limit = InputQueue<MediaCoordination.PeerInput>.limit
         for _ in 0..<(2 * limit + 1_000) { bob.client.media.reconnected() }
         let dropped = try #require(bob.client.media.droppedInputs(to: "alice"))
         #expect(dropped >= 1_000 - 1)
