@@ -8,7 +8,7 @@ import Testing
 struct ConnectionRegistryTests {
     final class Sink: EventSink {
         func enqueue(_ frame: String) {}
-        func close(_ error: SwitchboardError?) {}
+        func close(after last: String?, reason: CloseReason) {}
         func waitUntilClosed() async {}
     }
 

@@ -5,10 +5,24 @@ import SwitchboardProtocol
 protocol EventSink: AnyObject, Sendable {
     /// Queues a text frame; never blocks.
     func enqueue(_ frame: String)
-    /// Closes the connection after the frames already queued.
-    func close(_ error: SwitchboardError?)
+    /// Closes the connection after the frames already queued and `last`, the first time only.
+    func close(after last: String?, reason: CloseReason)
     /// Returns once the connection is closed.
     func waitUntilClosed() async
+}
+
+extension EventSink {
+    /// Ends the session: `sessionEnded` with the error (none for a plain logout), then the close,
+    /// whose code says whether to come back (shutdown) or what rule was broken.
+    func close(_ error: SwitchboardError?) {
+        let reason: CloseReason =
+            switch error?.code {
+            case .some(.shuttingDown): .comeBack
+            case .some(.loginTimeout): .policyViolation
+            default: .normal
+            }
+        close(after: error.map { CallEngine.frame(.sessionEnded(SessionEndedEvent(error: $0))) }, reason: reason)
+    }
 }
 
 /// Which device of which user is connected where, on this node.

@@ -9,7 +9,7 @@ import NIOCore
 ///
 /// Bounded: past ``pauseAt`` waiting messages the socket is no longer read (TCP pushes back on
 /// the peer), and reading resumes once the session has caught up to ``resumeAt``.
-final class SessionRunner: Sendable {
+final class SessionRunner: MessageReceiver {
     private enum Input {
         case message(Data)
         case disconnected
@@ -37,8 +37,9 @@ final class SessionRunner: Sendable {
         self.executor = EventLoopTaskExecutor(channel.eventLoop)
     }
 
-    /// Whether the session is logged in (read by the connection at shutdown).
-    var isLoggedIn: Bool { state.withLockedValue { $0.loggedIn } }
+    /// A logged-in session is ended by the server at shutdown, with `sessionEnded`; the
+    /// connection closes any other at once.
+    var endsItselfAtShutdown: Bool { state.withLockedValue { $0.loggedIn } }
 
     func setLoggedIn(_ value: Bool) { state.withLockedValue { $0.loggedIn = value } }
 
