@@ -20,7 +20,7 @@ public final class SwitchboardNode: Sendable {
     /// The endpoints `ServerConfiguration.webhooks.startupEndpoints` made or kept, with their
     /// secrets (for the banner).
     public let startupWebhooks: [StartupWebhook]
-    let context: NodeContext
+    private let context: NodeContext
     private let housekeeper: WebhookHousekeeper
     private let application: any Service
     /// The event loops this node made for itself (``ServerConfiguration/eventLoopThreads``).
@@ -53,7 +53,7 @@ public final class SwitchboardNode: Sendable {
         self.adminSecret = adminSecret
         self.context = context
         self.application = application
-        self.signalingShutdown = SignalingShutdown(context: context)
+        self.signalingShutdown = SignalingShutdown(context)
     }
 
     /// Runs until SIGTERM/SIGINT (or ``shutdown()``), then shuts down gracefully: logins are
@@ -113,6 +113,9 @@ public final class SwitchboardNode: Sendable {
     }
 
     /// This node's id in its cluster (its name and a suffix for this run); nil on a single node.
+    /// The node's parts a test may look at (``NodeInspection``).
+    var inspection: NodeInspection { NodeInspection(context) }
+
     public var clusterNodeId: String? { context.cluster?.id }
 
     /// Whether this node leads its cluster (always false on a single node, which has none).
@@ -177,11 +180,34 @@ public final class SwitchboardNode: Sendable {
     }
 }
 
-/// Waits for graceful shutdown, then winds the signaling layer down before the HTTP server stops:
-/// the node's own shutdown, which puts each of its parts away in order (so it holds the whole
-/// ``NodeContext``).
+/// Waits for graceful shutdown, then winds the signaling layer down before the HTTP server stops,
+/// putting away in order the parts of the node it is handed: logins stop, the engine journals its
+/// calls and the writer commits, the node notes when the calls stopped, every device is told to
+/// come back and its connection closed, then the deadlines, push and the SFU stop.
 struct SignalingShutdown: Service {
-    let context: NodeContext
+    let connections: NodeConnections
+    let engine: CallEngine
+    let writer: PersistenceWriter
+    let storage: any SwitchboardStorage
+    let registry: ConnectionRegistry
+    let deadlines: ConnectionDeadlines
+    let push: PushService
+    let sfu: SFURooms?
+    let clock: any SwitchboardClock
+    let logger: Logger
+
+    init(_ context: NodeContext) {
+        connections = context.connections
+        engine = context.engine
+        writer = context.writer
+        storage = context.storage
+        registry = context.registry
+        deadlines = context.deadlines
+        push = context.push
+        sfu = context.sfu
+        clock = context.clock
+        logger = context.logger
+    }
 
     func run() async throws {
         do {
@@ -189,21 +215,21 @@ struct SignalingShutdown: Service {
         } catch {
             return
         }
-        context.connections.beginShutdown()
-        context.logger.info("graceful shutdown: journaling calls; clients are told to come back")
-        await context.engine.suspend()
-        await context.writer.drain()
-        if Task.isCancelled, context.writer.backlog > 0 {
+        connections.beginShutdown()
+        logger.info("graceful shutdown: journaling calls; clients are told to come back")
+        await engine.suspend()
+        await writer.drain()
+        if Task.isCancelled, writer.backlog > 0 {
             // The shutdown's time ran out with the database unreachable: stop anyway.
-            context.logger.critical(
+            logger.critical(
                 "graceful shutdown: writes not committed, the database did not answer in time",
-                metadata: ["writes": "\(context.writer.backlog)"])
+                metadata: ["writes": "\(writer.backlog)"])
         }
         // The moment the calls stopped: the next start counts the reconnect grace from here (at
         // most 2 s for it: the clients are told to come back next).
-        let (storage, now) = (context.storage, context.clock.now())
-        await waitBounded(.seconds(2), clock: context.clock) { try? await storage.markAlive(at: now) }
-        let sinks = context.registry.allSinks()
+        let now = clock.now()
+        await waitBounded(.seconds(2), clock: clock) { try? await storage.markAlive(at: now) }
+        let sinks = registry.allSinks()
         for sink in sinks {
             sink.close(SwitchboardError(.shuttingDown, "the server is restarting: reconnect, your calls go on"))
         }
@@ -211,10 +237,10 @@ struct SignalingShutdown: Service {
         await withTaskGroup(of: Void.self) { group in
             for sink in sinks { group.addTask { await sink.waitUntilClosed() } }
         }
-        context.deadlines.stop()
-        await context.push.shutdown()
+        deadlines.stop()
+        await push.shutdown()
         // Janus drops this run's handles with the socket; the calls' next run makes new ones.
-        await context.sfu?.stop()
+        await sfu?.stop()
     }
 }
 
@@ -447,7 +473,7 @@ private func assembleNode(
     if let ownEventLoops { teardown.add { try? await ownEventLoops.shutdownGracefully() } }
     let application = Application(
         router: router,
-        server: HTTPServerBuilder { responder in SignalingChannel(responder: responder, services: context.sessions) },
+        server: HTTPServerBuilder { responder in SignalingChannel(responder: responder, services: context.channel) },
         configuration: ApplicationConfiguration(
             address: .hostname(configuration.host, port: configuration.port), serverName: "switchboard",
             backlog: configuration.backlog),

@@ -74,22 +74,33 @@ final class NodeContext: Sendable {
         self.deadlines = ConnectionDeadlines(clock: clock)
         self.clock = clock
         self.logger = logger
+        self.view = cluster ?? SingleNode(registry: registry) as any ClusterView
         self.sessions = SessionServices(
             configuration: configuration, storage: storage, apps: apps, profiles: profiles, registry: registry,
-            calls: calls, cluster: cluster, ledger: ledger, limiter: limiter, gate: gate, deadlines: deadlines,
-            outboxes: outboxes, connections: connections, metrics: metrics, webPushEndpoints: webPushEndpoints,
+            calls: calls, cluster: view, ledger: ledger, limiter: limiter, gate: gate, deadlines: deadlines,
+            connections: connections, metrics: metrics, webPushEndpoints: webPushEndpoints,
             webhooks: webhooks, webhookDispatcher: webhookDispatcher, clock: clock)
     }
 
-    /// What each signaling session (and the channel that accepts it) is handed: one for the node,
-    /// which every session refers to.
+    /// The cluster as sessions and the admin API see it (``SingleNode`` without one).
+    private let view: any ClusterView
+
+    /// What each signaling session is handed: one for the node, which every session refers to.
     let sessions: SessionServices
+
+    /// What the channel that accepts connections is handed.
+    var channel: ChannelServices {
+        ChannelServices(
+            limits: configuration.connections, heartbeatInterval: configuration.heartbeatInterval,
+            connections: connections, gate: gate, deadlines: deadlines, outboxes: outboxes, metrics: metrics,
+            sessions: sessions)
+    }
 
     /// What the admin API is handed.
     var admin: AdminServices {
         AdminServices(
             configuration: configuration, storage: storage, apps: apps, registry: registry, calls: calls,
-            cluster: cluster, metrics: metrics, pushCredentials: pushCredentials, webhooks: webhooks,
+            cluster: view, metrics: metrics, pushCredentials: pushCredentials, webhooks: webhooks,
             webhookDispatcher: webhookDispatcher, webhookPolicy: webhookPolicy, clock: clock)
     }
 }

@@ -424,7 +424,7 @@ import Testing
         phone.system.updatePushToken(Data(repeating: 0xCD, count: 32))
         try await phone.coordinator.login(phone.account)
         try await logins.first(from: 0) { $0.pushToken == token }
-        let storage = h.server.node.context.storage
+        let storage = h.server.node.inspection.storage
         let app = h.server.app.sdkAppID
         #expect(try await storage.pushTokens(app: app, users: ["bob"])["bob"]?.map(\.token) == [token])
 

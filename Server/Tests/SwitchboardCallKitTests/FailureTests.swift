@@ -117,7 +117,7 @@ struct FailureTests {
         let server = try await TestServer.start()
         let bob = try await phone(server, pushToken: Data(repeating: 0xab, count: 32), behindProxy: true)
         let proxy = try #require(bob.proxy)
-        let storage = server.node.context.storage
+        let storage = server.node.inspection.storage
         try await Recorder(bob.client.loginStore.stateUpdates).first(from: 0) { $0.pushToken != nil }
 
         proxy.refuseNew = true

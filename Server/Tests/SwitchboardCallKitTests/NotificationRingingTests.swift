@@ -57,7 +57,7 @@ struct NotificationRingingTests {
         await first.coordinator.remoteNotificationTokenUpdated(token)
         let hex = token.map { String(format: "%02x", $0) }.joined()
         let stored = try #require(
-            try await h.server.node.context.storage.pushTokens(app: h.server.app.sdkAppID, users: ["bob"])["bob"]?.first {
+            try await h.server.node.inspection.storage.pushTokens(app: h.server.app.sdkAppID, users: ["bob"])["bob"]?.first {
                 $0.token == hex
             })
         #expect(stored.kind == .alert && stored.alertRinging && stored.sealingKey == sealingKey.publicKey)
@@ -65,7 +65,7 @@ struct NotificationRingingTests {
         // it once the server knows the phone is gone.
         proxy.stop()
         let bob = UserKey(app: h.server.app.sdkAppID, user: "bob")
-        let registry = h.server.node.context.registry
+        let registry = h.server.node.inspection.registry
         try await eventually("the server sees bob's phone go") { !registry.connectedDevices(bob).contains("bob-phone") }
         return try await make()
     }

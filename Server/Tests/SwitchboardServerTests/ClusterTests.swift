@@ -52,7 +52,7 @@ import FoundationNetworking
         let leaderId = try #require(cluster.nodes[leader].node.clusterNodeId)
         #expect(leaderId.hasPrefix("node\(leader)-"))
         for node in cluster.nodes {
-            #expect(node.node.context.cluster?.leader == leaderId)
+            #expect(node.node.inspection.cluster?.leader == leaderId)
         }
         await cluster.stop()
     }
@@ -215,10 +215,10 @@ import FoundationNetworking
         try await carol.callStore.hangup()
         try await aliceEvents.first(from: 0) { if case .onCallEnded(first.callId, _, _, _) = $0 { true } else { false } }
         let aliceOnNode2 = UserKey(app: cluster.nodes[2].app.sdkAppID, user: "alice")
-        #expect(cluster.nodes[2].node.context.profiles.cached(aliceOnNode2) != nil)
+        #expect(cluster.nodes[2].node.inspection.profiles.cached(aliceOnNode2) != nil)
         try await alice.loginStore.setSelfInfo(nickname: "Alice on node 0")
         // ...is forgotten there when node 0's message arrives (at a look, at the latest)...
-        for _ in 0..<500 where cluster.nodes[2].node.context.profiles.cached(aliceOnNode2) != nil { await cluster.tick() }
+        for _ in 0..<500 where cluster.nodes[2].node.inspection.profiles.cached(aliceOnNode2) != nil { await cluster.tick() }
         // ...so carol's next call, its profiles read on node 2 again, shows the new one.
         let second = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
         try await aliceEvents.first(from: 0) { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
@@ -242,7 +242,7 @@ import FoundationNetworking
         request.httpBody = Data(#"{"busyPolicy":"callWaiting"}"#.utf8)
         _ = try await URLSession.shared.data(for: request)
         // The change reaches node 0 as a message, which it may take a moment after its next look.
-        func policy() -> BusyPolicy? { cluster.nodes[0].node.context.apps.app(cluster.nodes[0].app.sdkAppID)?.settings.busyPolicy }
+        func policy() -> BusyPolicy? { cluster.nodes[0].node.inspection.apps.app(cluster.nodes[0].app.sdkAppID)?.settings.busyPolicy }
         for _ in 0..<500 where policy() != .callWaiting { await cluster.tick() }
         #expect(policy() == .callWaiting)
         await cluster.stop()
@@ -264,11 +264,11 @@ import FoundationNetworking
         try await aliceEvents.first(from: 0) { if case .onCallReceived(first.callId, _, _, _, _) = $0 { true } else { false } }
         try await carol.callStore.hangup()
         try await aliceEvents.first(from: 0) { if case .onCallEnded(first.callId, _, _, _) = $0 { true } else { false } }
-        #expect(late.node.context.profiles.cached(aliceThere) != nil)
+        #expect(late.node.inspection.profiles.cached(aliceThere) != nil)
         // ...is forgotten there once node 0's message arrives (at its look, at the latest)...
         try await alice.loginStore.setSelfInfo(nickname: "Alice on node 0")
-        for _ in 0..<500 where late.node.context.profiles.cached(aliceThere) != nil { await late.node.clusterHeartbeat() }
-        #expect(late.node.context.profiles.cached(aliceThere) == nil)
+        for _ in 0..<500 where late.node.inspection.profiles.cached(aliceThere) != nil { await late.node.clusterHeartbeat() }
+        #expect(late.node.inspection.profiles.cached(aliceThere) == nil)
         // ...and carol's next call shows the new one.
         let second = try await carol.callStore.calls(participantIds: ["alice"], mediaType: .audio)
         try await aliceEvents.first(from: 0) { if case .onCallReceived(second.callId, _, _, _, _) = $0 { true } else { false } }
@@ -285,16 +285,16 @@ import FoundationNetworking
     @Test func aNodeBackInTheTableForgetsTheProfilesItCached() async throws {
         let cluster = try await TestCluster.start(nodes: 2)
         let alice = try await Self.client(cluster, 0, "alice")
-        let node1 = cluster.nodes[1].node.context
+        let node1 = cluster.nodes[1].node.inspection
         let aliceThere = UserKey(app: cluster.nodes[1].app.sdkAppID, user: "alice")
         _ = try await node1.profiles.profiles(app: aliceThere.app, users: ["alice"])
         #expect(node1.profiles.cached(aliceThere) != nil)
 
-        let storage = try #require(cluster.nodes[0].node.context.storage as? PostgresStorage)
+        let storage = try #require(cluster.nodes[0].node.inspection.storage as? PostgresStorage)
         try await ClusterStore(client: storage.client, logger: Logger(label: "test.cluster")).remove(node: "node1")
         try await alice.loginStore.setSelfInfo(nickname: "Alice while node 1 was out")
         // Node 0's message is written (to nobody: node 1 is out)...
-        let bus = try #require(cluster.nodes[0].node.context.cluster?.bus)
+        let bus = try #require(cluster.nodes[0].node.inspection.cluster?.bus)
         await bus.drained(within: .seconds(60))
         await cluster.nodes[1].node.clusterHeartbeat()
         #expect(node1.profiles.cached(aliceThere) == nil)
@@ -338,10 +338,10 @@ import FoundationNetworking
     static func waitingForTheLeader<T: Sendable>(
         _ cluster: TestCluster, _ leader: Int, _ request: @escaping @Sendable () async throws -> T
     ) async throws -> Task<T, any Error> {
-        let leaderNode = try #require(cluster.nodes[leader].node.context.cluster)
+        let leaderNode = try #require(cluster.nodes[leader].node.inspection.cluster)
         await leaderNode.bus.stop()
         let task = Task { try await request() }
-        let storage = try #require(cluster.nodes[leader].node.context.storage as? PostgresStorage)
+        let storage = try #require(cluster.nodes[leader].node.inspection.storage as? PostgresStorage)
         func waiting() async throws -> Int64 {
             let rows = try await storage.client.query(
                 "SELECT count(*)::bigint FROM switchboard_messages WHERE target = \(leaderNode.id)", logger: Logger(label: "test"))

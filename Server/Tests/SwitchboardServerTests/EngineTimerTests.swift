@@ -14,7 +14,7 @@ import Testing
 struct EngineTimerTests {
     @Test(.timeLimit(.minutes(1))) func aRingTimeoutEndsItsCallOnTimeAfterAnEarlierCallsTimerWentAway() async throws {
         let server = try await TestServer.start()
-        let engine = server.node.context.engine
+        let engine = server.node.inspection.engine
         let alice = try await server.client("alice")
         let bob = try await server.client("bob")
         let carol = try await server.client("carol")

@@ -55,7 +55,7 @@ struct FCMTests {
                 server, "PUT", "/v1/apps/\(server.app.sdkAppID)/push", body: Data(#"{"fcm":{"serviceAccount":\#(account)}}"#.utf8))
             #expect(status == 200)
         }
-        let deliveries = Recorder(server.node.context.push.deliveries)
+        let deliveries = Recorder(server.node.inspection.push.deliveries)
         try await Self.registerToken(server, user: "bob", device: "bob-pixel", Self.bobToken)
         let alice = try await server.client("alice")
         try await alice.loginStore.setSelfInfo(nickname: "Alice")
@@ -159,7 +159,7 @@ struct FCMTests {
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         let removed = try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.outcome == "token_removed" }
         #expect(removed.service == "fcm" && s.fcm.answers.values.map(\.reason) == ["UNREGISTERED"])
-        #expect(try await s.server.node.context.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
+        #expect(try await s.server.node.inspection.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
         try await s.alice.callStore.hangup()
         try await s.aliceEvents.first(from: 0, timeout: .seconds(30), where: isEnded)
         let again = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
@@ -179,7 +179,7 @@ struct FCMTests {
         let removed = try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.outcome != "retrying" }
         #expect(removed.outcome == "token_removed" && removed.service == "fcm")
         #expect(s.fcm.answers.values.map(\.reason) == ["INVALID_ARGUMENT"])
-        #expect(try await s.server.node.context.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
+        #expect(try await s.server.node.inspection.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
         await tearDown(s)
     }
 

@@ -70,7 +70,7 @@ struct HostileInputTests {
     /// ~100 MB).
     @Test func answersOfDevicesThatNeverReturnAreFreed() async throws {
         let server = try await TestServer.start { $0.rateLimits.disabled = true }
-        let ledger = server.node.context.ledger
+        let ledger = server.node.inspection.ledger
         let owner = try await RawClient(url: server.url)
         _ = try await AbuseLimitTests.login(owner, server, "alice", id: "login")
         let many = (0..<BlockedUsersResponse.limit).map { UserID(rawValue: "u\($0)") }

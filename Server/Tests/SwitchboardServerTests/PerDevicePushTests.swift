@@ -128,7 +128,7 @@ struct PerDevicePushTests {
         let others = (0..<3).filter { $0 != leader }
         // bob's phone registers its token on one node and its app is killed; the leader learns it left.
         try await PushTests().registerToken(cluster.nodes[others[0]], user: "bob", device: "bob-phone", token: PushTests.bobToken)
-        let presence = try #require(cluster.nodes[leader].node.context.cluster?.directory)
+        let presence = try #require(cluster.nodes[leader].node.inspection.cluster?.directory)
         let bob = UserKey(app: cluster.nodes[leader].app.sdkAppID, user: "bob")
         try await eventually("the leader learns that bob's phone left") { !presence.connectedDevices(bob).contains("bob-phone") }
         // bob's tablet, with its own token, is connected to the other node; alice calls from the leader.
@@ -138,7 +138,7 @@ struct PerDevicePushTests {
             PerDevicePushTests.tabletToken, environment: .sandbox, bundleId: PushTests.bundle)
         try await eventually("the leader learns of bob's tablet") { presence.connectedDevices(bob).contains("bob-tablet") }
         let alice = try await cluster.nodes[leader].client("alice")
-        let deliveries = Recorder(cluster.nodes[leader].node.context.push.deliveries)
+        let deliveries = Recorder(cluster.nodes[leader].node.inspection.push.deliveries)
         let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         try await step("the tablet rings") { try await tabletEvents.first(from: 0, where: isReceived) }
         let push = try await step("the phone is pushed") { try await apns.pushes.first(from: 0) { _ in true } }
@@ -239,7 +239,7 @@ struct PushTokenKindTests {
             id: "login")
         let response = try await raw.request(request, id: "r")
         #expect(RawClient.errorCode(response) == expected?.rawValue)
-        let stored = try await server.node.context.storage.pushTokens(app: server.app.sdkAppID, users: ["dave"])["dave"]
+        let stored = try await server.node.inspection.storage.pushTokens(app: server.app.sdkAppID, users: ["dave"])["dave"]
         if expected == nil {
             let token = try #require(stored?.first)
             #expect(token.kind == request.kind && token.token == request.token && token.webPush == request.webPush)

@@ -72,12 +72,12 @@ struct PushCredentialsAdminTests {
         await server.stopKeepingFiles()
         server = try await TestServer.start(clock: clock, directory: directory)
         #expect(try await WebPushTests.http(server, "GET", path).1 as NSDictionary == answer as NSDictionary)
-        #expect(server.node.context.push.reaches(Self.token(server, .fcm)))
+        #expect(server.node.inspection.push.reaches(Self.token(server, .fcm)))
 
         // Removed: FCM falls back to the server's (none here), the VAPID key pair is replaced.
         (status, view) = try await WebPushTests.http(server, "DELETE", "\(path)/fcm")
         #expect(status == 200 && view["fcm"] == nil && view["apns"] != nil)
-        #expect(!server.node.context.push.reaches(Self.token(server, .fcm)))
+        #expect(!server.node.inspection.push.reaches(Self.token(server, .fcm)))
         (status, view) = try await WebPushTests.http(server, "DELETE", "\(path)/webPush")
         let replaced = try #require(view["webPush"] as? [String: Any])
         #expect(status == 200 && replaced["source"] as? String == "generated")

@@ -38,7 +38,7 @@ struct PushTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let apns = try await TestAPNsServer.start(clock: clock, bundleIds: [Self.bundle], directory: directory)
         let server = try await Self.server(clock: clock, directory: directory, apns: apns, lifetime: lifetime)
-        let deliveries = Recorder(server.node.context.push.deliveries)
+        let deliveries = Recorder(server.node.inspection.push.deliveries)
         apns.declare(Self.bobToken, as: .voip)
         apns.declare(Self.bobAlertToken, as: .alert)
         try await registerTokens(
@@ -91,7 +91,7 @@ struct PushTests {
     static func waitUntilOffline(_ server: TestServer, _ user: UserID) async throws {
         let key = UserKey(app: server.app.sdkAppID, user: user)
         let deadline = ContinuousClock.now + .seconds(30)
-        while server.node.context.registry.isOnline(key) {
+        while server.node.inspection.registry.isOnline(key) {
             try #require(ContinuousClock.now < deadline, "the server still has \(user) online after 30 s")
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -371,7 +371,7 @@ struct PushTests {
         let third = try await ring()
         #expect(third.providerToken != first.providerToken)
         #expect(third.issuedAt - first.issuedAt >= 20 * 60)
-        #expect(await s.server.node.context.push.signedTokens == 2)
+        #expect(await s.server.node.inspection.push.signedTokens == 2)
         // One HTTP/2 connection carried every push.
         #expect(s.apns.connectionsOpened == 1)
         await tearDown(s)
@@ -435,7 +435,7 @@ struct PushTokenTests {
                 AppCredentials(sdkAppID: 1_400_000_002, secretKey: "second-app-secret"),
             ]
         }
-        let storage = server.node.context.storage
+        let storage = server.node.inspection.storage
         func login(_ app: SdkAppID, _ secret: String, _ user: String) async throws -> RawClient {
             let raw = try await RawClient(url: server.url)
             let sig = UserSig.generate(
@@ -462,7 +462,7 @@ struct PushTokenTests {
 
     @Test func registrationRulesAndTheTokensHome() async throws {
         let server = try await TestServer.start()
-        let storage = server.node.context.storage
+        let storage = server.node.inspection.storage
         let app = server.app.sdkAppID
         let alice = try await server.client("alice", deviceId: "phone")
         try await alice.loginStore.registerPushToken(Self.token, environment: .production, bundleId: "com.example.app")

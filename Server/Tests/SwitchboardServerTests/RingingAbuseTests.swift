@@ -146,7 +146,7 @@ struct RingingAbuseTests {
     /// the server's clock.
     @Test func theDeclineIsDrawnFromAPersonsDelay() async throws {
         let server = try await TestServer.start()
-        let engine = server.node.context.engine
+        let engine = server.node.inspection.engine
         let alice = try await Self.login(server, "alice")
         let dave = try await Self.login(server, "dave")
         _ = try await dave.request(BlockUsersRequest(userIds: ["alice"]), id: "block")

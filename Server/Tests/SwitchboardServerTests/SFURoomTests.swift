@@ -111,7 +111,7 @@ struct SFURoomTests {
     }
 
     static func placement(_ call: Call) async throws -> (url: String, room: UInt64) {
-        let rooms = try #require(call.server.node.context.sfu)
+        let rooms = try #require(call.server.node.inspection.sfu)
         for _ in 0..<400 {
             if let placed = await rooms.placement(of: call.callId) { return placed }
             try await Task.sleep(for: .milliseconds(10))
@@ -191,7 +191,7 @@ struct SFURoomTests {
         // Two members leave the first call's server: it now has fewer members than the other.
         _ = try await big.member("carol").request(HangupCallRequest(callId: big.callId), id: "h")
         for _ in 0..<400 {
-            let load = await server.node.context.sfu!.load()
+            let load = await server.node.inspection.sfu!.load()
             if load.first(where: { $0.url == bigPlace.url })?.members == 2 { break }
             try await Task.sleep(for: .milliseconds(10))
         }

@@ -51,12 +51,12 @@ struct TransportLimitTests {
             RequestEnvelope(id: "o", data: SendMediaSignalRequest(callId: callId, to: "sloth", kind: .offer, sdp: sdp)))
         var sent = 0
         // Loopback's kernel buffers take several MB before the server has to hold anything.
-        while server.node.context.metrics.slowReadersClosed == 0 && sent < 4_000 {
+        while server.node.inspection.metrics.slowReadersClosed == 0 && sent < 4_000 {
             for _ in 0..<50 { try await alice.send(text: offer) }
             sent += 50
             _ = try await alice.request(PingRequest(), id: "p\(sent)")
         }
-        #expect(server.node.context.metrics.slowReadersClosed == 1, "sent \(sent) offers")
+        #expect(server.node.inspection.metrics.slowReadersClosed == 1, "sent \(sent) offers")
         let down = try await alice.waitForText(where: Self.isMemberDown("sloth"))
         #expect(down != nil)
         #expect(try await alice.request(PingRequest(), id: "still")["result"] != nil)
@@ -85,7 +85,7 @@ struct TransportLimitTests {
         let working = try await RawWebSocket.connect(port: server.port)
         try await Self.login(working, server, "alice")
         let now = server.clock.now()
-        #expect(await server.node.context.deadlines.waitUntil { $0 == [now + 10_000] })
+        #expect(await server.node.inspection.deadlines.waitUntil { $0 == [now + 10_000] })
         server.clock.advance(by: .seconds(10))
         #expect(try await idle.waitForClose() == 1008)
         let ended = idle.frames.first { $0.text.contains("sessionEnded") }?.text ?? ""
@@ -98,7 +98,7 @@ struct TransportLimitTests {
     /// Finding 5: slowloris. A request head or body that never completes is cut at its deadline.
     @Test func aRequestThatNeverCompletesIsCut() async throws {
         let server = try await TestServer.start()
-        let deadlines = server.node.context.deadlines
+        let deadlines = server.node.inspection.deadlines
         let now = server.clock.now()
         let head = try await RawTCPClient.connect(port: server.port)
         try await head.send("GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: webs")
@@ -133,7 +133,7 @@ struct TransportLimitTests {
         for _ in 0..<5 { held.append(try await RawTCPClient.connect(port: server.port, sourceAddress: "127.0.0.9")) }
         // Admitted (each has its head deadline) before the sixth: connections are admitted on their
         // own event loops, so a sixth connected at once could be admitted before one of the five.
-        #expect(await server.node.context.deadlines.waitUntil { $0.count == 5 })
+        #expect(await server.node.inspection.deadlines.waitUntil { $0.count == 5 })
         let refused = try await RawTCPClient.connect(port: server.port, sourceAddress: "127.0.0.9")
         try await refused.waitUntilClosed()
         // Another address connects and logs in.
@@ -142,12 +142,12 @@ struct TransportLimitTests {
         // Logging in frees the address's share.
         await held[0].close()
         // Once the server saw it close, its head deadline is gone: four pending connections are left.
-        #expect(await server.node.context.deadlines.waitUntil { $0.count == 4 })
+        #expect(await server.node.inspection.deadlines.waitUntil { $0.count == 4 })
         let again = try await RawWebSocket.connect(port: server.port, sourceAddress: "127.0.0.9")
         try await Self.login(again, server, "carol")
         let more = try await RawWebSocket.connect(port: server.port, sourceAddress: "127.0.0.9")
         try await Self.login(more, server, "dave")
-        #expect(server.node.context.gate.counts.pending == 4)
+        #expect(server.node.inspection.gate.counts.pending == 4)
         await server.stop()
     }
 
@@ -166,15 +166,15 @@ struct TransportLimitTests {
         }
         // The oldest pending ones were closed to make room (which ones exactly depends on the order
         // the two event loops set them up in): 10 wait, each with its head deadline.
-        #expect(await server.node.context.deadlines.waitUntil { $0.count == 10 })
-        #expect(server.node.context.gate.counts.pending == 10)
+        #expect(await server.node.inspection.deadlines.waitUntil { $0.count == 10 })
+        #expect(server.node.inspection.gate.counts.pending == 10)
         // The 20 closed are closed for their clients too (a close reaches them a moment later).
         while flood.filter(\.isClosed).count < 20 { await Task.yield() }
         #expect(flood.filter(\.isClosed).count == 20)
         try await HostileInputTests.expectACallWorks(on: server, caller: "carol", callee: "dave")
         _ = alice
         _ = bob
-        #expect(server.node.context.registry.deviceCount >= 2)
+        #expect(server.node.inspection.registry.deviceCount >= 2)
         await server.stop()
     }
 

@@ -74,7 +74,7 @@ struct WebPushTests {
             configuration.webPush.allowedHosts = ["127.0.0.1"]
             configuration.webPush.trustRootsPath = service.certificatePath
         }
-        let deliveries = Recorder(server.node.context.push.deliveries)
+        let deliveries = Recorder(server.node.inspection.push.deliveries)
         let subscription = service.subscribe(applicationServerKey: try await Self.webPushKey(server))
         try await Self.registerSubscription(server, user: "bob", device: "bob-tab", subscription)
         let alice = try await server.client("alice")
@@ -193,7 +193,7 @@ struct WebPushTests {
         _ = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)
         try await s.deliveries.first(from: 0, timeout: .seconds(30)) { $0.outcome == "token_removed" }
         #expect(s.service.answers.values.map(\.status) == [unsubscribed ? 410 : 404])
-        #expect(try await s.server.node.context.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
+        #expect(try await s.server.node.inspection.storage.pushTokens(app: s.server.app.sdkAppID, users: ["bob"]).isEmpty)
         try await s.alice.callStore.hangup()
         try await s.aliceEvents.first(from: 0, timeout: .seconds(30), where: isEnded)
         let again = try await s.alice.callStore.calls(participantIds: ["bob"], mediaType: .audio)

@@ -39,9 +39,9 @@ enum AdminAPI {
             var body: [String: any Sendable] = ["status": "ok", "devices": services.registry.deviceCount]
             // On a cluster node that does not lead, the calls are the leader's to count.
             if let calls = await services.calls.activeCallCount() { body["activeCalls"] = calls }
-            if let cluster = services.cluster {
-                body["node"] = cluster.id
-                body["leader"] = cluster.leader ?? "none"
+            if let standing = services.cluster.standing {
+                body["node"] = standing.node
+                body["leader"] = standing.leader ?? "none"
             }
             return json(body)
         }
@@ -146,15 +146,9 @@ enum AdminAPI {
             guard let app = knownApp(try context.parameters.require("app"), services) else {
                 return Self.error(SwitchboardError(.unknownApp))
             }
-            let online: [(UserID, [(DeviceID, String?)])]
-            if let cluster = services.cluster {
-                // Every node's devices, as the cluster's table has them.
-                guard let devices = try? await cluster.onlineUsers(app: app) else {
-                    return Self.error(SwitchboardError(.storageUnavailable))
-                }
-                online = devices
-            } else {
-                online = services.registry.onlineUsers(app: app)
+            // Every node's devices (in a cluster, as the cluster's table has them).
+            guard let online = try? await services.cluster.onlineUsers(app: app) else {
+                return Self.error(SwitchboardError(.storageUnavailable))
             }
             let users = online.map { user, devices in
                 OnlineUser(
@@ -232,7 +226,7 @@ enum AdminAPI {
                     return Self.error(SwitchboardError(.storageUnavailable))
                 }
                 services.apps.update(app)
-                services.cluster?.broadcast(.appsChanged)
+                services.cluster.appsChanged()
                 return encoded(SettingsBody(app.settings))
             }
         }

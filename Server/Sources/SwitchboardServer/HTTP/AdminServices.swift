@@ -7,9 +7,11 @@ struct AdminServices: Sendable {
     let configuration: ServerConfiguration
     let storage: any SwitchboardStorage
     let apps: AppDirectory
+    /// This node's devices (the count on /health).
     let registry: ConnectionRegistry
     let calls: any CallRouter
-    let cluster: ClusterNode?
+    /// The node's place in its cluster (``SingleNode`` without one).
+    let cluster: any ClusterView
     let metrics: ServerMetrics
     let pushCredentials: PushCredentials
     let webhooks: WebhookDirectory
@@ -29,7 +31,7 @@ struct AdminServices: Sendable {
     /// are told to, and the dispatcher looks for work.
     func webhookEndpointsChanged() async {
         if let endpoints = try? await storage.webhookEndpoints(app: nil) { webhooks.replace(with: endpoints) }
-        cluster?.broadcast(.appsChanged)
+        cluster.appsChanged()
         webhookDispatcher.wake()
     }
 }

@@ -1,10 +1,12 @@
 import Foundation
 import SwitchboardProtocol
 
-/// What a signaling session (and the channel that accepts its connection) is handed: the parts of
-/// its node it uses, and nothing else. Not the engine, the persistence writer, the push service
-/// or the SFU: a session reaches calls only through ``calls`` (the engine on a single node, the
-/// leader in a cluster), which answers each request.
+/// What a signaling session is handed: the parts of its node it uses, and nothing else. Not the
+/// engine, the persistence writer, the push service, the SFU or the cluster's bus: a session
+/// reaches calls only through ``calls`` (the engine on a single node, the leader in a cluster),
+/// which answers each request, and the other nodes only through ``cluster`` (a ``ClusterView``:
+/// whether this node can write, and what to tell the others). The channel that accepts the
+/// connection has its own (``ChannelServices``).
 ///
 /// A class, made once per node: every connection's session holds a reference to it. As a struct
 /// each session held its own copy of all of it, the configuration included (about 2.7 KiB per
@@ -17,13 +19,12 @@ final class SessionServices: Sendable {
     let registry: ConnectionRegistry
     /// Where call requests go: the engine, or the cluster's leader.
     let calls: any CallRouter
-    /// The node's place in its cluster; nil for a single node.
-    let cluster: ClusterNode?
+    /// The node's place in its cluster (``SingleNode`` without one).
+    let cluster: any ClusterView
     let ledger: RequestLedger
     let limiter: RateLimiter
     let gate: ConnectionGate
     let deadlines: ConnectionDeadlines
-    let outboxes: LoopOutboxes
     let connections: NodeConnections
     let metrics: ServerMetrics
     let webPushEndpoints: WebPushEndpointPolicy
@@ -33,9 +34,9 @@ final class SessionServices: Sendable {
 
     init(
         configuration: ServerConfiguration, storage: any SwitchboardStorage, apps: AppDirectory,
-        profiles: ProfileDirectory, registry: ConnectionRegistry, calls: any CallRouter, cluster: ClusterNode?,
+        profiles: ProfileDirectory, registry: ConnectionRegistry, calls: any CallRouter, cluster: any ClusterView,
         ledger: RequestLedger, limiter: RateLimiter, gate: ConnectionGate, deadlines: ConnectionDeadlines,
-        outboxes: LoopOutboxes, connections: NodeConnections, metrics: ServerMetrics,
+        connections: NodeConnections, metrics: ServerMetrics,
         webPushEndpoints: WebPushEndpointPolicy, webhooks: WebhookDirectory, webhookDispatcher: WebhookDispatcher,
         clock: any SwitchboardClock
     ) {
@@ -50,7 +51,6 @@ final class SessionServices: Sendable {
         self.limiter = limiter
         self.gate = gate
         self.deadlines = deadlines
-        self.outboxes = outboxes
         self.connections = connections
         self.metrics = metrics
         self.webPushEndpoints = webPushEndpoints

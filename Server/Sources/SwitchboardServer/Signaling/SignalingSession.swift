@@ -135,7 +135,7 @@ final class SignalingSession: @unchecked Sendable {
     /// Runs a storage operation; a failure answers `storageUnavailable` and returns nil. On a
     /// cluster node cut off from its database the answer comes at once, instead of after the cut.
     func storage<T>(_ id: RequestID, _ operation: () async throws -> T) async -> T? {
-        if services.cluster?.isCutOff == true {
+        if services.cluster.isCutOff {
             fail(id, ClusterNode.cutOffRefusal)
             return nil
         }

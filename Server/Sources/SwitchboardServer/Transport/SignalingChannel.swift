@@ -36,7 +36,7 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
     static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 256, initial: 512, maximum: 64 * 1024)
 
     let responder: HTTPChannelHandler.Responder
-    let services: SessionServices
+    let services: ChannelServices
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -54,7 +54,7 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
                 services.gate.closed(id)
             }
             // The request head must arrive in time (slowloris).
-            deadlines.arm(id, after: services.configuration.connections.headTimeout) { [weak channel] in
+            deadlines.arm(id, after: services.limits.headTimeout) { [weak channel] in
                 channel?.close(promise: nil)
             }
             // Reads start small: a logged-in connection keeps its last receive buffer between
@@ -84,7 +84,7 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
         -> EventLoopFuture<Outcome>
     {
         let services = self.services
-        let limits = services.configuration.connections
+        let limits = services.limits
         let upgrader = NIOTypedWebSocketServerUpgrader<Outcome>(
             maxFrameSize: NodeContext.hardMessageLimit,
             enableAutomaticErrorHandling: false,
@@ -96,11 +96,11 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
                 channel.eventLoop.makeCompletedFuture {
                     let outbox = services.outboxes.outbox(for: channel.eventLoop)
                     let handler = WebSocketConnectionHandler(
-                        limits: limits, pingInterval: .seconds(services.configuration.heartbeatInterval),
+                        limits: limits, pingInterval: .seconds(services.heartbeatInterval),
                         metrics: services.metrics, outbox: outbox, logger: logger)
                     let connection = Connection(
                         id: id, remoteAddress: address, channel: channel, handler: handler, outbox: outbox)
-                    let session = SignalingSession(services: services, connection: connection, logger: logger)
+                    let session = SignalingSession(services: services.sessions, connection: connection, logger: logger)
                     let runner = SessionRunner(session: session, channel: channel)
                     session.runner = runner
                     handler.attach(runner)
