@@ -107,6 +107,57 @@ struct GStreamerSFUTests {
         await server.stop()
     }
 
+    /// Four engines through Janus in a video call: alice sends silence, bob, carol and dave tones.
+    /// Each hears the others under their own names: a tone's level under its sender, and nothing
+    /// above a whisper under alice's, for the whole call. A subscription gets several members'
+    /// audio and video tracks at once; GStreamer's receiving chains for tracks that came together
+    /// could share a name, and the level router, which routes by that name, put one member's
+    /// level under another's or left it at 0 while the audio was decoded (issue 52: 5 of 8
+    /// four-member calls seen from outside). With the chains numbered as before (`tracks.count`),
+    /// this test failed 4 runs of 4 (a tone never seen under its sender's name, or alice's level
+    /// gone from two members); with the fix it passed 5 of 5.
+    @Test func eachMembersLevelIsUnderTheirOwnName() async throws {
+        let (janus, server) = try await Self.start()
+        defer { janus.stop() }
+        let alice = try await GStreamerEngineTests.member(server, "alice", audio: .silence)
+        let bob = try await GStreamerEngineTests.member(server, "bob", tone: 660)
+        let carol = try await GStreamerEngineTests.member(server, "carol", tone: 880)
+        let dave = try await GStreamerEngineTests.member(server, "dave", tone: 990)
+        let call = try await alice.client.callStore.calls(participantIds: ["bob", "carol", "dave"], mediaType: .video)
+        for callee in [bob, carol, dave] {
+            try await callee.calls.first(from: 0, timeout: GStreamerEngineTests.wait) {
+                if case .onCallReceived = $0 { true } else { false }
+            }
+            callee.client.deviceStore.openLocalCamera()
+            try await callee.client.callStore.accept(callId: call.callId)
+        }
+        alice.client.deviceStore.openLocalCamera()
+        for (member, others) in [(alice, [bob.id, carol.id, dave.id]), (bob, [carol.id, dave.id]), (carol, [bob.id, dave.id]), (dave, [bob.id, carol.id])] {
+            for other in others {
+                try await GStreamerEngineTests.expect(member, "\(other)'s tone") {
+                    if case .audioLevel(other, let level, _) = $0 { level > 10 } else { false }
+                }
+            }
+        }
+        // A later event: 20 more levels of the other's tone at bob and at carol; alice's silence
+        // never showed a level there, and her audio was decoded all the same.
+        for (member, other) in [(bob, carol.id), (carol, bob.id), (dave, bob.id)] {
+            let mark = member.media.values.count
+            for _ in 0..<20 {
+                let seen = member.media.values.count
+                try await member.media.first(from: seen, timeout: GStreamerEngineTests.wait) {
+                    if case .audioLevel(other, let level, _) = $0 { level > 10 } else { false }
+                }
+            }
+            let aliceLevels = member.media.values.compactMap { if case .audioLevel("alice", let level, _) = $0 { level } else { nil } }
+            #expect(aliceLevels.allSatisfy { $0 <= 5 }, "\(member.id) showed levels under alice's name: \(aliceLevels)")
+            #expect(member.media.values[mark...].contains { if case .audioLevel("alice", _, _) = $0 { true } else { false } })
+            #expect(await GStreamerEngineTests.frames(member, alice.id, .audio) > 0)
+        }
+        try await alice.client.callStore.hangup()
+        await server.stop()
+    }
+
     /// The transport of alice's publish connection fails: the engine reports ICE failed, the SDK
     /// asks for a new session, and bob receives alice again from her new connections (a second
     /// `trackStarted`), as alice receives bob.

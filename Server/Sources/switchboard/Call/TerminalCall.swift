@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import Switchboard
 import SwitchboardGStreamer
 import SwitchboardProtocol
+import SwitchboardTools
 
 /// One run of `switchboard call`: log in, place or answer one call, show it, control it from
 /// stdin, and summarise it.
@@ -171,22 +172,15 @@ struct TerminalCall {
         var endedAt: ContinuousClock.Instant?
         var endReason: CallEndReason?
         var endedBy: UserID?
-        /// Each member's figures as last read: a member whose connection is gone keeps the last
-        /// figures read while it was there. A read after the call's media closed (a tick between a
-        /// hang-up and its end event, or between the SDK closing the media and the end reaching
-        /// the run) reads nothing, and used to wipe the summary's members.
-        private(set) var statistics = MediaStatistics()
+        /// Each member's figures as last read (``LastFigures``: a reading after the media closed
+        /// keeps them).
+        private var figures = LastFigures()
+        var statistics: MediaStatistics { figures.statistics }
         var loudest: [UserID: Int] = [:]
         var firstAudio: [UserID: Int] = [:]
         var timers: [Task<Void, Never>] = []
 
-        /// Takes a new reading into ``statistics``: present members' figures replace their last,
-        /// absent members keep theirs.
-        mutating func note(_ reading: MediaStatistics) {
-            statistics.localAudioLevel = reading.localAudioLevel
-            statistics.peers.merge(reading.peers) { _, new in new }
-            if let published = reading.published { statistics.published = published }
-        }
+        mutating func note(_ reading: MediaStatistics) { figures.note(reading) }
 
         func summary(user: String) -> CallSummary {
             let duration = connectedAt.map { start in
