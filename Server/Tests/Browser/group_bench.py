@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What a member of a group video call sends and spends, as a mesh and through the SFU (issue 31).
 
-Runs real Chromium pages (run.py's harness: fake camera at 640x360, 15 frames a second, loopback
-ICE) in three calls, one after the other, on the same machine:
+Runs real Chromium pages (the browser tests' harness, harness.py and pages.py: fake camera at
+640x360, 15 frames a second, loopback ICE) in three calls, one after the other, on the same machine:
 
 - `one-to-one`: two pages, peer to peer (the floor: what one member sends to one other);
 - `mesh`: N pages in a group call on a server without an SFU (each page sends its camera once per
@@ -32,8 +32,10 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import run
-from run import JanusServer, Page, Servers, decoded, wait_until
+import harness
+from harness import decoded, wait_until
+from pages import Page
+from servers import JanusServer, Servers
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -185,7 +187,7 @@ def main():
                              "a film of noise, made with GStreamer, which costs an encoder about what a real camera does")
     parser.add_argument("--only", choices=["one-to-one", "mesh", "sfu"], action="append")
     args = parser.parse_args()
-    run.ARGS = args
+    harness.ARGS = args
     if args.camera == "noisy":
         width, height, rate = (int(part) for part in args.capture.replace("@", "x").split("x"))
         clip = os.path.join(args.artifacts, f"camera-{width}x{height}@{rate}.y4m")
@@ -198,8 +200,8 @@ def main():
              "videotestsrc", f"num-buffers={rate * 10}", "pattern=ball", "motion=sweep", "!", caps, "!", "mix.",
              "videotestsrc", f"num-buffers={rate * 10}", "pattern=snow", "!", caps, "!", "mix."], check=True)
         os.environ["SWITCHBOARD_FAKE_VIDEO"] = clip
-    run.SERVER = Servers()
-    run.SERVER.start()
+    harness.SERVER = Servers()
+    harness.SERVER.start()
     janus = JanusServer()
     janus.start()
     wanted = args.only or ["one-to-one", "mesh", "sfu"]
@@ -207,14 +209,14 @@ def main():
     results = {}
     try:
         if "one-to-one" in wanted:
-            results["one-to-one"] = measure("pair", run.SERVER.url(capture), 2, args.settle, args.window)
+            results["one-to-one"] = measure("pair", harness.SERVER.url(capture), 2, args.settle, args.window)
         if "mesh" in wanted:
-            results["mesh"] = measure("mesh", run.SERVER.url(capture), args.members, args.settle, args.window)
+            results["mesh"] = measure("mesh", harness.SERVER.url(capture), args.members, args.settle, args.window)
         if "sfu" in wanted:
             results["sfu"] = measure("sfu", janus.url(capture), args.members, args.settle, args.window, janus)
     finally:
         janus.stop()
-        run.SERVER.stop()
+        harness.SERVER.stop()
 
     floor = results.get("one-to-one")
     floor_upload = statistics.median(floor["uploadKbps"].values()) if floor else None

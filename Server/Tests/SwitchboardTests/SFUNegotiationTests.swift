@@ -13,7 +13,7 @@ import Testing
 /// answer comes back, and a Janus that dies gives every member a new session (the old connections
 /// closed first). The engines are fakes with a browser-like publish offer (Janus checks its ICE
 /// credentials and fingerprint); media through Janus is tested with the GStreamer engine
-/// (GStreamerSFUTests) and in Chromium (Tests/Browser/run.py, SFUTests).
+/// (GStreamerSFUTests) and in Chromium (Tests/Browser/sfu_tests.py, SFUTests).
 @Suite(.serialized, .enabled(if: JanusProcess.isAvailable, "needs janus (scripts/test installs it)"))
 struct SFUNegotiationTests {
     @Test func everyMemberPublishesToJanusAndStartsOverWhenJanusComesBack() async throws {

@@ -3,7 +3,7 @@ import SwitchboardProtocol
 /// The rules of one peer connection's negotiation, as a value: who offers, what happens when both
 /// sides offer at once (glare), when ICE restarts, and when the peer counts as unreachable for
 /// media. The one place these rules live; ``PeerLink`` runs them against the engine, and the
-/// browser client (Web/js/media.js) follows the same ones.
+/// browser client (Web/js/peer.js) follows the same ones.
 ///
 /// - In each pair of members, the one whose user id sorts first (byte order) makes the first
 ///   offer as soon as both are in the call, and is the *impolite* peer; the other waits for that

@@ -6,7 +6,7 @@
 // dropped video, the pacer's backlog and padding go on filling the link, the audio breaks up and
 // the page's own signaling starves until the server ends the call (docs/BENCHMARKS.md, "The
 // browser in a namespace"). So when the estimate stays under the floor, this side stops its video
-// on the connection and thins its audio (media.js); after a while it tries video again, and
+// on the connection and thins its audio (peer.js); after a while it tries video again, and
 // pauses again, for twice as long each time up to half a minute, unless the estimate reaches the
 // floor during the trial. A trial on a link that is still narrow costs a few seconds of broken
 // audio; the bound on the pause is what a person waits for video once the link is wide again.
