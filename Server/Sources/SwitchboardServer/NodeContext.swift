@@ -27,7 +27,9 @@ final class NodeContext: Sendable {
     /// Head, request, idle and login deadlines of connections, on ``clock``.
     let deadlines: ConnectionDeadlines
     /// Frames for connections, gathered per event loop.
-    let outboxes = LoopOutboxes()
+    let outboxes = PerEventLoop { LoopOutbox(eventLoop: $0) }
+    /// What sessions run on: their connection's loop.
+    let executors = PerEventLoop { EventLoopTaskExecutor($0) }
     let connections = NodeConnections()
     let metrics: ServerMetrics
     let push: PushService
@@ -92,7 +94,8 @@ final class NodeContext: Sendable {
     var channel: ChannelServices {
         ChannelServices(
             limits: configuration.connections, heartbeatInterval: configuration.heartbeatInterval,
-            connections: connections, gate: gate, deadlines: deadlines, outboxes: outboxes, metrics: metrics,
+            connections: connections, gate: gate, deadlines: deadlines, outboxes: outboxes, executors: executors,
+            metrics: metrics,
             sessions: sessions)
     }
 

@@ -33,7 +33,7 @@ final class ConnectionRegistry: Sendable {
     }
 
     private struct Table {
-        var users: [UserKey: [DeviceID: Device]] = [:]
+        var users: [UserKey: UserDevices] = [:]
         /// Kept with every change: counting on demand walked every user at each login.
         var devices = 0
     }
@@ -54,7 +54,12 @@ final class ConnectionRegistry: Sendable {
         table.withLockedValue { table in
             let old = table.users[user]?[device]?.sink
             if old == nil, (table.users[user]?.count ?? 0) >= maxDevices { return .tooManyDevices }
-            table.users[user, default: [:]][device] = Device(sink: sink, platform: platform)
+            let entry = Device(sink: sink, platform: platform)
+            if table.users[user] == nil {
+                table.users[user] = UserDevices(device, entry)
+            } else {
+                table.users[user]!.set(device, entry)
+            }
             if old == nil { table.devices += 1 }
             return .registered(replaced: old)
         }
@@ -63,9 +68,10 @@ final class ConnectionRegistry: Sendable {
     /// Removes the device if `sink` is still its connection; false when a newer one replaced it.
     func remove(_ sink: any EventSink, user: UserKey, device: DeviceID) -> Bool {
         table.withLockedValue { table in
-            guard let current = table.users[user]?[device], current.sink === sink else { return false }
-            table.users[user]?[device] = nil
-            if table.users[user]?.isEmpty == true { table.users[user] = nil }
+            guard let devices = table.users[user], let current = devices[device], current.sink === sink else {
+                return false
+            }
+            table.users[user] = devices.removing(device)
             table.devices -= 1
             return true
         }
@@ -78,11 +84,11 @@ final class ConnectionRegistry: Sendable {
         let sinks: [any EventSink] = table.withLockedValue { table in
             switch recipient {
             case .user(let user):
-                return table.users[user].map { $0.values.map(\.sink) } ?? []
+                return table.users[user].map { $0.all.map(\.device.sink) } ?? []
             case .device(let user, let device):
                 return table.users[user]?[device].map { [$0.sink] } ?? []
             case .userExcept(let user, let device):
-                return table.users[user].map { $0.filter { $0.key != device }.map(\.value.sink) } ?? []
+                return table.users[user].map { $0.all.filter { $0.id != device }.map(\.device.sink) } ?? []
             }
         }
         guard !sinks.isEmpty else { return 0 }
@@ -102,25 +108,73 @@ final class ConnectionRegistry: Sendable {
     }
 
     func connectedDevices(_ user: UserKey) -> Set<DeviceID> {
-        table.withLockedValue { Set($0.users[user]?.keys ?? [:].keys) }
+        table.withLockedValue { Set($0.users[user]?.all.map(\.id) ?? []) }
     }
 
     /// The users of `app` with their connected devices and platforms.
     func onlineUsers(app: SdkAppID) -> [(UserID, [(DeviceID, String?)])] {
         table.withLockedValue { table in
             table.users.filter { $0.key.app == app }
-                .map { key, devices in (key.user, devices.map { ($0.key, $0.value.platform) }.sorted { $0.0 < $1.0 }) }
+                .map { key, devices in (key.user, devices.all.map { ($0.id, $0.device.platform) }.sorted { $0.0 < $1.0 }) }
                 .sorted { $0.0 < $1.0 }
         }
     }
 
     /// Every connection, for shutdown.
     func allSinks() -> [any EventSink] {
-        table.withLockedValue { $0.users.values.flatMap { $0.values.map(\.sink) } }
+        table.withLockedValue { $0.users.values.flatMap { $0.all.map(\.device.sink) } }
     }
 
     /// Number of connected devices.
     var deviceCount: Int {
         table.withLockedValue { $0.devices }
+    }
+}
+
+extension ConnectionRegistry {
+    /// One user's connected devices on this node, never empty. Most users have one: it is kept
+    /// in the value itself, and only further devices take an array (a dictionary per user cost
+    /// every held connection 168 bytes).
+    private struct UserDevices {
+        typealias Entry = (id: DeviceID, device: Device)
+        private var first: Entry
+        private var others: [Entry] = []
+
+        init(_ id: DeviceID, _ device: Device) {
+            first = (id, device)
+        }
+
+        var count: Int { 1 + others.count }
+
+        /// In the order they connected.
+        var all: [Entry] { [first] + others }
+
+        subscript(id: DeviceID) -> Device? {
+            if first.id == id { return first.device }
+            return others.first { $0.id == id }?.device
+        }
+
+        /// Adds the device or replaces its connection.
+        mutating func set(_ id: DeviceID, _ device: Device) {
+            if first.id == id {
+                first.device = device
+            } else if let index = others.firstIndex(where: { $0.id == id }) {
+                others[index].device = device
+            } else {
+                others.append((id, device))
+            }
+        }
+
+        /// Without the device; nil when it was the last.
+        func removing(_ id: DeviceID) -> UserDevices? {
+            var rest = self
+            if first.id == id {
+                guard !others.isEmpty else { return nil }
+                rest.first = rest.others.removeFirst()
+            } else {
+                rest.others.removeAll { $0.id == id }
+            }
+            return rest
+        }
     }
 }

@@ -9,8 +9,8 @@ import NIOCore
 final class EventLoopTaskExecutor: TaskExecutor {
     let eventLoop: any EventLoop
 
-    /// One per connection: a few bytes, and nothing to keep in step with loops that come and go
-    /// (a node with its own threads shuts them down when it stops).
+    /// One per loop for a node's sessions (``PerEventLoop``); the cluster's database connections
+    /// make their own.
     init(_ eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
     }

@@ -31,10 +31,12 @@ final class SessionRunner: MessageReceiver {
     private let executor: EventLoopTaskExecutor
     private let state = NIOLockedValueBox(State())
 
-    init(session: SignalingSession, channel: any Channel) {
+    /// - Parameter executor: the executor of `channel`'s event loop, shared by its connections.
+    init(session: SignalingSession, channel: any Channel, executor: EventLoopTaskExecutor) {
+        precondition(executor.eventLoop === channel.eventLoop, "a session runs on its connection's loop")
         self.session = session
         self.channel = channel
-        self.executor = EventLoopTaskExecutor(channel.eventLoop)
+        self.executor = executor
     }
 
     /// A logged-in session is ended by the server at shutdown, with `sessionEnded`; the

@@ -8,7 +8,8 @@ struct ChannelServices: Sendable {
     let connections: NodeConnections
     let gate: ConnectionGate
     let deadlines: ConnectionDeadlines
-    let outboxes: LoopOutboxes
+    let outboxes: PerEventLoop<LoopOutbox>
+    let executors: PerEventLoop<EventLoopTaskExecutor>
     let metrics: ServerMetrics
     let sessions: SessionServices
 }

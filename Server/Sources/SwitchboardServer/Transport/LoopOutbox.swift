@@ -81,18 +81,3 @@ final class LoopOutbox: @unchecked Sendable {
         for handler in handlers { handler.flush() }
     }
 }
-
-/// One ``LoopOutbox`` per event loop of a node.
-final class LoopOutboxes: Sendable {
-    private let outboxes = NIOLockedValueBox<[ObjectIdentifier: LoopOutbox]>([:])
-
-    func outbox(for eventLoop: any EventLoop) -> LoopOutbox {
-        outboxes.withLockedValue { outboxes in
-            let key = ObjectIdentifier(eventLoop as AnyObject)
-            if let outbox = outboxes[key] { return outbox }
-            let outbox = LoopOutbox(eventLoop: eventLoop)
-            outboxes[key] = outbox
-            return outbox
-        }
-    }
-}

@@ -48,10 +48,13 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
                 channel.close(promise: nil)
                 return Value(outcome: channel.eventLoop.makeSucceededFuture(.refused), channel: channel)
             }
+            // The closure lives as long as the connection: it holds the two parts it needs, not
+            // the services (240 bytes of closure context per held connection where 56 do).
             let deadlines = services.deadlines
+            let gate = services.gate
             channel.closeFuture.whenComplete { _ in
                 deadlines.disarm(id)
-                services.gate.closed(id)
+                gate.closed(id)
             }
             // The request head must arrive in time (slowloris).
             deadlines.arm(id, after: services.limits.headTimeout) { [weak channel] in
@@ -94,14 +97,14 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
             },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
-                    let outbox = services.outboxes.outbox(for: channel.eventLoop)
+                    let outbox = services.outboxes[channel.eventLoop]
                     let handler = WebSocketConnectionHandler(
                         limits: limits, pingInterval: .seconds(services.heartbeatInterval),
                         metrics: services.metrics, outbox: outbox, logger: logger)
                     let connection = Connection(
                         id: id, remoteAddress: address, channel: channel, handler: handler, outbox: outbox)
                     let session = SignalingSession(services: services.sessions, connection: connection, logger: logger)
-                    let runner = SessionRunner(session: session, channel: channel)
+                    let runner = SessionRunner(session: session, channel: channel, executor: services.executors[channel.eventLoop])
                     session.runner = runner
                     handler.attach(runner)
                     try channel.pipeline.syncOperations.addHandlers(
