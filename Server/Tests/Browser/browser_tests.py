@@ -247,7 +247,10 @@ class BrowserTests(Harness):
         if share:
             # alice shares her screen: bob shows it as a screen tile, playing, and decodes it; then she stops.
             alice.click("share")
-            self.assertEqual(alice.element("share").get_attribute("aria-pressed"), "true")
+            # The button turns pressed once the browser has granted the capture (the click's
+            # handler awaits it), not with the click itself.
+            wait_until(lambda: alice.element("share").get_attribute("aria-pressed") == "true",
+                       what="alice's share button to show her screen shared")
             wait_until(lambda: (bob.tile(caller, screen=True) or {}).get("playing"), what="alice's screen on bob's page")
             self.assertEqual(bob.tile(caller, screen=True)["label"], f"{caller}’s screen")
             grows_by(lambda: decoded(bob, caller)["screen"], "bob's decoded screen frames from alice")

@@ -20,7 +20,6 @@ final class SessionRunner: MessageReceiver {
         var head = 0
         var running = false
         var paused = false
-        var loggedIn = false
     }
 
     static let pauseAt = 64
@@ -41,9 +40,7 @@ final class SessionRunner: MessageReceiver {
 
     /// A logged-in session is ended by the server at shutdown, with `sessionEnded`; the
     /// connection closes any other at once.
-    var endsItselfAtShutdown: Bool { state.withLockedValue { $0.loggedIn } }
-
-    func setLoggedIn(_ value: Bool) { state.withLockedValue { $0.loggedIn = value } }
+    var endsItselfAtShutdown: Bool { session.connection.isLoggedIn }
 
     func received(_ message: Data) { push(.message(message)) }
 

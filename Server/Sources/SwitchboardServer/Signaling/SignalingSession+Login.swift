@@ -105,7 +105,7 @@ extension SignalingSession {
         }
         services.deadlines.disarm(connection.id)
         services.gate.loggedIn(connection.id)
-        runner?.setLoggedIn(true)
+        connection.markLoggedIn()
         services.metrics.login("ok")
         services.metrics.connectedDevices.set(Int64(services.registry.deviceCount))
         logger.info("login", metadata: ["user": "\(key)", "device": "\(device)", "connection": "\(connection.id)"])

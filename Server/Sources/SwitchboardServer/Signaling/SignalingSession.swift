@@ -32,8 +32,6 @@ final class SignalingSession: @unchecked Sendable {
     /// The state-changing request being handled, whose answer the ledger keeps.
     var tracked: (id: RequestID, device: RequestLedger.DeviceKey)?
     let logger: Logger
-    /// Told when the session logs in and out (it owns the session; the session only tells it).
-    weak var runner: SessionRunner?
 
     init(services: SessionServices, connection: Connection, logger: Logger) {
         self.services = services

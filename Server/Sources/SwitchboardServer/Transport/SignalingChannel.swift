@@ -105,7 +105,6 @@ struct SignalingChannel: ServerChildChannel, HTTPChannelHandler {
                         id: id, remoteAddress: address, channel: channel, handler: handler, outbox: outbox)
                     let session = SignalingSession(services: services.sessions, connection: connection, logger: logger)
                     let runner = SessionRunner(session: session, channel: channel, executor: services.executors[channel.eventLoop])
-                    session.runner = runner
                     handler.attach(runner)
                     try channel.pipeline.syncOperations.addHandlers(
                         WebSocketConnectionHandler.frameHandlers(maxMessageBytes: NodeContext.hardMessageLimit) + [handler])

@@ -11,7 +11,13 @@ final class Connection: EventSink {
     let channel: any Channel
     private let handler: NIOLoopBound<WebSocketConnectionHandler>
     private let outbox: LoopOutbox
-    private let closing = NIOLockedValueBox(false)
+    private let state = NIOLockedValueBox(State())
+
+    private struct State {
+        /// The session logged in (it ends itself at shutdown, with `sessionEnded`).
+        var loggedIn = false
+        var closing = false
+    }
 
     init(id: UInt64, remoteAddress: String, channel: any Channel, handler: WebSocketConnectionHandler, outbox: LoopOutbox) {
         self.id = id
@@ -36,15 +42,20 @@ final class Connection: EventSink {
     }
 
     func close(after last: String?, reason: CloseReason) {
-        let first = closing.withLockedValue { closing in
-            defer { closing = true }
-            return !closing
+        let first = state.withLockedValue { state in
+            defer { state.closing = true }
+            return !state.closing
         }
         guard first else { return }
         outbox.post(.step(handler) { $0.close(after: last, reason: reason) })
     }
 
-    var isClosing: Bool { closing.withLockedValue { $0 } }
+    var isClosing: Bool { state.withLockedValue { $0.closing } }
+
+    /// The session on this connection logged in: from now on it ends itself at shutdown.
+    func markLoggedIn() { state.withLockedValue { $0.loggedIn = true } }
+
+    var isLoggedIn: Bool { state.withLockedValue { $0.loggedIn } }
 
     func waitUntilClosed() async {
         try? await channel.closeFuture.get()
