@@ -221,7 +221,9 @@ class BrowserTests(Harness):
 
         # Mute: alice sends no more audio, bob receives no more, and shows her microphone off.
         alice.click("mute")
-        self.assertEqual(alice.element("mute").get_attribute("aria-pressed"), "true")
+        # Pressed once the track is off (the click's handler awaits it), not with the click.
+        wait_until(lambda: alice.element("mute").get_attribute("aria-pressed") == "true",
+                   what="alice's mute button to show her muted")
         stands_still(alice, callee, "bytesSent", "audio")
         stands_still(bob, caller, "bytesReceived", "audio")
         grows(alice, callee, "bytesSent", "video")

@@ -189,7 +189,8 @@ class ProductTests(Harness):
         # The screen picker closed without a choice (the browser's own UI, stood in for here).
         amy.js("navigator.mediaDevices.getDisplayMedia = () => Promise.reject(new DOMException('closed', 'NotAllowedError'));")
         amy.click("share")
-        self.assertTrue(amy.notice("call")["text"].startswith("Screen sharing did not start"))
+        wait_until(lambda: (amy.notice("call") or {}).get("text", "").startswith("Screen sharing did not start"),
+                   what="amy to be told her screen sharing did not start")
         self.assertEqual(amy.element("share").get_attribute("aria-pressed"), "false")
 
         # ben mutes and reloads: still logged in, back in the call, still muted; unmuted, media
