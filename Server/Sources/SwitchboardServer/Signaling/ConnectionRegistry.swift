@@ -55,11 +55,7 @@ final class ConnectionRegistry: Sendable {
             let old = table.users[user]?[device]?.sink
             if old == nil, (table.users[user]?.count ?? 0) >= maxDevices { return .tooManyDevices }
             let entry = Device(sink: sink, platform: platform)
-            if table.users[user] == nil {
-                table.users[user] = UserDevices(device, entry)
-            } else {
-                table.users[user]!.set(device, entry)
-            }
+            if table.users[user]?.set(device, entry) == nil { table.users[user] = UserDevices(device, entry) }
             if old == nil { table.devices += 1 }
             return .registered(replaced: old)
         }
@@ -84,11 +80,11 @@ final class ConnectionRegistry: Sendable {
         let sinks: [any EventSink] = table.withLockedValue { table in
             switch recipient {
             case .user(let user):
-                return table.users[user].map { $0.all.map(\.device.sink) } ?? []
+                return table.users[user]?.map(\.device.sink) ?? []
             case .device(let user, let device):
                 return table.users[user]?[device].map { [$0.sink] } ?? []
             case .userExcept(let user, let device):
-                return table.users[user].map { $0.all.filter { $0.id != device }.map(\.device.sink) } ?? []
+                return table.users[user]?.compactMap { $0.id == device ? nil : $0.device.sink } ?? []
             }
         }
         guard !sinks.isEmpty else { return 0 }
@@ -108,21 +104,21 @@ final class ConnectionRegistry: Sendable {
     }
 
     func connectedDevices(_ user: UserKey) -> Set<DeviceID> {
-        table.withLockedValue { Set($0.users[user]?.all.map(\.id) ?? []) }
+        table.withLockedValue { Set($0.users[user]?.map(\.id) ?? []) }
     }
 
     /// The users of `app` with their connected devices and platforms.
     func onlineUsers(app: SdkAppID) -> [(UserID, [(DeviceID, String?)])] {
         table.withLockedValue { table in
             table.users.filter { $0.key.app == app }
-                .map { key, devices in (key.user, devices.all.map { ($0.id, $0.device.platform) }.sorted { $0.0 < $1.0 }) }
+                .map { key, devices in (key.user, devices.map { ($0.id, $0.device.platform) }.sorted { $0.0 < $1.0 }) }
                 .sorted { $0.0 < $1.0 }
         }
     }
 
     /// Every connection, for shutdown.
     func allSinks() -> [any EventSink] {
-        table.withLockedValue { $0.users.values.flatMap { $0.all.map(\.device.sink) } }
+        table.withLockedValue { $0.users.values.flatMap { $0.map(\.device.sink) } }
     }
 
     /// Number of connected devices.
@@ -146,8 +142,22 @@ extension ConnectionRegistry {
 
         var count: Int { 1 + others.count }
 
-        /// In the order they connected.
-        var all: [Entry] { [first] + others }
+        /// Each device's transform, in the order they connected, into one array (sending to a
+        /// user runs this for every event: no array of the entries first).
+        func map<T>(_ transform: (Entry) -> T) -> [T] {
+            compactMap(transform)
+        }
+
+        /// The non-nil transforms, in the order the devices connected.
+        func compactMap<T>(_ transform: (Entry) -> T?) -> [T] {
+            var result: [T] = []
+            result.reserveCapacity(count)
+            if let value = transform(first) { result.append(value) }
+            for entry in others {
+                if let value = transform(entry) { result.append(value) }
+            }
+            return result
+        }
 
         subscript(id: DeviceID) -> Device? {
             if first.id == id { return first.device }
