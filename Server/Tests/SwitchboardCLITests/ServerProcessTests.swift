@@ -218,7 +218,8 @@ import Testing
     }
 
     /// SIGTERM (a deploy): no call ends. Sessions get `sessionEnded` (`shuttingDown`: come back)
-    /// and close 1012; the process exits 0; started again on the same database, it restores the
+    /// and close 1012, a WebSocket that never logged in is closed at once with 1001 (going away);
+    /// the process exits 0; started again on the same database, it restores the
     /// calls: the connected one resumes with its id and start time and ends normally with true
     /// records, the ringing one rings on and times out at its original deadline.
     @Test func sigtermKeepsEveryCallForTheNextStart() async throws {
@@ -245,6 +246,9 @@ import Testing
         let raw = try await RawClient(url: server.url)
         let sig = UserSig.generate(sdkAppID: Self.sdkAppID, secretKey: "process-test-secret", userID: "carol", expire: 600)
         _ = try await raw.request(LoginRequest(sdkAppID: Self.sdkAppID, userID: "carol", userSig: sig), id: "login")
+        // Upgraded, answered (a ping needs no login), never logged in.
+        let stranger = try await RawClient(url: server.url)
+        _ = try await stranger.request(PingRequest(), id: "ping")
 
         let logins = [alice, bob].map { Recorder($0.loginStore.stateUpdates) }
         server.terminate()
@@ -252,6 +256,9 @@ import Testing
         #expect(ended.contains("\(SwitchboardError.Code.shuttingDown.rawValue)"))
         #expect(await raw.frames.waitForEnd())
         #expect(raw.closeCode == .unknown(1012))
+        #expect(await stranger.frames.waitForEnd())
+        #expect(stranger.closeCode == .goingAway)
+        #expect(!stranger.frames.values.contains { $0.contains("sessionEnded") })
         #expect(await server.waitForExit() == 0)
 
         let restarted = try Self.launch(directory)
