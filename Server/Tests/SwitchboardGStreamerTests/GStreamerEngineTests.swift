@@ -430,7 +430,10 @@ struct GStreamerEngineTests {
         let bob = try await Self.member(server, "bob", record: directory)
         _ = try await Self.connect(alice, [bob], mediaType: .video)
         try await Self.expect(bob, .frameSize("alice", .video, width: 640, height: 360))
-        try await Self.barrier(bob, from: "alice", count: 20)
+        // Six seconds of recording: carol plays the files once from the moment her media starts,
+        // and a loaded CI run took more than two (the length this recorded before) from there to
+        // dave's first decodable video frame, so the video had ended before dave could see it.
+        try await Self.barrier(bob, from: "alice", count: 60)
         try await alice.client.callStore.hangup()
         try await Self.expect(bob, .trackEnded("alice", .video))
         try await Self.expect(bob, .trackEnded("alice", .audio))
