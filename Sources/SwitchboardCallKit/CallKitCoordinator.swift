@@ -339,6 +339,19 @@ public final class CallKitCoordinator: CallProviderReceiver, PushRegistryReceive
             handle(.callEnded(callId, reason: reason, by: userId))
         case .onMediaTypeChangeResult(let callId, _, let mediaType, _, .agreed):
             handle(.mediaTypeChanged(callId, video: mediaType == .video, info: callInfo(callId)))
+        case .onCallMoved(let callId, let from, let to):
+            let device = client.loginStore.state.deviceId
+            if to == device, let info = callInfo(callId) {
+                // Taken here from another of the user's devices: the system learns it as a call
+                // placed here (a start transaction), connected at once.
+                let me = client.callStore.state.selfInfo.userId
+                let others = info.participants.filter { $0.userId != me && $0.status != .none }.map(\.userId)
+                handle(.callPlaced(callId, participantIds: others, video: info.mediaType == .video))
+                handle(.callStarted(callId))
+            } else if from == device {
+                // It went on on another device: this one's call screen ends it, as answered elsewhere.
+                handle(.callEnded(callId, reason: .otherDeviceAccepted, by: nil))
+            }
         default:
             break
         }

@@ -84,12 +84,13 @@ extension CallKitStateMachine {
             calls[uuid]?.awaitsPlacing = false
             return [.configureAudio(video: call.video), .setMicrophone(on: true), .sdk(.place(uuid, id))]
         }
-        // Placed in the app already: the action only confirms.
+        // Placed in the app already (or taken here from another device): the action confirms,
+        // after the audio session is set for the call, which the system activates next.
         call.phase = call.connectedEarly ? .connected : .outgoing
         let reason = call.endAfterReport
         if let reason { remove(uuid, reason: reason) } else { calls[uuid] = call }
-        return [.fulfill(id)] + placedReports(uuid, connected: call.connectedEarly, endReason: reason)
-            + reconcileMute(context)
+        return [.configureAudio(video: call.video), .fulfill(id)]
+            + placedReports(uuid, connected: call.connectedEarly, endReason: reason) + reconcileMute(context)
     }
 
     /// The call a start action asked for is placed (`callId`), or could not be (nil).

@@ -208,6 +208,10 @@ public enum ServerEvent: Equatable, Sendable {
     case mediaSignal(MediaSignalEvent)
     case sfuSession(SFUSessionEvent)
     case sfuSignal(SFUSignalEvent)
+    case callMoveOffered(CallMoveOfferedEvent)
+    case callMoveOfferEnded(CallMoveOfferEndedEvent)
+    case callMoved(CallMovedEvent)
+    case memberMoved(MemberMovedEvent)
 
     /// The wire name in the frame's `event` field.
     public var name: String {
@@ -228,6 +232,10 @@ public enum ServerEvent: Equatable, Sendable {
         case .mediaSignal: "mediaSignal"
         case .sfuSession: "sfuSession"
         case .sfuSignal: "sfuSignal"
+        case .callMoveOffered: "callMoveOffered"
+        case .callMoveOfferEnded: "callMoveOfferEnded"
+        case .callMoved: "callMoved"
+        case .memberMoved: "memberMoved"
         }
     }
 
@@ -248,6 +256,10 @@ public enum ServerEvent: Equatable, Sendable {
         case .mediaSignal(let e): e.callId
         case .sfuSession(let e): e.callId
         case .sfuSignal(let e): e.callId
+        case .callMoveOffered(let e): e.call.callId
+        case .callMoveOfferEnded(let e): e.callId
+        case .callMoved(let e): e.call.callId
+        case .memberMoved(let e): e.callId
         case .callsSynced, .sessionEnded: nil
         }
     }
@@ -278,6 +290,11 @@ extension ServerEvent: Codable {
         case "mediaSignal": self = .mediaSignal(try container.decode(MediaSignalEvent.self, forKey: .data))
         case "sfuSession": self = .sfuSession(try container.decode(SFUSessionEvent.self, forKey: .data))
         case "sfuSignal": self = .sfuSignal(try container.decode(SFUSignalEvent.self, forKey: .data))
+        case "callMoveOffered": self = .callMoveOffered(try container.decode(CallMoveOfferedEvent.self, forKey: .data))
+        case "callMoveOfferEnded":
+            self = .callMoveOfferEnded(try container.decode(CallMoveOfferEndedEvent.self, forKey: .data))
+        case "callMoved": self = .callMoved(try container.decode(CallMovedEvent.self, forKey: .data))
+        case "memberMoved": self = .memberMoved(try container.decode(MemberMovedEvent.self, forKey: .data))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .event, in: container, debugDescription: "unknown event \(name)")
@@ -304,6 +321,10 @@ extension ServerEvent: Codable {
         case .mediaSignal(let e): try container.encode(e, forKey: .data)
         case .sfuSession(let e): try container.encode(e, forKey: .data)
         case .sfuSignal(let e): try container.encode(e, forKey: .data)
+        case .callMoveOffered(let e): try container.encode(e, forKey: .data)
+        case .callMoveOfferEnded(let e): try container.encode(e, forKey: .data)
+        case .callMoved(let e): try container.encode(e, forKey: .data)
+        case .memberMoved(let e): try container.encode(e, forKey: .data)
         }
     }
 }

@@ -67,6 +67,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case oneToOneOnly = 3017
             case invalidChatGroupID = 3018
             case invalidPushConfig = 3019
+            case moveNotOffered = 3020
 
             case invalidRecordCount = 4001
             case tooManyCallIDs = 4002
@@ -215,6 +216,10 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         public static let invalidChatGroupID = Code(.invalidChatGroupID)
         /// A `pushConfig` field is too long or malformed (see ``PushConfig``).
         public static let invalidPushConfig = Code(.invalidPushConfig)
+        /// This device may not take the call: no open move offer names it (it expired, was
+        /// withdrawn, or another device took the call first), and the app lets a device take a
+        /// call only when offered.
+        public static let moveNotOffered = Code(.moveNotOffered)
 
         // MARK: 4xxx records
         /// `count` must be 1…100.
@@ -346,6 +351,7 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .oneToOneOnly: "only for one-to-one calls"
             case .invalidChatGroupID: "invalid chatGroupId"
             case .invalidPushConfig: "invalid pushConfig"
+            case .moveNotOffered: "the call was not offered to this device"
             case .invalidRecordCount: "count must be 1-100"
             case .tooManyCallIDs: "too many callIds"
             case .invalidSyncTime: "syncTime must be -1 or >= 0"

@@ -23,6 +23,8 @@ public enum WebhookEventType: String, Codable, Sendable, CaseIterable, Comparabl
     /// A member who was in the call left it (hung up, dropped for longer than the reconnect grace,
     /// or the call ended around them).
     case memberLeft = "call.member.left"
+    /// A member took the call onto another of their devices (the member stays in the call).
+    case memberMoved = "call.member.moved"
     /// A one-to-one call switched between audio and video (both members agreed).
     case mediaTypeChanged = "call.media_type.changed"
     /// The call is over, with its end reason, duration and every member's outcome.
@@ -128,6 +130,7 @@ public enum WebhookEventData: Equatable, Sendable {
     case memberRejected(WebhookMemberRejected)
     case memberMissed(WebhookMemberMissed)
     case memberLeft(WebhookMemberLeft)
+    case memberMoved(WebhookMemberMoved)
     case mediaTypeChanged(WebhookMediaTypeChanged)
     case callEnded(WebhookCallEnded)
     case recordWritten(WebhookRecordWritten)
@@ -147,6 +150,7 @@ public enum WebhookEventData: Equatable, Sendable {
         case .memberRejected: .memberRejected
         case .memberMissed: .memberMissed
         case .memberLeft: .memberLeft
+        case .memberMoved: .memberMoved
         case .mediaTypeChanged: .mediaTypeChanged
         case .callEnded: .callEnded
         case .recordWritten: .recordWritten
@@ -172,6 +176,7 @@ public enum WebhookEventData: Equatable, Sendable {
         case .memberRejected(let data): data.callId
         case .memberMissed(let data): data.callId
         case .memberLeft(let data): data.callId
+        case .memberMoved(let data): data.callId
         case .mediaTypeChanged(let data): data.callId
         case .callEnded(let data): data.callId
         case .recordWritten(let data): data.callId
@@ -189,6 +194,7 @@ public enum WebhookEventData: Equatable, Sendable {
         case .memberRejected(let data): data.sequence
         case .memberMissed(let data): data.sequence
         case .memberLeft(let data): data.sequence
+        case .memberMoved(let data): data.sequence
         case .mediaTypeChanged(let data): data.sequence
         case .callEnded(let data): data.sequence
         case .recordWritten(let data): data.sequence
@@ -207,6 +213,7 @@ public enum WebhookEventData: Equatable, Sendable {
         case .memberRejected(var data): data.sequence = sequence; self = .memberRejected(data)
         case .memberMissed(var data): data.sequence = sequence; self = .memberMissed(data)
         case .memberLeft(var data): data.sequence = sequence; self = .memberLeft(data)
+        case .memberMoved(var data): data.sequence = sequence; self = .memberMoved(data)
         case .mediaTypeChanged(var data): data.sequence = sequence; self = .mediaTypeChanged(data)
         case .callEnded(var data): data.sequence = sequence; self = .callEnded(data)
         case .recordWritten(var data): data.sequence = sequence; self = .recordWritten(data)
@@ -225,6 +232,7 @@ public enum WebhookEventData: Equatable, Sendable {
         case .memberRejected: self = .memberRejected(try data(WebhookMemberRejected.self))
         case .memberMissed: self = .memberMissed(try data(WebhookMemberMissed.self))
         case .memberLeft: self = .memberLeft(try data(WebhookMemberLeft.self))
+        case .memberMoved: self = .memberMoved(try data(WebhookMemberMoved.self))
         case .mediaTypeChanged: self = .mediaTypeChanged(try data(WebhookMediaTypeChanged.self))
         case .callEnded: self = .callEnded(try data(WebhookCallEnded.self))
         case .recordWritten: self = .recordWritten(try data(WebhookRecordWritten.self))
@@ -242,6 +250,7 @@ public enum WebhookEventData: Equatable, Sendable {
         case .memberRejected(let data): try container.encode(data, forKey: .data)
         case .memberMissed(let data): try container.encode(data, forKey: .data)
         case .memberLeft(let data): try container.encode(data, forKey: .data)
+        case .memberMoved(let data): try container.encode(data, forKey: .data)
         case .mediaTypeChanged(let data): try container.encode(data, forKey: .data)
         case .callEnded(let data): try container.encode(data, forKey: .data)
         case .recordWritten(let data): try container.encode(data, forKey: .data)

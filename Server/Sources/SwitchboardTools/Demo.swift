@@ -376,7 +376,7 @@ extension CallStoreEvent {
         case .onMediaTypeChangeRequested(_, _, let mediaType, _), .onMediaTypeChangeResult(_, _, let mediaType, _, _):
             mediaType
         case .onRemoteDeviceChanged, .onRemoteScreenShareChanged, .onParticipantStatusChanged, .onMemberStatusChanged,
-            .onCallElsewhere:
+            .onCallElsewhere, .onCallMoveOffered, .onCallMoveOfferEnded, .onCallMoved, .onMemberMoved:
             nil
         }
     }
@@ -412,6 +412,14 @@ extension CallStoreEvent {
             "onMemberStatusChanged \(callId.rawValue.prefix(8)) \(userId) network=\(quality.rawValue) volume=\(volume.rawValue)"
         case .onCallElsewhere(let callId, let deviceId, let active):
             "onCallElsewhere \(callId.rawValue.prefix(8)) on device \(deviceId.rawValue.prefix(8)) \(active ? "active" : "ended")"
+        case .onCallMoveOffered(let callId, let from, _):
+            "onCallMoveOffered \(callId.rawValue.prefix(8)) from device \(from.rawValue.prefix(8))"
+        case .onCallMoveOfferEnded(let callId, let reason):
+            "onCallMoveOfferEnded \(callId.rawValue.prefix(8)) \(reason.rawValue)"
+        case .onCallMoved(let callId, let from, let to):
+            "onCallMoved \(callId.rawValue.prefix(8)) from device \(from.rawValue.prefix(8)) to \(to.rawValue.prefix(8))"
+        case .onMemberMoved(let callId, let userId):
+            "onMemberMoved \(callId.rawValue.prefix(8)) \(userId) is on another device"
         }
     }
 }

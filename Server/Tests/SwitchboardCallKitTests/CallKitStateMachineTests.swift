@@ -336,16 +336,16 @@ struct CallKitStateMachineTests {
             input: placed("c1", video: true),
             expected: ["request start c1 alice video"]),
         Row(
-            name: "whose action only confirms",
+            name: "whose action only confirms, with the audio session set for the call it activates next",
             setup: [placed("c1")],
             input: start(1, "c1"),
-            expected: ["fulfill #1", "report connecting c1"]),
+            expected: ["configure audio audio", "fulfill #1", "report connecting c1"]),
         Row(
             name: "whose action also shows the app's mute",
             setup: [placed("c1")],
             input: start(1, "c1"),
             microphoneOff: true,
-            expected: ["fulfill #1", "report connecting c1", "request setMuted c1 on"]),
+            expected: ["configure audio audio", "fulfill #1", "report connecting c1", "request setMuted c1 on"]),
         Row(
             name: "if the system refuses it the call is hung up",
             setup: [placed("c1")],

@@ -32,8 +32,8 @@ struct GStreamerEngineTests {
     static let wait = Duration.seconds(30)
 
     static func member(
-        _ server: TestServer, _ user: UserID, record: URL? = nil, tone: Double = 440, audio: AudioSource? = nil,
-        video: VideoSource = .pattern("ball")
+        _ server: TestServer, _ user: UserID, deviceId: String? = nil, record: URL? = nil, tone: Double = 440,
+        audio: AudioSource? = nil, video: VideoSource = .pattern("ball")
     ) async throws -> Member {
         var logger = Logger(label: "switchboard.gstreamer.\(user)")
         logger.logLevel = ProcessInfo.processInfo.environment["SWITCHBOARD_TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
@@ -43,7 +43,7 @@ struct GStreamerEngineTests {
                 loopbackOnly: true, screenQuality: (480, 270, 10, 300)),
             logger: logger)
         let media = Recorder(engine.events)
-        let client = try await server.client(user.rawValue, mediaEngine: engine)
+        let client = try await server.client(user.rawValue, deviceId: deviceId, mediaEngine: engine)
         client.deviceStore.openLocalMicrophone()
         client.deviceStore.setVideoQuality(.p360)
         return Member(id: user, client: client, engine: engine, media: media, calls: Recorder(client.callStore.events))

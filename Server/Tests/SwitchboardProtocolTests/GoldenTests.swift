@@ -483,6 +483,10 @@ struct GoldenTests {
             "request.call.sfu.offer", "request.call.sfu.answer", "request.call.sfu.candidate", "request.call.sfu.restart",
             "request.call.videoLayer", "event.sfuSession", "event.sfuSignal.answer", "event.sfuSignal.offer",
             "response.error.sfuSession", "event.callStarted.sfu",
+            // GoldenTests+Move.swift.
+            "request.call.offerMove", "request.call.offerMove.anyDevice", "response.call.offerMove", "request.call.take",
+            "response.call.take", "response.error.moveNotOffered", "event.callMoveOffered", "event.callMoveOfferEnded",
+            "event.callMoved", "event.memberMoved",
             "push.web.incomingCall", "push.web.callEnded", "push.web.missedCall", "push.alert.incomingCall",
             "push.alert.callEnded",
             // Checked by SealedPushTests.
@@ -492,7 +496,8 @@ struct GoldenTests {
             // Checked by WebhookGoldenTests.
             "webhook.call.created", "webhook.call.member.invited", "webhook.call.member.ringing",
             "webhook.call.member.answered", "webhook.call.member.joined", "webhook.call.member.rejected",
-            "webhook.call.member.missed", "webhook.call.member.left", "webhook.call.media_type.changed",
+            "webhook.call.member.missed", "webhook.call.member.left", "webhook.call.member.moved",
+            "webhook.call.media_type.changed",
             "webhook.call.ended", "webhook.call.record.written", "webhook.user.blocked", "webhook.user.unblocked",
             "webhook.signature.vector",
         ]

@@ -64,6 +64,14 @@ struct WebhookGoldenTests {
                         connectedMs: 62_000)), sequence: 6, time: t + 65_000)
         ),
         (
+            "call.member.moved",
+            event(
+                .memberMoved(
+                    WebhookMemberMoved(
+                        callId: callId, userId: "bob", fromDeviceId: "bob-phone", toDeviceId: "bob-laptop", offered: true)),
+                sequence: 5, time: t + 60_000)
+        ),
+        (
             "call.ended",
             event(
                 .callEnded(

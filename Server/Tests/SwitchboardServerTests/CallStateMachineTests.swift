@@ -122,6 +122,15 @@ struct CallStateMachineTests {
     static func mediaTimeout(_ transaction: String = "t1") -> Step {
         .event(.timerFired(.mediaChange("c1", TransactionID(rawValue: transaction))))
     }
+    static func offerMove(_ user: String, _ device: String, to target: String? = nil, call: String = "c1") -> Step {
+        .event(.offerMove(command(user, device, call), to: target.map(Self.device)))
+    }
+    static func take(_ user: String, _ device: String, call: String = "c1", pull: Bool = false) -> Step {
+        .event(.take(TakeCommand(command: command(user, device, call), settings: AppSettings(callPull: pull))))
+    }
+    static func moveOfferLapses(_ user: String, _ call: String = "c1") -> Step {
+        .event(.timerFired(.moveOffer(CallID(rawValue: call), UserID(rawValue: user))))
+    }
     static func report(
         _ user: String, _ device: String, loss: Double = 0.5, rtt: Int = 50, level: Int = 80
     ) -> Step {
@@ -156,6 +165,7 @@ struct CallStateMachineTests {
     @Test(arguments: devices) func devicesAndConnections(_ row: Row) { check(row) }
     @Test(arguments: callWaiting) func callWaitingAndShutdown(_ row: Row) { check(row) }
     @Test(arguments: sfu) func groupCallsThroughTheSFU(_ row: Row) { check(row) }
+    @Test(arguments: moving) func movingACallBetweenDevices(_ row: Row) { check(row) }
 
     /// An invitation counts against a callee's budget where it rings them, and only there: not for
     /// a callee who is busy (under `reject`), unreachable, screened (blocking the caller) or out of
@@ -248,7 +258,7 @@ struct CallStateMachineTests {
     /// events have tests of their own (``CallWebhookEventTests``), and so have the invitations
     /// counted against a callee's budget (``invitationsCountWhereTheyRingAndNoBudgetIsOffline()``).
     static func describe(_ output: CallOutput, now: Int64) -> [String] {
-        (output.reply.map { [describe($0)] } ?? [])
+        (output.reply.map { [describe($0, now: now)] } ?? [])
             + output.actions.filter {
                 switch $0 {
                 case .notify, .countInvitation: false
@@ -257,7 +267,7 @@ struct CallStateMachineTests {
             }.map { describe($0, now: now) }
     }
 
-    static func describe(_ reply: CallReply) -> String {
+    static func describe(_ reply: CallReply, now: Int64 = 0) -> String {
         switch reply {
         case .ok: "reply ok"
         case .failure(let error): "reply error \(error.code.name)"
@@ -267,6 +277,7 @@ struct CallStateMachineTests {
         case .invited(let response):
             "reply invited busy=[\(response.busyUserIds.map(\.rawValue).joined(separator: ","))] " + statuses(response.call)
         case .mediaChange(let transaction): "reply transaction \(transaction)"
+        case .moveOffered(let response): "reply offered until +\(response.expiresAt - now)"
         }
     }
 
@@ -328,6 +339,7 @@ struct CallStateMachineTests {
         case .ring(let call, let user): "ring(\(call),\(user))"
         case .reconnectGrace(let call, let user): "reconnectGrace(\(call),\(user))"
         case .mediaChange(let call, let transaction): "mediaChange(\(call),\(transaction))"
+        case .moveOffer(let call, let user): "moveOffer(\(call),\(user))"
         }
     }
 
@@ -351,6 +363,10 @@ struct CallStateMachineTests {
         case .mediaSignal(let e): "mediaSignal(\(e.kind.rawValue) from \(e.from))"
         case .sfuSession(let e): "sfuSession(#\(e.session))"
         case .sfuSignal(let e): "sfuSignal(#\(e.session) \(e.connection.rawValue) \(e.kind.rawValue))"
+        case .callMoveOffered(let e): "callMoveOffered(from \(e.fromDeviceId) to \(e.toDeviceId?.rawValue ?? "*"))"
+        case .callMoveOfferEnded(let e): "callMoveOfferEnded(\(e.reason.rawValue))"
+        case .callMoved(let e): "callMoved(\(e.fromDeviceId) → \(e.toDeviceId) \(statuses(e.call)))"
+        case .memberMoved(let e): "memberMoved(\(e.userId))"
         }
     }
 }

@@ -125,7 +125,9 @@ struct StateMachineFuzzTests {
                 return (.changeMediaType(command(), chance(50) ? .audio : .video, transaction), true)
             case 65..<68: return (.replyMediaType(command(), pick(transactions), agree: chance(50)), true)
             case 68..<70: return (.cancelMediaType(command(), pick(transactions)), true)
-            case 70..<75:
+            case 70..<72: return (.offerMove(command(), to: chance(50) ? nil : device()), true)
+            case 72: return (.take(TakeCommand(command: command(), settings: AppSettings(callPull: chance(30)))), true)
+            case 73..<75:
                 let report = StatusReport(
                     packetLoss: Double(Int.random(in: -5...120, using: &random)), rtt: Int.random(in: -5...900, using: &random),
                     bitrate: 100, audioLevel: Int.random(in: -5...120, using: &random))

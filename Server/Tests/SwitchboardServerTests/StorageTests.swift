@@ -270,6 +270,7 @@ struct StorageTests {
         try await store.saveApp(app)
         var changed = app
         changed.secretKey = "t"
+        changed.settings.callPull = true
         try await store.saveApp(changed)
         #expect(try await store.loadApps() == [changed])
 

@@ -8,8 +8,12 @@ import Testing
 /// hears, the camera switch, and the state that results, written on one line:
 ///
 ///     active=<callId>/<your status> waiting=[…] elsewhere=[…] change=<transaction> peers=<user>:<quality>,…
+///
+/// followed by ` offers=[…]` while calls are offered to this device (bob's `phone`).
 struct CallStoreReducerTests {
     static let me: UserID = "bob"
+    /// The device whose store this is.
+    static let phone: DeviceID = "phone"
 
     struct Row: CustomTestStringConvertible, Sendable {
         var name: String
@@ -44,6 +48,19 @@ struct CallStoreReducerTests {
 
     static func started(_ id: CallID, carol: CallParticipantStatus? = nil, media: CallMediaType = .audio) -> ServerEvent {
         .callStarted(CallStartedEvent(call: call(id, bob: .accept, carol: carol, started: true, media: media)))
+    }
+
+    static func elsewhere(_ id: CallID) -> ServerEvent {
+        .callElsewhere(CallElsewhereEvent(call: call(id, bob: .accept, started: true), deviceId: "pad", active: true))
+    }
+
+    static func offered(_ id: CallID) -> ServerEvent {
+        .callMoveOffered(
+            CallMoveOfferedEvent(call: call(id, bob: .accept, started: true), fromDeviceId: "pad", toDeviceId: phone, expiresAt: 40_000))
+    }
+
+    static func moved(_ id: CallID, from: DeviceID, to: DeviceID) -> ServerEvent {
+        .callMoved(CallMovedEvent(call: call(id, bob: .accept, started: true), fromDeviceId: from, toDeviceId: to))
     }
 
     static func ended(_ id: CallID) -> ServerEvent {
@@ -132,6 +149,38 @@ struct CallStoreReducerTests {
             setup: [.callElsewhere(CallElsewhereEvent(call: call("c3", bob: .accept, started: true), deviceId: "pad", active: true))],
             event: .callElsewhere(CallElsewhereEvent(call: call("c3", bob: .accept, started: true), deviceId: "pad", active: false)),
             events: ["elsewhere c3 pad false"], state: "active=- waiting=[] elsewhere=[] change=- peers="),
+        // Moving a call between bob's devices.
+        Row(
+            name: "a call offered to this device", setup: [elsewhere("c3")], event: offered("c3"),
+            events: ["offered c3 from pad"], state: "active=- waiting=[] elsewhere=[c3] change=- peers= offers=[c3]"),
+        Row(
+            name: "an offer that lapses", setup: [elsewhere("c3"), offered("c3")],
+            event: .callMoveOfferEnded(CallMoveOfferEndedEvent(callId: "c3", reason: .expired)),
+            events: ["offer ended c3 expired"], state: "active=- waiting=[] elsewhere=[c3] change=- peers="),
+        Row(
+            name: "the end of an offer this device never had is not news",
+            event: .callMoveOfferEnded(CallMoveOfferEndedEvent(callId: "c3", reason: .withdrawn)),
+            events: [], state: "active=- waiting=[] elsewhere=[] change=- peers="),
+        Row(
+            name: "the call moves here: connected, with no new start", setup: [elsewhere("c3"), offered("c3")],
+            event: moved("c3", from: "pad", to: "phone"),
+            events: ["moved c3 pad→phone"], state: "active=c3/accept waiting=[] elsewhere=[] change=- peers=alice:unknown"),
+        Row(
+            name: "the call moves away from here: forgotten without an end, shown elsewhere",
+            setup: [received("c1"), started("c1")], event: moved("c1", from: "phone", to: "pad"),
+            events: ["moved c1 phone→pad"], state: "active=- waiting=[] elsewhere=[c1] change=- peers="),
+        Row(
+            name: "the call moves between two other devices", setup: [elsewhere("c3")],
+            event: moved("c3", from: "pad", to: "watch"),
+            events: ["moved c3 pad→watch"], state: "active=- waiting=[] elsewhere=[c3] change=- peers="),
+        Row(
+            name: "another member moved to another device", setup: [received("c1"), started("c1")],
+            event: .memberMoved(MemberMovedEvent(callId: "c1", userId: "alice")),
+            events: ["member moved c1 alice"], state: "active=c1/accept waiting=[] elsewhere=[] change=- peers=alice:unknown"),
+        Row(
+            name: "a member moving in a call bob does not have is not news",
+            event: .memberMoved(MemberMovedEvent(callId: "c9", userId: "alice")),
+            events: [], state: "active=- waiting=[] elsewhere=[] change=- peers="),
         Row(
             name: "media signals are not the store's", setup: [received("c1"), started("c1")],
             event: .mediaSignal(MediaSignalEvent(callId: "c1", from: "alice", kind: .offer, sdp: "v=0")),
@@ -140,6 +189,7 @@ struct CallStoreReducerTests {
 
     @Test(arguments: rows) func theStoreFollowsTheServer(_ row: Row) {
         var state = CallStore.State(userId: Self.me)
+        state.deviceId = Self.phone
         for event in row.setup {
             _ = state.reduce(event)
             state.refresh()
@@ -167,6 +217,10 @@ struct CallStoreReducerTests {
         case .onMediaTypeChangeResult(let id, let transaction, let media, _, let result):
             "change \(id) \(transaction) \(media) \(result)"
         case .onCallElsewhere(let id, let device, let active): "elsewhere \(id) \(device) \(active)"
+        case .onCallMoveOffered(let id, let from, _): "offered \(id) from \(from)"
+        case .onCallMoveOfferEnded(let id, let reason): "offer ended \(id) \(reason)"
+        case .onCallMoved(let id, let from, let to): "moved \(id) \(from)→\(to)"
+        case .onMemberMoved(let id, let user): "member moved \(id) \(user)"
         default: "\(event)"
         }
     }
@@ -178,5 +232,6 @@ struct CallStoreReducerTests {
         return "active=\(active) waiting=[\(state.waitingCalls.map(\.callId.rawValue).joined(separator: ","))] "
             + "elsewhere=[\(state.callsOnOtherDevices.map(\.callId.rawValue).joined(separator: ","))] "
             + "change=\(state.mediaTypeChange?.transactionId.rawValue ?? "-") peers=\(peers)"
+            + (state.moveOffers.isEmpty ? "" : " offers=[\(state.moveOffers.map(\.call.callId.rawValue).joined(separator: ","))]")
     }
 }

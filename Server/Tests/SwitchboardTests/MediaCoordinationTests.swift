@@ -12,7 +12,8 @@ import Testing
 ///   members who accepted, media through peer connections or the SFU (`mesh:c1:bob:video` for a
 ///   video call); `none`: no connected call.
 /// - `signal:c1:dave` (a media signal from dave in c1), `session:c1:2` (the server's SFU session 2),
-///   `sfu-signal:c1:2`, `agreed:c1` (an agreed media-type change), `declined:c1`.
+///   `sfu-signal:c1:2`, `agreed:c1` (an agreed media-type change), `declined:c1`, `moved:c1:bob` (bob
+///   is in the call on another device now).
 /// - `external`, `automatic` (who controls audio), `active`, `inactive` (the system's audio session).
 /// - `want:bob=big+carol=small` (the camera layers the device store wants), `reconnected`.
 ///
@@ -109,6 +110,17 @@ struct MediaCoordinationTests {
         Row(
             name: "an agreed change of another call tells none", setup: "mesh:c1:bob", input: "agreed:c9", result: "",
             state: "call=c1 audio=on peers=bob"),
+        Row(
+            name: "a member who moved to another device gets a new connection after the old one closed",
+            setup: "mesh:c1:bob+carol", input: "moved:c1:bob", result: "close(bob), open(bob,after-close)",
+            state: "call=c1 audio=on peers=bob,carol"),
+        Row(
+            name: "a move in another call changes nothing", setup: "mesh:c1:bob", input: "moved:c9:bob", result: "",
+            state: "call=c1 audio=on peers=bob"),
+        Row(
+            name: "a move through the SFU opens no connection (the new device gets its own session)",
+            setup: "sfu:c1:bob session:c1:1", input: "moved:c1:bob", result: "",
+            state: "call=c1 sfu audio=on session=1"),
         Row(
             name: "a reconnect tells every connection the network changed", setup: "mesh:c1:bob+carol",
             input: "reconnected", result: "bob<-network, carol<-network", state: "call=c1 audio=on peers=bob,carol"),
@@ -234,6 +246,9 @@ struct MediaCoordinationTests {
                     MediaTypeChangeResultEvent(
                         callId: CallID(rawValue: parts[1]), transactionId: "t1", mediaType: .video, userId: "bob",
                         result: parts[0] == "agreed" ? .agreed : .declined)))
+        case "moved":
+            return rules.serverEvent(
+                .memberMoved(MemberMovedEvent(callId: CallID(rawValue: parts[1]), userId: UserID(rawValue: parts[2]))))
         case "external": return rules.controlChanged(to: .external)
         case "automatic": return rules.controlChanged(to: .automatic)
         case "active": return rules.audioSession(active: true)

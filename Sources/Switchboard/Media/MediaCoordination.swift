@@ -22,6 +22,8 @@ import SwitchboardProtocol
 ///   (after the one before it closed); an older or repeated session number is ignored.
 /// - A signal for a call not connected here, or for an SFU session that is not the current one,
 ///   came too late (the server relays only to members who joined) and is dropped.
+/// - A member who moved to another of their devices (`memberMoved`) gets a new connection: the
+///   old one closes, the new one opens after it.
 /// - An agreed media-type change tells every peer connection to expect the offerer's offer; a
 ///   reconnected signaling connection tells every one the network changed.
 /// - In an SFU call the server is asked for each member's camera layer the device store wants,
@@ -207,6 +209,11 @@ struct MediaCoordination: Equatable, Sendable {
             let open = openPeer(signal.from, callId: signal.callId)
             guard peers.contains(signal.from) else { return open }
             return open + [.toPeer(signal.from, .signal(signal))]
+        case .memberMoved(let moved):
+            // The member is on another device now: the connection to them starts over (the new
+            // one opens once the old one closed; the engine knows connections by member).
+            guard let connected, connected.callId == moved.callId, peers.contains(moved.userId) else { return [] }
+            return closePeers([moved.userId]) + openPeer(moved.userId, callId: moved.callId)
         case .mediaTypeChangeResult(let change) where change.result == .agreed:
             guard connected?.callId == change.callId else { return [] }
             return toEveryPeer(.expectOffer)

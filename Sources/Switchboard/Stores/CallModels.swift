@@ -138,6 +138,28 @@ public enum CallStoreEvent: Equatable, Sendable {
     case onMemberStatusChanged(callId: CallID, userId: UserID, networkQuality: NetworkQuality, volumeLevel: VolumeLevel)
     /// You are in a call on another of your devices (`active`), or no longer are.
     case onCallElsewhere(callId: CallID, deviceId: DeviceID, active: Bool)
+    /// The device in your call offers it to this one ("continue here"): take it with
+    /// ``CallStore/take(callId:)`` before `expiresAt` (Unix ms, server clock). It is in
+    /// ``CallStore/State/moveOffers`` meanwhile.
+    case onCallMoveOffered(callId: CallID, fromDeviceId: DeviceID, expiresAt: Int64)
+    /// An offer to move a call here ended without a move (it lapsed, or another offer replaced it).
+    case onCallMoveOfferEnded(callId: CallID, reason: CallMoveOfferEndReason)
+    /// Your call moved from one of your devices to another: to this one (it is the active call
+    /// here now, connected, with the same id and start time), away from this one (it goes on
+    /// there, not ended), or between two others.
+    case onCallMoved(callId: CallID, fromDeviceId: DeviceID, toDeviceId: DeviceID)
+    /// Another member moved their part of the call to another of their devices: the same member,
+    /// whose media starts over.
+    case onMemberMoved(callId: CallID, userId: UserID)
+}
+
+/// A call another of your devices offers to this one (``CallStore/State/moveOffers``).
+public struct CallMoveOffer: Equatable, Sendable {
+    public var call: CallInfo
+    /// The device the call is on.
+    public var fromDeviceId: DeviceID
+    /// When the offer lapses (Unix ms, server clock).
+    public var expiresAt: Int64
 }
 
 /// The result of ``CallStore/calls(participantIds:mediaType:params:)``.

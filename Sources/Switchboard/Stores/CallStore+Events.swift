@@ -103,10 +103,49 @@ extension CallStore.State {
             callsOnOtherDevices.removeAll { $0.callId == e.call.callId }
             if e.active { callsOnOtherDevices.append(e.call) }
             return CallStore.Reduction(events: [.onCallElsewhere(callId: e.call.callId, deviceId: e.deviceId, active: e.active)])
+        case .callMoveOffered(let e):
+            moveOffers.removeAll { $0.call.callId == e.call.callId }
+            moveOffers.append(CallMoveOffer(call: e.call, fromDeviceId: e.fromDeviceId, expiresAt: e.expiresAt))
+            if moveOffers.count > Self.moveOfferLimit { moveOffers.removeFirst() }
+            return CallStore.Reduction(events: [
+                .onCallMoveOffered(callId: e.call.callId, fromDeviceId: e.fromDeviceId, expiresAt: e.expiresAt)
+            ])
+        case .callMoveOfferEnded(let e):
+            guard moveOffers.contains(where: { $0.call.callId == e.callId }) else { return CallStore.Reduction() }
+            moveOffers.removeAll { $0.call.callId == e.callId }
+            return CallStore.Reduction(events: [.onCallMoveOfferEnded(callId: e.callId, reason: e.reason)])
+        case .callMoved(let e):
+            return CallStore.Reduction(events: moved(e))
+        case .memberMoved(let e):
+            guard calls[e.callId] != nil else { return CallStore.Reduction() }
+            return CallStore.Reduction(events: [.onMemberMoved(callId: e.callId, userId: e.userId)])
         case .sessionEnded, .mediaSignal, .sfuSession, .sfuSignal:
             // Media signals go to the media coordinator (SwitchboardClient routes them).
             return CallStore.Reduction()
         }
+    }
+
+    /// The user's call moved between devices: here (it becomes this device's call, connected as
+    /// it was), or away from here (forgotten without an end: it goes on on the other device), or
+    /// between two others (shown on the new one).
+    private mutating func moved(_ e: CallMovedEvent) -> [CallStoreEvent] {
+        let id = e.call.callId
+        moveOffers.removeAll { $0.call.callId == id }
+        callsOnOtherDevices.removeAll { $0.callId == id }
+        if e.toDeviceId == deviceId {
+            if calls[id] == nil {
+                let direction: CallDirection = e.call.callerId == userId ? .outgoing : .incoming
+                track(Tracked(info: e.call, direction: direction, inviterId: e.call.participant(userId)?.inviterId ?? e.call.callerId))
+                // It connected long ago, on the other device.
+                calls[id]?.announcedStart = e.call.startTime != nil
+            } else {
+                _ = update(with: e.call)
+            }
+        } else {
+            if e.fromDeviceId == deviceId { _ = forget(id) }
+            callsOnOtherDevices.append(e.call)
+        }
+        return [.onCallMoved(callId: id, fromDeviceId: e.fromDeviceId, toDeviceId: e.toDeviceId)]
     }
 
     /// A snapshot of a call: tracked if new (a call this device learns of from its start or an

@@ -18,11 +18,18 @@ extension CallStore {
         public var mediaTypeChange: MediaTypeChange?
         /// Calls you are in on another of your devices.
         public var callsOnOtherDevices: [CallInfo]
+        /// Calls another of your devices offers to this one, oldest first (at most
+        /// ``moveOfferLimit``).
+        public var moveOffers: [CallMoveOffer] = []
+        /// Most offers kept: the oldest goes first.
+        static let moveOfferLimit = 16
 
         /// Every call this device takes part in, by id.
         /// Whose state this is: the user logged in (the store's rules read it; `selfInfo` is
         /// recomputed from it).
         var userId: UserID
+        /// This device, as the server knows it (nil before the first login).
+        var deviceId: DeviceID?
         var calls: [CallID: Tracked] = [:]
         /// The order calls arrived in, to pick the newest.
         var arrival: [CallID] = []

@@ -127,6 +127,40 @@ public final class CallStore: Sendable {
         _ = try await signaling.send(HangupCallRequest(callId: try currentCallId(callId)))
     }
 
+    // MARK: - moving a call between your devices
+
+    /// Offers the active call (or `callId`) to another of your devices (`deviceId`), or to all of
+    /// them (nil): they see ``CallStoreEvent/onCallMoveOffered(callId:fromDeviceId:expiresAt:)``
+    /// and may take it until the returned time (Unix ms, server clock). A new offer replaces the
+    /// last one.
+    @discardableResult
+    public func offerMove(callId: CallID? = nil, to deviceId: DeviceID? = nil) async throws -> Int64 {
+        try await signaling.send(OfferCallMoveRequest(callId: try currentCallId(callId), deviceId: deviceId)).expiresAt
+    }
+
+    /// Takes your call onto this device: offered to it, or (where the app allows) from
+    /// ``State/callsOnOtherDevices``. The call goes on here, connected, with the same id, start
+    /// time and members; the device it was on leaves it without ending it.
+    public func take(callId: CallID) async throws {
+        _ = try await signaling.send(TakeCallRequest(callId: callId)) { [self] response in
+            apply { state in
+                state.moveOffers.removeAll { $0.call.callId == callId }
+                state.callsOnOtherDevices.removeAll { $0.callId == callId }
+                if state.calls[callId] == nil {
+                    let me = state.userId
+                    state.track(
+                        State.Tracked(
+                            info: response.call, direction: response.call.callerId == me ? .outgoing : .incoming,
+                            inviterId: response.call.participant(me)?.inviterId ?? response.call.callerId))
+                    state.calls[callId]?.announcedStart = response.call.startTime != nil
+                    return []
+                }
+                return state.update(with: response.call)
+            }
+        }
+        reportDevices(for: callId)
+    }
+
     // MARK: - media type
 
     /// Asks the other member of the active one-to-one call to switch to `mediaType`.
@@ -250,9 +284,10 @@ public final class CallStore: Sendable {
 
     // MARK: - events from the server
 
-    func loggedIn(as user: UserID) {
+    func loggedIn(as user: UserID, device: DeviceID) {
         apply { state in
             state.userId = user
+            state.deviceId = device
             return []
         }
     }

@@ -75,7 +75,7 @@ public final class LoginStore: Sendable {
                     sdkAppID: sdkAppID, userID: UserID(rawValue: userID), userSig: userSig,
                     deviceId: configuration.deviceId, platform: configuration.platform),
                 settings: SignalingClient.Settings(configuration))
-            callStore.loggedIn(as: response.userID)
+            callStore.loggedIn(as: response.userID, device: response.deviceId)
             cell.update { state in
                 state.loginStatus = .loggedIn
                 state.sdkAppID = sdkAppID

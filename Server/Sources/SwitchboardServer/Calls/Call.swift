@@ -50,6 +50,20 @@ extension CallStateMachine {
             var sfuSession: Int?
             /// The layers of the other members' cameras this member asked for (small when absent).
             var videoLayers: [UserID: VideoLayer]?
+            /// The call offered to another of the user's devices, until taken or lapsed.
+            var moveOffer: MoveOffer?
+        }
+
+        /// The device in the call offers it to another of the user's devices (`to`), or to all
+        /// of them (nil), until `expiresAt` (Unix ms).
+        struct MoveOffer: Codable, Equatable, Sendable {
+            var to: DeviceID?
+            var expiresAt: Int64
+
+            /// Whether `device` may take the call by this offer at `now`.
+            func admits(_ device: DeviceID, now: Int64) -> Bool {
+                now < expiresAt && (to == nil || to == device)
+            }
         }
 
         /// How a member's part ended.

@@ -30,6 +30,13 @@ struct JoinCommand: Equatable, Sendable {
     var profile: UserProfile?
 }
 
+/// A device taking its user's call onto itself, with the app's settings (whether it may without
+/// an offer: ``AppSettings/callPull``).
+struct TakeCommand: Equatable, Sendable, Codable {
+    var command: CallCommand
+    var settings: AppSettings
+}
+
 // MARK: - between nodes
 //
 // The call requests travel between cluster nodes (a node forwards them to the leader) as JSON.

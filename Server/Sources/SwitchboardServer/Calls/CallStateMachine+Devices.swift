@@ -61,6 +61,16 @@ extension CallStateMachine {
                     .send(
                         .callElsewhere(CallElsewhereEvent(call: call.info, deviceId: presence.device, active: true)),
                         to: .device(user, device)))
+                // An offer to move the call here stands: the device that just logged in sees it too.
+                if let offer = presence.moveOffer, offer.admits(device, now: now) {
+                    out.append(
+                        .send(
+                            .callMoveOffered(
+                                CallMoveOfferedEvent(
+                                    call: call.info, fromDeviceId: presence.device, toDeviceId: offer.to,
+                                    expiresAt: offer.expiresAt)),
+                            to: .device(user, device)))
+                }
             case .screened, .left:
                 // (A screened member is not on the roster: the call never reached the user.)
                 break

@@ -78,6 +78,7 @@ extension CallStateMachine {
             out.append(.cancelTimer(.ring(call.id, member.userId)))
         case .joined(let presence):
             if presence.isDown { out.append(.cancelTimer(.reconnectGrace(call.id, member.userId))) }
+            if presence.moveOffer != nil { out.append(.cancelTimer(.moveOffer(call.id, member.userId))) }
             if let startTime = call.startTime {
                 let from = max(startTime, presence.joinedAt)
                 call.members[index].connectedMs += max(0, now - from)
@@ -134,6 +135,8 @@ extension CallStateMachine {
         case .mediaChange(let callId, let transaction):
             guard calls[callId]?.mediaChange?.id == transaction else { return }
             finishMediaChange(callId, result: .timedOut, now: now, out: &out)
+        case .moveOffer(let callId, let user):
+            moveOfferLapsed(callId, user, now: now, out: &out)
         }
     }
 

@@ -9,7 +9,7 @@ import SwitchboardProtocol
 ///
 /// Its parts, one idea each: ``Call`` and ``Member`` (one call and its members' phases),
 /// ``CallRoster`` (who is in which call), ``EndedCalls`` (the memory of ended calls), and the
-/// handlers in `CallStateMachine+*.swift`: validation, inviting, answering, ending, devices,
+/// handlers in `CallStateMachine+*.swift`: validation, inviting, answering, ending, devices, moving,
 /// relays (device state, media signals, status) and media-type changes. ``handle(_:now:)`` routes.
 struct CallStateMachine: Sendable {
     struct Configuration: Sendable {
@@ -31,6 +31,8 @@ struct CallStateMachine: Sendable {
         var declineDelays: ClosedRange<Int64> = 3_000...12_000
         /// Group calls' media goes through an SFU (the server has one); otherwise they are a mesh.
         var sfu = false
+        /// How long an offer to move a call to another device stands (ms).
+        var moveOfferTimeout: Int64 = 30_000
 
         init(reconnectGrace: Int64 = 15_000) {
             self.reconnectGrace = reconnectGrace
@@ -103,6 +105,10 @@ struct CallStateMachine: Sendable {
             videoLayer(command, request, now: now, out: &out)
         case .sfuRestart(let callId, let user):
             sfuRestart(callId, user, now: now, out: &out)
+        case .offerMove(let command, let target):
+            offerMove(command, to: target, now: now, out: &out)
+        case .take(let command):
+            take(command, now: now, out: &out)
         }
         return out
     }
@@ -134,8 +140,11 @@ struct CallStateMachine: Sendable {
                 out.append(.setTimer(.ring(call.id, member.userId), at: deadline))
             case .screened(let declineAt, let deadline):
                 out.append(.setTimer(.ring(call.id, member.userId), at: min(declineAt, deadline)))
-            case .joined:
+            case .joined(let presence):
                 roster.add(call.key(member), to: call.id)
+                if let offer = presence.moveOffer {
+                    out.append(.setTimer(.moveOffer(call.id, member.userId), at: offer.expiresAt))
+                }
                 call.members[index].updatePresence {
                     $0.isDown = true
                     $0.quality = .down

@@ -22,15 +22,33 @@ public struct AppSettings: Equatable, Sendable, Codable {
     public var blockedCallerSees: BlockedCallerSees
     /// Days call records are kept; older ones are swept (nil: kept until their owners delete them).
     public var recordRetentionDays: Int?
+    /// A device of a user in a call may take the call without an offer from the device in it
+    /// ("take the call here"); false: only an offered device may (`call.offerMove`).
+    public var callPull: Bool
 
     public init(
         busyPolicy: BusyPolicy = .reject, maxParticipants: Int = CallLimits.defaultMaxParticipants,
-        blockedCallerSees: BlockedCallerSees = .reject, recordRetentionDays: Int? = nil
+        blockedCallerSees: BlockedCallerSees = .reject, recordRetentionDays: Int? = nil, callPull: Bool = false
     ) {
         self.busyPolicy = busyPolicy
         self.maxParticipants = maxParticipants
         self.blockedCallerSees = blockedCallerSees
         self.recordRetentionDays = recordRetentionDays
+        self.callPull = callPull
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case busyPolicy, maxParticipants, blockedCallerSees, recordRetentionDays, callPull
+    }
+
+    /// Settings written by a node of before `callPull` (a rolling deploy) lack it: false.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        busyPolicy = try container.decode(BusyPolicy.self, forKey: .busyPolicy)
+        maxParticipants = try container.decode(Int.self, forKey: .maxParticipants)
+        blockedCallerSees = try container.decode(BlockedCallerSees.self, forKey: .blockedCallerSees)
+        recordRetentionDays = try container.decodeIfPresent(Int.self, forKey: .recordRetentionDays)
+        callPull = try container.decodeIfPresent(Bool.self, forKey: .callPull) ?? false
     }
 }
 
@@ -52,6 +70,8 @@ enum TimerKey: Hashable, Sendable, Codable {
     case reconnectGrace(CallID, UserID)
     /// How long the peer has to answer a media-type change.
     case mediaChange(CallID, TransactionID)
+    /// How long a member's offer to move the call to another device stands.
+    case moveOffer(CallID, UserID)
 }
 
 /// A record to store for `owner`; the store assigns its `syncTime`.
@@ -91,6 +111,7 @@ enum CallReply: Equatable, Sendable, Codable {
     case invited(InviteToCallResponse)
     case call(CallInfo)
     case mediaChange(TransactionID)
+    case moveOffered(OfferCallMoveResponse)
     case ok
     case failure(SwitchboardError)
 }
@@ -214,6 +235,10 @@ enum CallEvent: Equatable, Sendable, Codable {
     /// The SFU lost the media of the call (its server died, it hung a connection up): the member
     /// (nil: every member) starts a new session.
     case sfuRestart(CallID, UserID?)
+    /// The device in the call offers it to another of the user's devices (nil: to all of them).
+    case offerMove(CallCommand, to: DeviceID?)
+    /// A device takes the call of its user onto itself.
+    case take(TakeCommand)
 }
 
 extension CallEvent {

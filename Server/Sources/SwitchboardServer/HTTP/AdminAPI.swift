@@ -164,12 +164,15 @@ enum AdminAPI {
         var blockedCallerSees: BlockedCallerSees?
         /// Days call records are kept (older ones are swept); 0: kept until their owners delete them.
         var recordRetentionDays: Int?
+        /// A user's device may take their call without an offer from the device in it.
+        var callPull: Bool?
 
         init(_ settings: AppSettings) {
             busyPolicy = settings.busyPolicy
             maxParticipants = settings.maxParticipants
             blockedCallerSees = settings.blockedCallerSees
             recordRetentionDays = settings.recordRetentionDays ?? 0
+            callPull = settings.callPull
         }
     }
 
@@ -220,6 +223,7 @@ enum AdminAPI {
                 }
                 if let policy = settings.busyPolicy { app.settings.busyPolicy = policy }
                 if let sees = settings.blockedCallerSees { app.settings.blockedCallerSees = sees }
+                if let pull = settings.callPull { app.settings.callPull = pull }
                 do {
                     try await services.storage.saveApp(app)
                 } catch {

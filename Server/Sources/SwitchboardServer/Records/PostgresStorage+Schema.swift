@@ -175,6 +175,11 @@ extension PostgresStorage {
             "webhooks-v3-pending",
             pendingMigration
         ),
+        (
+            // Whether a user's device may take a call without an offer (``AppSettings/callPull``).
+            "v7-call-pull",
+            statements(SQLiteStorage.callPullMigration)
+        ),
     ]
 
     /// The statements of a script whose statements each end with `;` and contain no other.

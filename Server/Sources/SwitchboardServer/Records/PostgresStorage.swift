@@ -95,11 +95,11 @@ final class PostgresStorage: SwitchboardStorage {
         let rows = try await client.query(
             """
             SELECT sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees, record_retention_days,
-                is_development, created_at, app_push_credentials.credentials
+                is_development, created_at, app_push_credentials.credentials, call_pull
             FROM apps LEFT JOIN app_push_credentials USING (sdk_app_id) ORDER BY sdk_app_id
             """, logger: logger)
-        for try await (id, secret, busy, max, sees, retention, development, created, push) in rows.decode(
-            (Int64, String, String, Int32, String, Int32?, Bool, Int64, String?).self)
+        for try await (id, secret, busy, max, sees, retention, development, created, push, pull) in rows.decode(
+            (Int64, String, String, Int32, String, Int32?, Bool, Int64, String?, Bool).self)
         {
             apps.append(
                 AppRecord(
@@ -107,7 +107,7 @@ final class PostgresStorage: SwitchboardStorage {
                     settings: AppSettings(
                         busyPolicy: BusyPolicy(rawValue: busy) ?? .reject, maxParticipants: Int(max),
                         blockedCallerSees: BlockedCallerSees(rawValue: sees) ?? .reject,
-                        recordRetentionDays: retention.map(Int.init)),
+                        recordRetentionDays: retention.map(Int.init), callPull: pull),
                     isDevelopment: development, createdAt: created, push: try AppPushCredentials.stored(push)))
         }
         return apps
@@ -135,14 +135,16 @@ final class PostgresStorage: SwitchboardStorage {
         try await client.query(
             """
             INSERT INTO apps (sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees,
-                record_retention_days, is_development, created_at)
+                record_retention_days, is_development, created_at, call_pull)
             VALUES (\(app.sdkAppID.rawValue), \(app.secretKey), \(app.settings.busyPolicy.rawValue),
                 \(Int32(clamping: app.settings.maxParticipants)), \(app.settings.blockedCallerSees.rawValue),
-                \(app.settings.recordRetentionDays.map { Int32(clamping: $0) }), \(app.isDevelopment), \(app.createdAt))
+                \(app.settings.recordRetentionDays.map { Int32(clamping: $0) }), \(app.isDevelopment), \(app.createdAt),
+                \(app.settings.callPull))
             ON CONFLICT (sdk_app_id) DO UPDATE SET secret_key = excluded.secret_key,
                 busy_policy = excluded.busy_policy, max_participants = excluded.max_participants,
                 blocked_caller_sees = excluded.blocked_caller_sees,
-                record_retention_days = excluded.record_retention_days, is_development = excluded.is_development
+                record_retention_days = excluded.record_retention_days, is_development = excluded.is_development,
+                call_pull = excluded.call_pull
             """, logger: logger)
     }
 

@@ -4,6 +4,9 @@ import SwitchboardProtocol
 
 /// The schema: GRDB's migrations, each applied once, in order.
 extension SQLiteStorage {
+    /// The app setting `callPull`; the same on PostgreSQL.
+    static let callPullMigration = "ALTER TABLE apps ADD COLUMN call_pull BOOLEAN NOT NULL DEFAULT FALSE;"
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -156,6 +159,10 @@ extension SQLiteStorage {
         migrator.registerMigration("webhooks-v3-pending") { db in
             // The backlog's bound at every write (issue 48): a count per endpoint kept by triggers.
             try db.execute(sql: Self.webhookPendingMigration)
+        }
+        migrator.registerMigration("v9-call-pull") { db in
+            // Whether a user's device may take a call without an offer (``AppSettings/callPull``).
+            try db.execute(sql: Self.callPullMigration)
         }
         return migrator
     }

@@ -83,7 +83,7 @@ final class SQLiteStorage: SwitchboardStorage {
                         busyPolicy: BusyPolicy(rawValue: row["busy_policy"]) ?? .reject,
                         maxParticipants: row["max_participants"],
                         blockedCallerSees: BlockedCallerSees(rawValue: row["blocked_caller_sees"]) ?? .reject,
-                        recordRetentionDays: row["record_retention_days"]),
+                        recordRetentionDays: row["record_retention_days"], callPull: row["call_pull"]),
                     isDevelopment: row["is_development"],
                     createdAt: row["created_at"],
                     push: try AppPushCredentials.stored(row["push_credentials"]))
@@ -120,17 +120,18 @@ final class SQLiteStorage: SwitchboardStorage {
             try db.execute(
                 sql: """
                     INSERT INTO apps (sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees,
-                        record_retention_days, is_development, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        record_retention_days, is_development, created_at, call_pull)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (sdk_app_id) DO UPDATE SET secret_key = excluded.secret_key,
                         busy_policy = excluded.busy_policy, max_participants = excluded.max_participants,
                         blocked_caller_sees = excluded.blocked_caller_sees,
-                        record_retention_days = excluded.record_retention_days, is_development = excluded.is_development
+                        record_retention_days = excluded.record_retention_days, is_development = excluded.is_development,
+                        call_pull = excluded.call_pull
                     """,
                 arguments: [
                     app.sdkAppID.rawValue, app.secretKey, app.settings.busyPolicy.rawValue, app.settings.maxParticipants,
                     app.settings.blockedCallerSees.rawValue, app.settings.recordRetentionDays, app.isDevelopment,
-                    app.createdAt,
+                    app.createdAt, app.settings.callPull,
                 ])
         }
     }

@@ -118,6 +118,12 @@ extension SignalingSession {
             RequestRoute.session(SetVideoLayerRequest.self, oncePerId: true) { session, request, identity, id in
                 await session.call(.videoLayer(session.command(identity, request.callId), request), id: id)
             },
+            RequestRoute.session(OfferCallMoveRequest.self, oncePerId: true) { session, request, identity, id in
+                await session.call(.offerMove(session.command(identity, request.callId), to: request.deviceId), id: id)
+            },
+            RequestRoute.session(TakeCallRequest.self, oncePerId: true) { session, request, identity, id in
+                await session.take(request, identity, id: id)
+            },
             RequestRoute.session(IceServersRequest.self, oncePerId: false) { session, _, identity, id in
                 session.succeed(id, session.services.configuration.ice.iceServers(for: identity.user, now: session.services.clock.now()))
             },

@@ -67,6 +67,14 @@ extension SignalingSession {
             id: id)
     }
 
+    func take(_ request: TakeCallRequest, _ identity: Identity, id: RequestID) async {
+        guard let settings = services.apps.app(identity.user.app)?.settings else {
+            fail(id, SwitchboardError(.unknownApp))
+            return
+        }
+        await call(.take(TakeCommand(command: command(identity, request.callId), settings: settings)), id: id)
+    }
+
     func reportStatus(_ request: StatusReportRequest, _ identity: Identity, id: RequestID) async {
         let report = StatusReport(
             packetLoss: request.packetLoss, rtt: request.rtt, bitrate: request.bitrate, audioLevel: request.audioLevel)
@@ -104,6 +112,8 @@ extension SignalingSession {
         case .mediaChange(let transaction):
             text = try? SwitchboardJSON.encodeString(
                 ResponseEnvelope(id: id, outcome: .success(ChangeMediaTypeResponse(transactionId: transaction))))
+        case .moveOffered(let response):
+            text = try? SwitchboardJSON.encodeString(ResponseEnvelope(id: id, outcome: .success(response)))
         case .ok:
             text = try? SwitchboardJSON.encodeString(ResponseEnvelope(id: id, outcome: .success(Empty())))
         case .failure(let error):

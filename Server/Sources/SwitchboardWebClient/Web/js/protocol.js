@@ -24,6 +24,7 @@ const ENUMS = {
   MediaRoute: ["sfu"],
   SFUConnection: ["publish", "subscribe"],
   VideoLayer: ["small", "big"],
+  MoveOfferEndReason: ["expired", "withdrawn"],
   TrackSource: ["microphone", "camera", "screen"],
 };
 
@@ -103,6 +104,8 @@ export const REQUESTS = {
     }, {},
   ],
   "call.videoLayer": [{ callId: "string", userId: "string", layer: "VideoLayer" }, {}],
+  "call.offerMove": [{ callId: "string", deviceId: "string?" }, { expiresAt: "int" }],
+  "call.take": [CALL, { call: "CallInfo" }],
   "media.iceServers": [{}, { iceServers: "[IceServer]", expiresAt: "int?" }],
   "records.query": [
     { syncTime: "int", count: "int", order: "Order" },
@@ -143,6 +146,10 @@ export const EVENTS = {
   sessionEnded: { error: "Error" },
   mediaSignal: { callId: "string", from: "string", kind: "SignalKind", sdp: "string?", candidate: "IceCandidate?" },
   sfuSession: { callId: "string", session: "int" },
+  callMoveOffered: { call: "CallInfo", fromDeviceId: "string", toDeviceId: "string?", expiresAt: "int" },
+  callMoveOfferEnded: { callId: "string", reason: "MoveOfferEndReason" },
+  callMoved: { call: "CallInfo", fromDeviceId: "string", toDeviceId: "string" },
+  memberMoved: { callId: "string", userId: "string" },
   sfuSignal: {
     callId: "string", session: "int", connection: "SFUConnection", kind: "SignalKind", sdp: "string?",
     candidate: "IceCandidate?", tracks: "[SFUTrack]?",
