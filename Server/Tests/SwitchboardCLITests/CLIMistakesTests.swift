@@ -132,8 +132,8 @@ extension CLITests {
             ["usersig", "gen", "--app-id", "1", "--secret", "s", "--user", "no spaces"], status: 64,
             says: ["userID must be 1-32 letters, digits, '-' or '_'"]),
         Mistake(
-            "call with neither --to nor --answer", ["call", "--app-id", "1", "--secret", "s", "--user", "alice"],
-            status: 64, says: ["give either --to ID[,ID…] or --answer"]),
+            "call with none of --to, --answer and --take", ["call", "--app-id", "1", "--secret", "s", "--user", "alice"],
+            status: 64, says: ["give one of --to ID[,ID…], --answer or --take"]),
         Mistake(
             "call without an app", ["call", "--secret", "s", "--user", "alice", "--to", "bob"], status: 64,
             says: ["Missing expected argument '--app-id <app-id>'"]),

@@ -13,7 +13,7 @@ struct CallCommandTests {
     @Test func refusesArgumentsThatDoNotMakeACall() throws {
         let neither = try CLITests.run(["call", "--app-id", "1", "--secret", "s", "--user", "alice"])
         #expect(neither.status == 64)
-        #expect(neither.stderr.contains("give either --to ID[,ID…] or --answer"))
+        #expect(neither.stderr.contains("give one of --to ID[,ID…], --answer or --take"))
         let noCredentials = try CLITests.run(["call", "--app-id", "1", "--user", "alice", "--answer"])
         #expect(noCredentials.status == 64 && noCredentials.stderr.contains("--secret or --user-sig"))
         let badServer = try CLITests.run([
@@ -91,6 +91,67 @@ struct CallCommandTests {
             #expect((audio["level"] as? Int ?? 0) > 0)
         }
         await server.stop()
+    }
+
+    /// bob answers alice's call in one terminal client (his phone), types `move bob-laptop`, and a
+    /// second one waiting with `--take` (his laptop) takes the call: the phone's run ends as a
+    /// normal end with the call moved, the laptop decodes alice, alice decodes bob throughout her
+    /// one call, and the laptop's hang-up ends it for alice, by bob.
+    @Test(.tags(.gstreamer)) func aCallMovesFromOneTerminalClientToAnother() async throws {
+        let server = try await TestServer.start()
+        func arguments(_ user: String) -> [String] {
+            [
+                "call", "--server", server.url.absoluteString, "--app-id", "\(server.app.sdkAppID)", "--user", user,
+                "--user-sig", server.userSig(user), "--json", "--loopback", "--status-interval", "0.2",
+            ]
+        }
+        func hears(_ peer: String) -> @Sendable (String) -> Bool {
+            { line in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    object["event"] as? String == "status",
+                    let member = (object["members"] as? [String: Any])?[peer] as? [String: Any]
+                else { return false }
+                return Int(member["audioLevel"] as? String ?? "") ?? 0 > 0
+            }
+        }
+        let phone = try Spawned(arguments("bob") + ["--answer", "--device-id", "bob-phone", "--audio-source", "tone"])
+        let laptop = try Spawned(arguments("bob") + ["--take", "--device-id", "bob-laptop", "--audio-source", "tone"])
+        for process in [phone, laptop] {
+            try await process.output.first(from: 0, timeout: .seconds(30)) { $0.contains("\"waiting\"") }
+        }
+        let alice = try Spawned(arguments("alice") + ["--to", "bob"])
+        try await alice.output.first(from: 0, timeout: .seconds(30), where: hears("bob"))
+        try await phone.output.first(from: 0, timeout: .seconds(30), where: hears("alice"))
+
+        phone.send("move bob-laptop")
+        let (phoneStatus, phoneOutput) = await phone.finish()
+        #expect(phoneStatus == 0, "\(phoneOutput)")
+        let phoneSummary = try Self.summary(phoneOutput)
+        #expect(phoneSummary["movedTo"] as? String == "bob-laptop", "\(phoneOutput)")
+        #expect(phoneSummary["endReason"] == nil, "\(phoneOutput)")
+        // After the phone's run ended, alice hears bob from the laptop, and the laptop hears her.
+        let afterPhone = alice.output.values.count
+        try await laptop.output.first(from: 0, timeout: .seconds(30), where: hears("alice"))
+        try await alice.output.first(from: afterPhone, timeout: .seconds(30), where: hears("bob"))
+
+        laptop.send("hangup")
+        let (laptopStatus, laptopOutput) = await laptop.finish()
+        let (aliceStatus, aliceOutput) = await alice.finish()
+        #expect(laptopStatus == 0, "\(laptopOutput)")
+        #expect(aliceStatus == 0, "\(aliceOutput)")
+        let aliceSummary = try Self.summary(aliceOutput)
+        let laptopSummary = try Self.summary(laptopOutput)
+        // One call throughout: the laptop's run is the call alice placed.
+        #expect(laptopSummary["callId"] as? String == aliceSummary["callId"] as? String)
+        #expect(aliceSummary["endReason"] as? String == "hangup")
+        #expect(aliceSummary["endedBy"] as? String == "bob")
+        await server.stop()
+    }
+
+    /// The summary, the last line of a `--json` run's output.
+    static func summary(_ output: String) throws -> [String: Any] {
+        let last = try #require(output.split(separator: "\n").last)
+        return try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
     }
     #else
     @Test func aBuildWithoutMediaSaysHowToGetIt() throws {

@@ -8,11 +8,14 @@ struct CallCommand: AsyncParsableCommand {
         commandName: "call",
         abstract: "Place or answer a call with real media (Opus, VP8) from the terminal.",
         discussion: """
-            Place a call with --to, or wait for one and accept it with --answer. While the call runs it shows \
+            Place a call with --to, wait for one and accept it with --answer, or wait for one of your other \
+            devices to offer you its call and take it with --take. While the call runs it shows \
             the timer, each member's network quality and volume, and the events; at the end a summary (with \
             --json, one JSON object on the last line of stdout). Exits 0 when the call connected and ended \
             normally. Lines on stdin control it: mute, unmute, camera on|off, quality p360|p540|p720|p1080, \
-            share [pattern|display[:NAME]|FILE], unshare, switch audio|video, hangup.
+            share [pattern|display[:NAME]|FILE], unshare, switch audio|video, hangup, move [DEVICE] (offer the \
+            call to another of your devices, or to all of them), take (take your call from another device, where \
+            the app allows it without an offer). A call moved away ends the run as a normal end.
 
             Needs a build with the GStreamer trait (README, "Media on Linux"), from the repository's root:
               swift build --package-path Server --traits GStreamer
@@ -39,6 +42,12 @@ struct CallCommand: AsyncParsableCommand {
     @Flag(help: "Wait for a call and accept it.")
     var answer = false
 
+    @Flag(help: "Wait for another of your devices to offer its call here (`move` there), and take it.")
+    var take = false
+
+    @Option(name: .customLong("device-id"), help: "This device's id (another device offers a call to it by this id).")
+    var deviceId: String?
+
     @Flag(help: "A video call (with --to).")
     var video = false
 
@@ -57,7 +66,7 @@ struct CallCommand: AsyncParsableCommand {
     @Option(name: .customLong("hangup-after"), help: "Hang up this many seconds after the call connects.")
     var hangupAfter: Double?
 
-    @Option(help: "Seconds a placed call rings (with --to); seconds to wait for one (with --answer).")
+    @Option(help: "Seconds a placed call rings (with --to); seconds to wait for one (with --answer or --take).")
     var timeout = 30
 
     @Option(name: .customLong("media-change"), help: "Answer to the other member's media-type change: agree or decline.")
@@ -84,7 +93,9 @@ struct CallCommand: AsyncParsableCommand {
     var logLevel = "error"
 
     func validate() throws {
-        if (to == nil) == !answer { throw ValidationError("give either --to ID[,ID…] or --answer") }
+        if [to != nil, answer, take].filter({ $0 }).count != 1 {
+            throw ValidationError("give one of --to ID[,ID…], --answer or --take")
+        }
         if (secret == nil) == (userSig == nil) { throw ValidationError("give either --secret or --user-sig") }
         if !["agree", "decline"].contains(mediaChange) { throw ValidationError("--media-change is agree or decline") }
         if let hangupAfter, !(hangupAfter >= 0 && hangupAfter <= 86_400) {

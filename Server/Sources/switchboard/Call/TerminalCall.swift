@@ -51,7 +51,8 @@ struct TerminalCall {
             logger: logger)
         let client = SwitchboardClient(
             configuration: SwitchboardConfiguration(
-                serverURL: URL(string: options.server)!, platform: "cli", mediaEngine: engine,
+                serverURL: URL(string: options.server)!, deviceId: options.deviceId.map(DeviceID.init(rawValue:)),
+                platform: "cli", mediaEngine: engine,
                 networkPathMonitor: options.ignorePathChanges ? nil : SystemNetworkPathMonitor(), logger: logger))
 
         // Bounded as the engine's own events are: a terminal that cannot keep up loses the oldest.
@@ -70,7 +71,7 @@ struct TerminalCall {
         try? await client.loginStore.logout()
         await engine.shutdown()
         if status == nil { output.summary(run.summary(user: options.user)) }
-        return status ?? (run.connected && run.endReason == .hangup ? 0 : 1)
+        return status ?? (run.connected && (run.endReason == .hangup || run.movedTo != nil) ? 0 : 1)
     }
 
     /// Logs in, places or waits for the call, and handles what comes until the call ends: nil
@@ -110,7 +111,9 @@ struct TerminalCall {
                 return 1
             }
         } else {
-            output.line("waiting for a call (\(options.timeout) s)", ["event": "waiting"])
+            output.line(
+                options.take ? "waiting for a call offered here (\(options.timeout) s)" : "waiting for a call (\(options.timeout) s)",
+                ["event": "waiting"])
             Self.after(seconds: Double(options.timeout), feed: feed, .noCallInTime, into: &run.timers)
         }
 
@@ -172,6 +175,8 @@ struct TerminalCall {
         var endedAt: ContinuousClock.Instant?
         var endReason: CallEndReason?
         var endedBy: UserID?
+        /// The device the call moved to from here (the run's end, the call going on there).
+        var movedTo: DeviceID?
         /// Each member's figures as last read (``LastFigures``: a reading after the media closed
         /// keeps them).
         private var figures = LastFigures()
@@ -194,7 +199,7 @@ struct TerminalCall {
             }
             return CallSummary(
                 callId: callId?.rawValue, connected: connected, endReason: endReason?.rawValue,
-                endedBy: endedBy?.rawValue, durationSeconds: duration, members: members)
+                endedBy: endedBy?.rawValue, movedTo: movedTo?.rawValue, durationSeconds: duration, members: members)
         }
     }
 
@@ -233,7 +238,7 @@ struct TerminalCall {
         case .connection(let status):
             output.line("connection: \(status.rawValue)", ["event": "connection", "state": status.rawValue])
         case .command(let line):
-            await command(line, &run, client: client, engine: engine)
+            await command(line, &run, client: client, engine: engine, feed: feed)
         }
         return false
     }
@@ -253,6 +258,21 @@ struct TerminalCall {
                 output.error("accepting failed: \(error)")
                 return true
             }
+        case .onCallMoveOffered(let callId, _, _) where options.take && run.callId == nil:
+            run.callId = callId
+            do {
+                try await client.callStore.take(callId: callId)
+            } catch {
+                output.error("taking the call failed: \(error)")
+                return true
+            }
+            tookCall(&run, feed: feed)
+        case .onCallMoved(let callId, _, let to) where callId == run.callId && to != client.loginStore.state.deviceId:
+            // The call goes on on another device of this user: this run is over, the call not (the
+            // summary has the figures of the last status tick).
+            run.movedTo = to
+            run.endedAt = .now
+            return true
         case .onCallStarted(let callId, _, _) where callId == run.callId:
             run.connected = true
             run.connectedAt = .now
@@ -279,8 +299,21 @@ struct TerminalCall {
         return false
     }
 
+    /// The call was taken onto this device: connected (long ago, on the other one).
+    private func tookCall(_ run: inout RunState, feed: AsyncStream<Input>.Continuation) {
+        run.connected = true
+        run.connectedAt = .now
+        run.answeredAt = .now
+        if let seconds = options.hangupAfter {
+            Self.after(seconds: seconds, feed: feed, .hangupTime, into: &run.timers)
+        }
+    }
+
     /// A line from stdin.
-    private func command(_ line: String, _ run: inout RunState, client: SwitchboardClient, engine: GStreamerMediaEngine) async {
+    private func command(
+        _ line: String, _ run: inout RunState, client: SwitchboardClient, engine: GStreamerMediaEngine,
+        feed: AsyncStream<Input>.Continuation
+    ) async {
         let words = line.split(separator: " ").map(String.init)
         let devices = client.deviceStore
         switch (words.first ?? "", words.dropFirst().first) {
@@ -305,6 +338,23 @@ struct TerminalCall {
         case ("hangup", _):
             run.note(await engine.statistics())
             try? await client.callStore.hangup()
+        case ("move", let device):
+            do {
+                try await client.callStore.offerMove(callId: run.callId, to: device.map(DeviceID.init(rawValue:)))
+            } catch {
+                output.error("offering the call failed: \(error)")
+            }
+        case ("take", _):
+            guard let callId = client.callStore.state.callsOnOtherDevices.last?.callId else {
+                return output.error("none of your other devices is in a call")
+            }
+            do {
+                try await client.callStore.take(callId: callId)
+                run.callId = callId
+                tookCall(&run, feed: feed)
+            } catch {
+                output.error("taking the call failed: \(error)")
+            }
         default:
             return output.error("unknown command: \(line)")
         }
@@ -371,171 +421,4 @@ struct TerminalCall {
     }
 }
 
-/// What `switchboard call --json` prints last: the call and what each other member's media did.
-struct CallSummary: Encodable {
-    struct Track: Encodable {
-        var packetsReceived: Int
-        var bytesReceived: Int
-        var packetsSent: Int
-        var bytesSent: Int
-        var packetsLost: Int
-        var framesDecoded: Int
-        var codec: String?
-        /// Audio: the loudest tenth of a second received, 0–100.
-        var level: Int?
-        /// Audio: ms from answering (or the call connecting, for the caller) to the first decoded frame.
-        var firstFrameMs: Int?
-        /// Video: the last decoded frame's size.
-        var frameWidth: Int?
-        var frameHeight: Int?
-    }
-
-    struct Member: Encodable {
-        var audio: Track
-        var video: Track
-        var screen: Track
-        var roundTripTimeMs: Int?
-        var candidateType: String?
-
-        init(_ statistics: PeerStatistics, loudest: Int, firstAudioMs: Int?) {
-            func track(_ value: TrackStatistics, video: Bool) -> Track {
-                Track(
-                    packetsReceived: value.packetsReceived, bytesReceived: value.bytesReceived,
-                    packetsSent: value.packetsSent, bytesSent: value.bytesSent, packetsLost: value.packetsLost,
-                    framesDecoded: value.framesDecoded, codec: value.codec, level: video ? nil : max(loudest, value.level),
-                    firstFrameMs: video ? nil : firstAudioMs, frameWidth: video ? value.frameWidth : nil,
-                    frameHeight: video ? value.frameHeight : nil)
-            }
-            audio = track(statistics.audio, video: false)
-            video = track(statistics.video, video: true)
-            screen = track(statistics.screen, video: true)
-            roundTripTimeMs = statistics.roundTripTimeMs
-            candidateType = statistics.localCandidateType
-        }
-    }
-
-    var callId: String?
-    var connected: Bool
-    var endReason: String?
-    var endedBy: String?
-    var durationSeconds: Int
-    /// Per other member, by user id.
-    var members: [String: Member]
-}
-
-/// What the run prints: lines for people, or JSON lines with `--json` (each with `ms`, the
-/// milliseconds since the run started).
-struct Output: Sendable {
-    let json: Bool
-    private let start = ContinuousClock.now
-
-    func line(_ text: String, _ object: [String: String]) {
-        write(json ? encode(object) : text)
-    }
-
-    func error(_ text: String) {
-        if json { write(encode(["event": "error", "message": text])) }
-        FileHandle.standardError.write(Data("switchboard call: \(text)\n".utf8))
-    }
-
-    func event(_ event: CallStoreEvent) {
-        if json {
-            write(encode(["event": "call", "summary": event.summary]))
-        } else {
-            write(event.summary)
-        }
-    }
-
-    func media(_ event: MediaEvent) {
-        let text: String
-        switch event {
-        case .trackStarted(let peer, let kind): text = "receiving \(peer)'s \(kind.rawValue)"
-        case .trackEnded(let peer, let kind): text = "\(peer)'s \(kind.rawValue) ended"
-        case .frameSize(let peer, let kind, let width, let height): text = "\(peer)'s \(kind.rawValue) is \(width)×\(height)"
-        case .connectionState(let peer, let state): text = "connection to \(peer): \(state)"
-        case .teardownStalled(let peer, let part):
-            text = "closing \(peer.map { "the connection to \($0)" } ?? "the call's media") stalled: \(part) left behind"
-        case .sendRate(let kind, let kbps): text = "sending \(kind.rawValue) at \(kbps) kbps"
-        case .videoSending(let peer, .paused): text = "video to \(peer) paused: the network is too weak for video"
-        case .videoSending(let peer, .trial): text = "trying video to \(peer) again"
-        case .videoSending(let peer, .on): text = "sending video to \(peer) again"
-        case .audioLevel: return
-        }
-        write(json ? encode(["event": "media", "summary": text]) : text)
-    }
-
-    /// The once-a-second line: timer, and per member quality, volume and what arrives.
-    func status(_ state: CallStore.State, statistics: MediaStatistics) {
-        let timer = CallDurationText.format(seconds: state.activeCall?.duration ?? 0)
-        let others = state.allParticipants.filter { $0.userId != state.selfInfo.userId && $0.status == .accept }
-        if json {
-            var members: [String: [String: String]] = [:]
-            for member in others {
-                let peer = statistics.peers[member.userId]
-                members[member.userId.rawValue] = [
-                    "quality": member.networkQuality.rawValue, "volume": member.volumeLevel.rawValue,
-                    "audioLevel": "\(peer?.audio.level ?? 0)", "audioFrames": "\(peer?.audio.framesDecoded ?? 0)",
-                    "videoFrames": "\(peer?.video.framesDecoded ?? 0)", "screenFrames": "\(peer?.screen.framesDecoded ?? 0)",
-                ]
-            }
-            let data = (try? JSONSerialization.data(
-                withJSONObject: [
-                    "event": "status", "time": timer, "members": members,
-                    "ms": (ContinuousClock.now - start) / .milliseconds(1),
-                ], options: [.sortedKeys])) ?? Data()
-            write(String(decoding: data, as: UTF8.self))
-            return
-        }
-        let parts = others.map { member -> String in
-            let peer = statistics.peers[member.userId]
-            var text = "\(member.userId) \(member.networkQuality.rawValue)/\(member.volumeLevel.rawValue)"
-            if let peer {
-                text += " audio \(peer.audio.framesDecoded) level \(peer.audio.level)"
-                if peer.video.framesDecoded > 0 {
-                    text += " video \(peer.video.framesDecoded) \(peer.video.frameWidth)×\(peer.video.frameHeight)"
-                }
-                if peer.screen.framesDecoded > 0 { text += " screen \(peer.screen.framesDecoded)" }
-            }
-            return text
-        }
-        write("[\(timer)] " + (parts.isEmpty ? "waiting for the others" : parts.joined(separator: " | ")))
-    }
-
-    func summary(_ summary: CallSummary) {
-        if !json {
-            // `offline` names the callee, who did nothing: say what it means instead of "by".
-            let ended =
-                summary.endReason == CallEndReason.offline.rawValue
-                ? "offline (no device of \(summary.endedBy ?? "the callee") is known)"
-                : "\(summary.endReason ?? "-") by \(summary.endedBy ?? "server")"
-            write(
-                "call \(summary.callId ?? "-"): \(summary.connected ? "connected" : "not connected"), "
-                    + "ended: \(ended), \(summary.durationSeconds) s")
-            for (user, member) in summary.members.sorted(by: { $0.key < $1.key }) {
-                write(
-                    "  \(user): audio \(member.audio.packetsReceived) packets, \(member.audio.framesDecoded) frames, "
-                        + "loudest \(member.audio.level ?? 0); video \(member.video.framesDecoded) frames; "
-                        + "screen \(member.screen.framesDecoded) frames")
-            }
-        }
-        // Always last on stdout with --json: one object, sorted keys.
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            let data = (try? encoder.encode(summary)) ?? Data("{}".utf8)
-            write(String(decoding: data, as: UTF8.self))
-        }
-    }
-
-    private func write(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
-
-    private func encode(_ object: [String: String]) -> String {
-        var object: [String: Any] = object
-        object["ms"] = (ContinuousClock.now - start) / .milliseconds(1)
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
-    }
-}
 #endif
