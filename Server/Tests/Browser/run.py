@@ -36,6 +36,7 @@ from servers import Servers
 # The test classes: unittest.main runs those it finds in this module, in the order of their names.
 from browser_tests import BrowserTests
 from network_tests import NetworkTests
+from move_tests import MoveTests
 from page_policy_tests import PagePolicyTests
 from product_tests import ProductTests
 from sfu_tests import SFUTests

@@ -21,6 +21,7 @@ import {
   requestMediaChange, toggleCamera, toggleMicrophone, toggleScreenShare,
 } from "./calls.js";
 import { media } from "./callmedia.js";
+import { offerMove } from "./move.js";
 import { $, attention, render, ringer } from "./render.js";
 
 webConfig().then((config) => allowImageOrigins(config.imageOrigins));
@@ -109,6 +110,7 @@ function wire() {
   $("accept").addEventListener("click", accept);
   $("reject").addEventListener("click", reject);
   $("hangup").addEventListener("click", hangup);
+  $("move-call").addEventListener("click", offerMove);
   for (const id of ["ring-mute", "ringback-mute"]) $(id).addEventListener("click", () => ringer.setMuted(!ringer.muted));
   $("mute").addEventListener("click", toggleMicrophone);
   $("camera").addEventListener("click", toggleCamera);

@@ -8,6 +8,7 @@ import {
 import { PASSING_NOTICE_MS, placeInView, say } from "./notices.js";
 import { logout } from "./login.js";
 import { media, sync } from "./callmedia.js";
+import { onMoveEvent } from "./move.js";
 
 export function onEvent({ event, data }) {
   switch (event) {
@@ -33,6 +34,7 @@ export function onEvent({ event, data }) {
     }
     case "callsSynced":
       for (const id of [...state.arrival]) if (!data.callIds.includes(id)) forget(id);
+      for (const id of [...state.elsewhere.keys()]) if (!data.elsewhereCallIds.includes(id)) state.elsewhere.delete(id);
       break;
     case "deviceChanged":
       updateParticipant(data.callId, data.userId, (p) => {
@@ -71,6 +73,8 @@ export function onEvent({ event, data }) {
     case "sessionEnded":
       logout(data.error);
       return;
+    default:
+      onMoveEvent(event, data);
   }
   sync();
 }

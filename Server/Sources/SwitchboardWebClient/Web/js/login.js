@@ -38,6 +38,7 @@ export async function login(userID, sdkAppID, userSig) {
   const result = await signaling.login({ sdkAppID, userID, userSig, deviceId: tabDeviceId() });
   saveSession({ userID: result.userID, sdkAppID, userSig });
   state.me = result.userID;
+  state.deviceId = result.deviceId;
   state.profile = { nickname: result.profile?.nickname ?? null, avatarURL: result.profile?.avatarURL ?? null };
   state.status = "loggedIn";
   clear("login");
@@ -103,6 +104,8 @@ export async function logout(sessionEnded = null) {
   state.calls.clear();
   state.arrival = [];
   state.ongoing.clear();
+  state.elsewhere.clear();
+  state.moveOffers.clear();
   state.records = [];
   state.inviteOpen = false;
   clear("home", "call", "login");

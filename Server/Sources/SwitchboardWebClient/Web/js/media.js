@@ -143,6 +143,19 @@ export class MediaSession {
     });
   }
 
+  /** The member is in the call on another of their devices now: their connection starts over
+   * (by the usual rules: the side whose user id sorts first offers). */
+  memberMoved(id) {
+    this.whenReady(() => {
+      const peer = this.peers.get(id);
+      if (!peer) return;
+      peer.close();
+      this.peers.delete(id);
+      this.onPeerReset?.(id);
+      this.peer(id, false);
+    });
+  }
+
   /** The signaling connection came back: ICE may not have survived the network change. */
   reconnected() {
     for (const peer of this.peers.values()) peer.serially(() => peer.networkChanged());

@@ -11,6 +11,7 @@ import { renderRoster, renderStage } from "./callview.js";
 import { activeCall, myStatus, name, person, state, waitingCall } from "./state.js";
 import { signaling } from "./login.js";
 import { join, placeCall } from "./calls.js";
+import { othersText, takeCall } from "./move.js";
 import { peerName } from "./events.js";
 import { media, remoteScreens, remoteStreams, stalled, unreachable } from "./callmedia.js";
 
@@ -129,6 +130,7 @@ function renderAlerts(incoming, call) {
 
 function renderHome() {
   $("alerts-offer").hidden = !attention.canAsk;
+  renderElsewhere();
   const ongoing = [...state.ongoing.values()].reverse();
   const records = state.records.map((record) => recordRow(record, state.me, name));
   // Rebuilt only when it changed, so that keyboard focus in the list stays where it is.
@@ -138,6 +140,39 @@ function renderHome() {
     $("records").replaceChildren(...ongoing.map(ongoingRow), ...records.map(recordItem));
   }
   $("records-empty").hidden = ongoing.length + records.length > 0;
+}
+
+/** The calls this user is in on other devices: "Continue here" where one is offered to this tab,
+ * "Take it here" otherwise (where the app allows taking a call without an offer). */
+function renderElsewhere() {
+  const calls = [...state.elsewhere.values()].reverse();
+  $("elsewhere").hidden = calls.length === 0;
+  const signature = JSON.stringify(calls.map(({ info }) => [info.callId, othersText(info), state.moveOffers.has(info.callId)]));
+  if ($("elsewhere-calls").dataset.signature === signature) return;
+  $("elsewhere-calls").dataset.signature = signature;
+  $("elsewhere-calls").replaceChildren(...calls.map(({ info }) => {
+    const offered = state.moveOffers.has(info.callId);
+    const item = document.createElement("li");
+    item.className = `record elsewhere${offered ? " offered" : ""}`;
+    item.dataset.callId = info.callId;
+    const text = document.createElement("div");
+    text.className = "record-text";
+    const who = document.createElement("span");
+    who.className = "peers";
+    who.textContent = othersText(info);
+    const what = document.createElement("span");
+    what.className = "outcome";
+    const kind = mediaText(info.mediaType);
+    what.textContent = `${kind[0].toUpperCase()}${kind.slice(1)} · ${offered ? "your other device offers it to this tab" : "on your other device"}`;
+    text.append(who, what);
+    const button = document.createElement("button");
+    button.className = `take${offered ? " primary" : ""}`;
+    button.textContent = offered ? "Continue here" : "Take it here";
+    button.setAttribute("aria-label", `${button.textContent}: your call with ${othersText(info)}`);
+    button.addEventListener("click", () => takeCall(info.callId));
+    item.append(text, button);
+    return item;
+  }));
 }
 
 function ongoingRow(info) {
@@ -225,6 +260,7 @@ function renderCall(call) {
   $("switch-media").hidden = group || !connected;
   $("switch-media").disabled = !!state.mediaChange;
   $("add-people").hidden = !connected;
+  $("move-call").hidden = !connected;
   $("add-people").setAttribute("aria-expanded", String(state.inviteOpen));
   $("invite-form").hidden = !state.inviteOpen || !connected;
   $("hangup").textContent = group && connected ? "Leave" : "Hang up";

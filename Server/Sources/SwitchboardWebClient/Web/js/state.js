@@ -43,6 +43,12 @@ export const state = {
   own: { quality: "unknown", volume: "mute" },
   /** The call this page found itself in after a reload (its media starts over). */
   resumed: null,
+  /** This tab's device id (signaling.js keeps it per tab). */
+  deviceId: null,
+  /** Calls this user is in on another device: callId → {info, deviceId} (move.js). */
+  elsewhere: new Map(),
+  /** Calls another device offers to this tab: callId → {info, fromDeviceId, expiresAt} (move.js). */
+  moveOffers: new Map(),
   problems: [],
 };
 

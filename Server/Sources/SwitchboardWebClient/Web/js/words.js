@@ -111,6 +111,7 @@ const ERROR_SENTENCES = {
   3014: "A switch between audio and video is still waiting for an answer.",
   3015: "That request to switch has already been answered.",
   3017: "Only calls between two people can switch between audio and video.",
+  3020: "This call was not offered here. Choose “Move to another device” in the call first.",
   5001: "The server ran into a problem. Try again.",
   5002: "The server is restarting. Try again in a moment.",
   5003: "The server can't save right now. Try again in a moment.",
@@ -127,6 +128,8 @@ const ACTION_SENTENCES = {
   invite: { 3003: "You can invite people once you are in the call.", 3007: "The call is full: nobody more can be invited." },
   call: { 3009: "Hang up your current call first." },
   switch: { 3003: "The call has to be connected before it can switch." },
+  move: { 3003: "The call has to be connected before it can move.", 3002: "That call is not on this tab any more." },
+  take: { 3001: "That call has ended.", 3005: "That call has ended." },
 };
 
 /** An error from the server or the connection, in words, for what the user was doing. */
