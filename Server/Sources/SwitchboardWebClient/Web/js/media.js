@@ -134,10 +134,7 @@ export class MediaSession {
       const known = this.peers.get(signal.from)?.pc.remoteDescription?.sdp;
       if (signal.kind === "offer" && known && fingerprint(signal.sdp) !== fingerprint(known)) {
         // The member reloaded their page: their old connection is gone, start a new one.
-        this.peers.get(signal.from).close();
-        this.peers.delete(signal.from);
-        this.onPeerReset?.(signal.from);
-        this.peer(signal.from, false);
+        this.restartPeer(signal.from);
       }
       this.peer(signal.from)?.serially(() => this.peers.get(signal.from)?.receive(signal));
     });
@@ -147,13 +144,16 @@ export class MediaSession {
    * (by the usual rules: the side whose user id sorts first offers). */
   memberMoved(id) {
     this.whenReady(() => {
-      const peer = this.peers.get(id);
-      if (!peer) return;
-      peer.close();
-      this.peers.delete(id);
-      this.onPeerReset?.(id);
-      this.peer(id, false);
+      if (this.peers.has(id)) this.restartPeer(id);
     });
+  }
+
+  /** Closes the connection to `id` and opens a new one. */
+  restartPeer(id) {
+    this.peers.get(id).close();
+    this.peers.delete(id);
+    this.onPeerReset?.(id);
+    this.peer(id, false);
   }
 
   /** The signaling connection came back: ICE may not have survived the network change. */

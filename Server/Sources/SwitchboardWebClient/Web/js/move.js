@@ -2,12 +2,11 @@
 // the calls the user is in on other devices, the offers to continue one here, taking one, offering
 // the call on this tab to the others, and what the server says when a call moved.
 
-import { listText, nameOf, errorText } from "./words.js";
-import { forget, state, track } from "./state.js";
+import { errorText, listText, nameOf } from "./words.js";
+import { activeCall, forget, state, track } from "./state.js";
 import { PASSING_NOTICE_MS, say, clear } from "./notices.js";
 import { signaling } from "./login.js";
 import { media, sync } from "./callmedia.js";
-import { activeCall } from "./state.js";
 
 /** At most this many calls elsewhere and offers kept (a user has few devices and calls). */
 const ELSEWHERE_LIMIT = 16;
