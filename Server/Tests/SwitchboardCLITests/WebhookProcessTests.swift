@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import Switchboard
 import SwitchboardProtocol
+import SwitchboardTesting
 import SwitchboardTestServers
 import SwitchboardTools
 import Testing
@@ -150,8 +151,13 @@ import FoundationNetworking
         func ringing(_ call: CallID) async throws {
             try await bEvents.first(from: 0, timeout: .seconds(30)) { if case .onCallReceived(call, _, _, _, _) = $0 { true } else { false } }
         }
+        // Ended, and durable: a call's `callRecord` is the server's promise that its end (records,
+        // journal, webhook events) is committed. `callEnded` comes before that commit, and a node
+        // killed between the two loses the end (docs/ARCHITECTURE.md, "Cluster"): the test kills
+        // the leader right after a round, so a round waits for the promise.
         func ended(_ call: CallID, _ events: Recorder<CallStoreEvent>) async throws {
             try await events.first(from: 0, timeout: .seconds(30)) { if case .onCallEnded(call, _, _, _) = $0 { true } else { false } }
+            try await events.first(from: 0, timeout: .seconds(30)) { $0.record?.callId == call }
         }
         // Answered, switched to video, hung up.
         let answered = try await a.callStore.calls(participantIds: [bName], mediaType: .audio).callId
