@@ -77,3 +77,25 @@ def decoded(page, peer):
             "level": stats.get("receivedAudioLevel", 0), "video": stats.get("framesDecoded", {}).get("video", 0),
             "screen": stats.get("framesDecoded", {}).get("screen", 0),
             "width": stats.get("frameWidth", {}).get("video", 0)}
+
+
+# Samples what `page` receives of `peer`'s audio every 50 ms (the bytes of its current connection:
+# a new connection starts from 0, so any change counts as audio coming).
+AUDIO_SAMPLER = """
+  const peer = arguments[0];
+  window.moveSamples = [];
+  window.moveSampler = setInterval(async () => {
+    const stats = await window.switchboard.stats();
+    window.moveSamples.push([performance.now(), stats[peer]?.bytesReceived.audio ?? null]);
+  }, 50);
+"""
+
+
+def longest_gap(samples):
+    """The longest time (s) between two samples at which new audio had arrived."""
+    fresh, last = [], None
+    for at, value in samples:
+        if value is not None and value != last:
+            fresh.append(at)
+        last = value
+    return max((b - a for a, b in zip(fresh, fresh[1:])), default=0) / 1000

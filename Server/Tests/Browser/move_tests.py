@@ -4,29 +4,8 @@ while the other member, another Chromium page, decodes the user's audio througho
 
 from selenium.webdriver.common.by import By
 
-from harness import decoded, grows_by, wait_until
+from harness import AUDIO_SAMPLER, decoded, grows_by, longest_gap, wait_until
 from testcase import Harness
-
-# Samples what `page` receives of `peer`'s audio every 50 ms (the bytes of its current connection:
-# a new connection starts from 0, so any change counts as audio coming).
-START_SAMPLER = """
-  const peer = arguments[0];
-  window.moveSamples = [];
-  window.moveSampler = setInterval(async () => {
-    const stats = await window.switchboard.stats();
-    window.moveSamples.push([performance.now(), stats[peer]?.bytesReceived.audio ?? null]);
-  }, 50);
-"""
-
-
-def longest_gap(samples):
-    """The longest time (s) between two samples at which new audio had arrived."""
-    fresh, last = [], None
-    for time, value in samples:
-        if value is not None and value != last:
-            fresh.append(time)
-        last = value
-    return max((b - a for a, b in zip(fresh, fresh[1:])), default=0) / 1000
 
 
 class MoveTests(Harness):
@@ -42,7 +21,7 @@ class MoveTests(Harness):
         wait_until(lambda: jon.visible("move-call"), what="jon's call connected")
         grows_by(lambda: decoded(ivy, "jon")["samples"], "ivy's decoded audio from jon's tab")
         call_id = ivy.js("return window.switchboard.activeCall().info.callId")
-        ivy.js(START_SAMPLER, "jon")
+        ivy.js(AUDIO_SAMPLER, "jon")
 
         # The tab offers the call to jon's other devices; switchboard call takes it. The tab is
         # back home, told the call goes on elsewhere (not that it ended), and lists it there.

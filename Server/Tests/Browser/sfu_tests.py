@@ -1,6 +1,6 @@
 """SFUTests: group calls through Janus (`JanusServer`): a call that moves there when someone is
-invited, a group call of browsers (Janus killed and started again mid-call), and `switchboard call`
-in a group call."""
+invited, a group call of browsers (Janus killed and started again mid-call), `switchboard call`
+in a group call, and a member's group call moving from a tab to `switchboard call` and back."""
 
 import os
 import shutil
@@ -8,7 +8,7 @@ import sys
 import tempfile
 import time
 
-from harness import decoded, grows_by, wait_until
+from harness import AUDIO_SAMPLER, decoded, grows_by, longest_gap, wait_until
 from pages import SharedChromium
 from selenium.webdriver.common.by import By
 from servers import JanusServer
@@ -260,3 +260,62 @@ class SFUTests(Harness):
             for name in (f"{user}-audio.wav", f"{user}-video.webm"):
                 self.assertGreater(files.get(name, 0), 10_000, f"{name} in {files}; the call's log ends: {swift.output()[-3000:]}")
         self.assertTrue(all(size > 0 and not name.startswith(".") for name, size in files.items()), f"{files}; {swift.output()}")
+
+    def test_a_group_call_through_janus_moves_between_a_users_devices(self):
+        """Issue 51 through the SFU: smq's tab hands the group call to smq's `switchboard call` and
+        takes it back; the new device publishes to Janus and subscribes to the others, the old
+        one's feed goes, and smr's page decodes smq's audio throughout (the longest gap printed)."""
+        shared = SharedChromium()
+        smq, smr = (self.sfu_page(user, shared) for user in ("smq", "smr"))
+        laptop = self.swift("smq", "--take", "--device-id", "smq-laptop", port=self.janus.port)
+        wait_until(lambda: any(line.get("event") == "waiting" for line in laptop.lines), what="smq's switchboard call waiting")
+        caller = self.swift("sms", "--to", "smq,smr", port=self.janus.port)
+        for page in (smq, smr):
+            wait_until(lambda: page.visible("incoming"), what=f"{page.user}'s incoming call screen")
+            page.click("accept")
+        for page in (smq, smr):
+            wait_until(lambda: page.visible("move-call"), what=f"{page.user} in the call")
+            self.assertEqual(page.js("return window.switchboard.activeCall().info.media"), "sfu")
+        grows_by(lambda: decoded(smr, "smq")["samples"], "smr's decoded audio from smq's tab", timeout=60)
+        call_id = smr.js("return window.switchboard.activeCall().info.callId")
+        smr.js(AUDIO_SAMPLER, "smq")
+
+        # The tab offers the call; switchboard call takes it, publishes its tone to Janus and
+        # subscribes to the other two.
+        smq.click("move-call")
+        wait_until(lambda: smq.visible("home-view"), what="smq's tab to leave the call")
+        self.assertEqual(smq.element("home-notice").get_attribute("data-reason"), "moved")
+        for user in ("sms", "smr"):
+            grows_by(lambda: laptop.value(user, "audioFrames"), f"smq's switchboard call decoding {user} through Janus", timeout=60)
+        wait_until(lambda: decoded(smr, "smq")["level"] > 5, timeout=60, what="smq's tone (switchboard call) at smr")
+        grows_by(lambda: caller.value("smq", "audioFrames"), "sms decoding smq's switchboard call", timeout=60)
+        # One microphone of smq at smr: the tab's feed went with it.
+        sections = [t for t in smr.js("return window.switchboard.sfuTracks()") if t["userId"] == "smq"]
+        self.assertEqual([t["source"] for t in sections], ["microphone"], f"smr's tracks of smq: {sections}")
+
+        # And back: switchboard call offers it, the tab continues it.
+        laptop.send("move")
+        offered = "#elsewhere-calls .record.offered button"
+        wait_until(lambda: smq.driver.find_elements(By.CSS_SELECTOR, offered), what="the offer on smq's tab")
+        smq.driver.find_element(By.CSS_SELECTOR, offered).click()
+        status, summary = laptop.finish()
+        self.assertEqual(status, 0, summary)
+        self.assertEqual(summary.get("movedTo"), smq.js("return window.switchboard.state.deviceId"), summary)
+        wait_until(lambda: smq.visible("call-view"), what="the call back on smq's tab")
+        self.assertEqual(smq.js("return window.switchboard.activeCall().info.media"), "sfu")
+        for user in ("sms", "smr"):
+            grows_by(lambda: decoded(smq, user)["samples"], f"smq's tab decoding {user} again", timeout=60)
+        grows_by(lambda: decoded(smr, "smq")["samples"], "smr decoding smq's tab again", timeout=60)
+
+        samples = smr.js("clearInterval(window.moveSampler); return window.moveSamples")
+        print(f"\ncall move through the SFU: the longest gap in smq's audio at smr over two moves was "
+              f"{longest_gap(samples):.2f} s ({len(samples)} samples)")
+        # One call throughout for smr and sms.
+        self.assertEqual(smr.js("return window.switchboard.activeCall()?.info.callId"), call_id)
+        caller.send("hangup")
+        status, summary = caller.finish()
+        self.assertEqual(status, 0, summary)
+        self.assertEqual(summary.get("callId"), call_id, summary)
+        # Two members left: smq's hang-up ends the call for smr.
+        smq.click("hangup")
+        wait_until(lambda: smr.visible("home-view"), what="the end of the call at smr")

@@ -127,12 +127,12 @@ import FoundationNetworking
     }
 
     /// A client whose first address is node `home` and whose fallbacks are the others.
-    static func client(_ user: String, home: Int, ports: [Int]) async throws -> SwitchboardClient {
+    static func client(_ user: String, device: String? = nil, home: Int, ports: [Int]) async throws -> SwitchboardClient {
         let urls = (0..<ports.count).map { URL(string: "ws://127.0.0.1:\(ports[(home + $0) % ports.count])/v1/ws")! }
         let client = SwitchboardClient(
             configuration: SwitchboardConfiguration(
                 serverURL: urls[0], fallbackServerURLs: Array(urls.dropFirst()),
-                deviceId: DeviceID(rawValue: "\(user)-phone"), platform: "test",
+                deviceId: DeviceID(rawValue: device ?? "\(user)-phone"), platform: "test",
                 reconnectPolicy: ReconnectPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(500)),
                 logger: quietLogger))
         let sig = UserSig.generate(sdkAppID: sdkAppID, secretKey: secret, userID: user, expire: 3600)
