@@ -94,7 +94,9 @@ struct ControlBar: View {
     @ObservedObject var model: CallViewModel
 
     var body: some View {
-        HStack(spacing: 14) {
+        // At most five buttons a row: a connected video call has eight.
+        let columns = Array(repeating: GridItem(.fixed(56), spacing: 14), count: max(1, min(model.controls.count, 5)))
+        LazyVGrid(columns: columns, spacing: 14) {
             ForEach(model.controls, id: \.control) { item in
                 Button { model.press(item) } label: {
                     Image(systemName: item.symbol)
@@ -125,6 +127,7 @@ extension CallControlItem {
         case .camera: isOn ? "video.fill" : "video.slash.fill"
         case .switchCamera: "arrow.triangle.2.circlepath.camera"
         case .screenShare: "rectangle.on.rectangle"
+        case .moveToAnotherDevice: "iphone.and.arrow.forward"
         case .minimize: "arrow.down.right.and.arrow.up.left"
         }
     }

@@ -62,6 +62,8 @@ public final class CallViewModel: ObservableObject {
     public var screen: CallScreenPresenter.Screen { presenter.screen(for: call) }
     public var controls: [CallControlItem] { CallControls.items(for: call, devices: devices) }
     public var statusLine: CallStatusLine? { CallStatusLine.of(call) }
+    /// A call another of your devices offers to this one, while this one is in no call.
+    public var movePrompt: CallMovePrompt? { CallMovePrompt.of(call) }
     public var pictureInPictureMember: UserID? { presenter.pictureInPictureMember(for: call) }
 
     public func tiles(in size: CGSize) -> [CallTile] {
@@ -90,8 +92,17 @@ public final class CallViewModel: ObservableObject {
         case .setAudioRoute(let route): devices.setAudioRoute(route)
         case .setCamera(let on, let front): on ? devices.openLocalCamera(isFront: front) : devices.closeLocalCamera()
         case .setScreenShare(let on): on ? devices.startScreenShare() : devices.stopScreenShare()
+        case .offerMove: run { try await calls.offerMove() }
         case .minimize: presenter.minimize(in: call)
         }
+    }
+
+    /// "Continue here": takes the offered call onto this device (with SwitchboardCallKit, the
+    /// system shows it as a call placed here, connected at once).
+    public func continueHere(_ prompt: CallMovePrompt) {
+        lastError = nil
+        let calls = client.callStore
+        run { try await calls.take(callId: prompt.callId) }
     }
 
     public func tap(_ user: UserID, in size: CGSize) {

@@ -100,8 +100,10 @@ struct CallScreenTests {
         (Phase.idle, true, [String]()), (.ringingHere, true, ["reject", "accept"]), (.ringingHere, false, ["reject", "accept"]),
         (.calling, false, ["microphone+", "speaker", "hangup"]),
         (.calling, true, ["microphone+", "speaker", "camera+", "hangup"]),
-        (.connected, false, ["microphone+", "speaker", "minimize", "hangup"]),
-        (.connected, true, ["microphone+", "speaker", "camera+", "switchCamera", "screenShare", "minimize", "hangup"]),
+        (.connected, false, ["microphone+", "speaker", "moveToAnotherDevice", "minimize", "hangup"]),
+        (.connected, true, [
+            "microphone+", "speaker", "camera+", "switchCamera", "screenShare", "moveToAnotherDevice", "minimize", "hangup",
+        ]),
     ])
     func theButtonsFollowThePhase(_ phase: Phase, _ video: Bool, _ expected: [String]) {
         #expect(Self.names(CallControls.items(for: Self.state(phase, video: video), devices: Self.devices())) == expected)
@@ -110,7 +112,10 @@ struct CallScreenTests {
     @Test func theButtonsShowTheDevices() {
         let items = CallControls.items(
             for: Self.state(.connected), devices: Self.devices(mic: false, camera: false, speaker: true, front: false, sharing: true))
-        #expect(Self.names(items) == ["microphone", "speaker+", "camera", "switchCamera+(off)", "screenShare+", "minimize", "hangup"])
+        #expect(
+            Self.names(items) == [
+                "microphone", "speaker+", "camera", "switchCamera+(off)", "screenShare+", "moveToAnotherDevice", "minimize", "hangup",
+            ])
     }
 
     @Test func aPressBecomesAnAction() {
@@ -120,13 +125,42 @@ struct CallScreenTests {
         #expect(
             actions == [
                 .setMicrophone(on: false), .setAudioRoute(.earpiece), .setCamera(on: false, front: false),
-                .setCamera(on: true, front: true), .setScreenShare(on: true), .minimize, .hangup,
+                .setCamera(on: true, front: true), .setScreenShare(on: true), .offerMove, .minimize, .hangup,
             ])
         #expect(CallControls.action(for: CallControlItem(.switchCamera, isEnabled: false), devices: devices) == nil)
         #expect(CallControls.action(for: CallControlItem(.speaker), devices: devices) == .setAudioRoute(.speaker))
         #expect(
             CallControls.items(for: Self.state(.ringingHere), devices: devices).map { CallControls.action(for: $0, devices: devices) }
                 == [.reject, .accept])
+    }
+
+    // MARK: - the "continue here" prompt
+
+    static func offer(_ callId: CallID, from device: DeviceID = "me-laptop", expiresAt: Int64 = 31_000) -> CallMoveOffer {
+        let participants = [
+            CallParticipant(userId: "me", status: .accept), CallParticipant(userId: "u1", status: .accept, nickname: "Uma"),
+            CallParticipant(userId: "u2", status: .none), CallParticipant(userId: "u3", status: .waiting),
+        ]
+        let info = CallInfo(
+            callId: callId, roomId: "r1", callType: .group, mediaType: .video, callerId: "u1", timeout: 30, createdAt: 0,
+            startTime: 1_000, participants: participants)
+        return CallMoveOffer(call: info, fromDeviceId: device, expiresAt: expiresAt)
+    }
+
+    @Test func anOfferShowsWhileThisDeviceIsInNoCall() throws {
+        var idle = Self.state(.idle)
+        #expect(CallMovePrompt.of(idle) == nil)
+        idle.moveOffers = [Self.offer("c7", expiresAt: 20_000), Self.offer("c8", from: "me-tablet")]
+        // The newest offer; the members in the call besides me (not those who left or still ring).
+        let prompt = try #require(CallMovePrompt.of(idle))
+        #expect(prompt.callId == "c8" && prompt.fromDeviceId == "me-tablet" && prompt.expiresAt == 31_000)
+        #expect(prompt.otherMembers.map(\.userId) == ["u1"] && prompt.mediaType == .video)
+        // A device in a call of its own (or one ringing here) shows no prompt.
+        for phase in [Phase.ringingHere, .calling, .connected] {
+            var busy = Self.state(phase)
+            busy.moveOffers = idle.moveOffers
+            #expect(CallMovePrompt.of(busy) == nil, "\(phase)")
+        }
     }
 
     // MARK: - the status line

@@ -160,6 +160,12 @@ public struct CallMoveOffer: Equatable, Sendable {
     public var fromDeviceId: DeviceID
     /// When the offer lapses (Unix ms, server clock).
     public var expiresAt: Int64
+
+    public init(call: CallInfo, fromDeviceId: DeviceID, expiresAt: Int64) {
+        self.call = call
+        self.fromDeviceId = fromDeviceId
+        self.expiresAt = expiresAt
+    }
 }
 
 /// The result of ``CallStore/calls(participantIds:mediaType:params:)``.

@@ -10,6 +10,8 @@ public enum CallControl: String, Sendable, CaseIterable {
     case camera
     case switchCamera
     case screenShare
+    /// Offers the call to your other devices ("continue there"; docs/IOS.md).
+    case moveToAnotherDevice
     case minimize
 }
 
@@ -31,7 +33,8 @@ public struct CallControlItem: Equatable, Sendable {
 public enum CallControls {
     /// The buttons: a ringing call has decline and answer; a call being placed the microphone,
     /// the speaker (and the camera in a video call) and hang up; a connected call adds minimise,
-    /// and in a video call switching cameras (while the camera is on) and screen sharing.
+    /// and in a video call switching cameras (while the camera is on) and screen sharing, and
+    /// moving the call to another of your devices.
     public static func items(for call: CallStore.State, devices: DeviceStore.State) -> [CallControlItem] {
         guard let active = call.activeCall, call.selfInfo.status != .none else { return [] }
         if active.direction == .incoming && call.selfInfo.status == .waiting {
@@ -49,7 +52,7 @@ public enum CallControls {
             items.append(CallControlItem(.switchCamera, isOn: !devices.isFrontCamera, isEnabled: camera))
             items.append(CallControlItem(.screenShare, isOn: devices.screenShare != nil))
         }
-        if connected { items.append(CallControlItem(.minimize)) }
+        if connected { items += [CallControlItem(.moveToAnotherDevice), CallControlItem(.minimize)] }
         items.append(CallControlItem(.hangup))
         return items
     }
@@ -63,6 +66,8 @@ public enum CallControls {
         case setAudioRoute(AudioRoute)
         case setCamera(on: Bool, front: Bool)
         case setScreenShare(on: Bool)
+        /// ``CallStore/offerMove(callId:to:)`` to all your other devices.
+        case offerMove
         case minimize
     }
 
@@ -79,6 +84,7 @@ public enum CallControls {
         case .camera: return .setCamera(on: !item.isOn, front: devices.isFrontCamera)
         case .switchCamera: return .setCamera(on: true, front: !devices.isFrontCamera)
         case .screenShare: return .setScreenShare(on: !item.isOn)
+        case .moveToAnotherDevice: return .offerMove
         case .minimize: return .minimize
         }
     }
