@@ -64,6 +64,12 @@ extension CallStateMachine {
             func admits(_ device: DeviceID, now: Int64) -> Bool {
                 now < expiresAt && (to == nil || to == device)
             }
+
+            /// The event that tells the devices it admits (at the offer, and to a device that
+            /// logs in while it stands).
+            func event(_ call: CallInfo, from device: DeviceID) -> ServerEvent {
+                .callMoveOffered(CallMoveOfferedEvent(call: call, fromDeviceId: device, toDeviceId: to, expiresAt: expiresAt))
+            }
         }
 
         /// How a member's part ended.

@@ -63,13 +63,7 @@ extension CallStateMachine {
                         to: .device(user, device)))
                 // An offer to move the call here stands: the device that just logged in sees it too.
                 if let offer = presence.moveOffer, offer.admits(device, now: now) {
-                    out.append(
-                        .send(
-                            .callMoveOffered(
-                                CallMoveOfferedEvent(
-                                    call: call.info, fromDeviceId: presence.device, toDeviceId: offer.to,
-                                    expiresAt: offer.expiresAt)),
-                            to: .device(user, device)))
+                    out.append(.send(offer.event(call.info, from: presence.device), to: .device(user, device)))
                 }
             case .screened, .left:
                 // (A screened member is not on the roster: the call never reached the user.)

@@ -43,11 +43,7 @@ extension CallStateMachine {
         }
         out.append(.setTimer(.moveOffer(call.id, user.user), at: offer.expiresAt))
         out.append(
-            .send(
-                .callMoveOffered(
-                    CallMoveOfferedEvent(
-                        call: call.info, fromDeviceId: command.device, toDeviceId: target, expiresAt: offer.expiresAt)),
-                to: Self.recipient(of: offer, user: user, from: command.device)))
+            .send(offer.event(call.info, from: command.device), to: Self.recipient(of: offer, user: user, from: command.device)))
     }
 
     mutating func take(_ command: TakeCommand, now: Int64, out: inout CallOutput) {

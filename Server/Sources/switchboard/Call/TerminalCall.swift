@@ -344,8 +344,13 @@ struct TerminalCall {
             } catch {
                 output.error("offering the call failed: \(error)")
             }
-        case ("take", _):
-            guard let callId = client.callStore.state.callsOnOtherDevices.last?.callId else {
+        case ("take", let named):
+            // The call named, else the newest offered to this device, else the newest elsewhere.
+            let state = client.callStore.state
+            guard
+                let callId = named.map(CallID.init(rawValue:)) ?? state.moveOffers.last?.call.callId
+                    ?? state.callsOnOtherDevices.last?.callId
+            else {
                 return output.error("none of your other devices is in a call")
             }
             do {
