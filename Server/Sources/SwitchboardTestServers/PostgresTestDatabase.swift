@@ -48,6 +48,24 @@ public enum PostgresTestDatabase {
         return LockHolder(connection: connection)
     }
 
+    /// The journal's entry for a call in database `url` as text (the `Call` value's JSON), nil
+    /// when it has none: what a node that takes over would restore.
+    public static func journalEntry(of callId: String, in url: String) async throws -> String? {
+        guard let components = URLComponents(string: url), let host = components.host, let user = components.user else {
+            throw Unavailable()
+        }
+        let logger = Logger(label: "switchboard.test-postgres")
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(
+                host: host, port: components.port ?? 5432, username: user, password: components.password,
+                database: String(components.path.dropFirst()), tls: .disable),
+            id: 1, logger: logger)
+        defer { Task { try? await connection.close() } }
+        let rows = try await connection.query("SELECT state FROM call_journal WHERE call_id = \(callId)", logger: logger)
+        for try await state in rows.decode(ByteBuffer.self) { return String(buffer: state) }
+        return nil
+    }
+
     public struct LockHolder: Sendable {
         let connection: PostgresConnection
 

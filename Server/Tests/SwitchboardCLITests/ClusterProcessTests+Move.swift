@@ -2,6 +2,7 @@ import Foundation
 import Switchboard
 import SwitchboardProtocol
 import SwitchboardTesting
+import SwitchboardTestServers
 import SwitchboardTools
 import Testing
 
@@ -33,7 +34,13 @@ extension ClusterProcessTests {
         }
 
         // The node that decides calls dies with the offer standing; another takes over from the
-        // journal, the offer with it (30 s, re-armed at the same time).
+        // journal, the offer with it (30 s, re-armed at the same time). The offer's answer comes
+        // before its journal entry commits (as every change's does: PROTOCOL.md, "Moving a call
+        // to another device"), so the kill waits for the entry, or a loaded run kills the leader
+        // with the offer uncommitted and the take is refused (moveNotOffered).
+        _ = try await WebhookProcessTests.eventually { () async throws -> Bool? in
+            try await PostgresTestDatabase.journalEntry(of: call.rawValue, in: cluster.database)?.contains("\"moveOffer\":{") == true ? true : nil
+        }
         cluster.kill(leader)
         _ = try await WebhookProcessTests.eventually { () async -> Int? in
             guard let index = try? await cluster.leaderIndex(), index != leader else { return nil }

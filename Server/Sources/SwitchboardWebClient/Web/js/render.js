@@ -152,49 +152,46 @@ function renderElsewhere() {
   $("elsewhere-calls").dataset.signature = signature;
   $("elsewhere-calls").replaceChildren(...calls.map(({ info }) => {
     const offered = state.moveOffers.has(info.callId);
-    const item = document.createElement("li");
-    item.className = `record elsewhere${offered ? " offered" : ""}`;
-    item.dataset.callId = info.callId;
-    const text = document.createElement("div");
-    text.className = "record-text";
-    const who = document.createElement("span");
-    who.className = "peers";
-    who.textContent = othersText(info);
-    const what = document.createElement("span");
-    what.className = "outcome";
     const kind = mediaText(info.mediaType);
-    what.textContent = `${kind[0].toUpperCase()}${kind.slice(1)} · ${offered ? "your other device offers it to this tab" : "on your other device"}`;
-    text.append(who, what);
-    const button = document.createElement("button");
-    button.className = `take${offered ? " primary" : ""}`;
-    button.textContent = offered ? "Continue here" : "Take it here";
-    button.setAttribute("aria-label", `${button.textContent}: your call with ${othersText(info)}`);
-    button.addEventListener("click", () => takeCall(info.callId));
-    item.append(text, button);
-    return item;
+    const label = offered ? "Continue here" : "Take it here";
+    return actionRow({
+      info, className: `elsewhere${offered ? " offered" : ""}`, who: othersText(info),
+      what: `${kind[0].toUpperCase()}${kind.slice(1)} · ${offered ? "your other device offers it to this tab" : "on your other device"}`,
+      button: { className: `take${offered ? " primary" : ""}`, label, aria: `${label}: your call with ${othersText(info)}` },
+      onClick: () => takeCall(info.callId),
+    });
   }));
 }
 
 function ongoingRow(info) {
+  const others = listText(info.participants.filter((p) => p.userId !== state.me).map(nameOf));
+  return actionRow({
+    info, className: "ongoing", who: others, what: `Group ${mediaText(info.mediaType)} · going on now`,
+    button: { className: "join primary", label: "Join", aria: `Join the group call with ${others}` },
+    onClick: () => join(info.callId),
+  });
+}
+
+/** A call in the home screen's lists with one button: who, what, and the action. */
+function actionRow({ info, className, who, what, button, onClick }) {
   const item = document.createElement("li");
-  item.className = "record ongoing";
+  item.className = `record ${className}`;
   item.dataset.callId = info.callId;
-  const others = info.participants.filter((p) => p.userId !== state.me).map(nameOf);
   const text = document.createElement("div");
   text.className = "record-text";
-  const who = document.createElement("span");
-  who.className = "peers";
-  who.textContent = listText(others);
-  const what = document.createElement("span");
-  what.className = "outcome";
-  what.textContent = `Group ${mediaText(info.mediaType)} · going on now`;
-  text.append(who, what);
-  const button = document.createElement("button");
-  button.className = "join primary";
-  button.textContent = "Join";
-  button.setAttribute("aria-label", `Join the group call with ${listText(others)}`);
-  button.addEventListener("click", () => join(info.callId));
-  item.append(text, button);
+  const whoText = document.createElement("span");
+  whoText.className = "peers";
+  whoText.textContent = who;
+  const whatText = document.createElement("span");
+  whatText.className = "outcome";
+  whatText.textContent = what;
+  text.append(whoText, whatText);
+  const action = document.createElement("button");
+  action.className = button.className;
+  action.textContent = button.label;
+  action.setAttribute("aria-label", button.aria);
+  action.addEventListener("click", onClick);
+  item.append(text, action);
   return item;
 }
 
