@@ -95,4 +95,42 @@ struct CallMoveTests {
         #expect(try await alice.callStore.queryRecords(count: 10).records.filter { $0.callId == call }.count == 1)
         #expect(try await phone.callStore.queryRecords(count: 10).records.filter { $0.callId == call }.count == 1)
     }
+
+    /// The laptop is away while the phone withdraws its offer (a new one to the tablet): the
+    /// laptop never hears the withdrawal, so at its return it still lists the offer; its take is
+    /// refused (moveNotOffered) and the offer goes from its state. The call stays on the phone.
+    @Test func anOfferWithdrawnWhileADeviceWasAwayGoesAtItsRefusedTake() async throws {
+        let server = try await TestServer.start()
+        let proxy = try await TCPProxy.start(targetPort: server.port)
+        let alice = try await server.client("alice")
+        let phone = try await server.client("bob", deviceId: "bob-phone")
+        let laptop = try await server.client("bob", deviceId: "bob-laptop", url: server.url(via: proxy))
+        let tablet = try await server.client("bob", deviceId: "bob-tablet")
+        let aliceEvents = Recorder(alice.callStore.events)
+        let phoneEvents = Recorder(phone.callStore.events)
+        let laptopEvents = Recorder(laptop.callStore.events)
+        let tabletEvents = Recorder(tablet.callStore.events)
+        let laptopLogin = Recorder(laptop.loginStore.stateUpdates)
+        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
+        try await phoneEvents.first(from: 0, where: isReceived)
+        try await phone.callStore.accept(callId: call)
+        try await aliceEvents.first(from: 0, where: isStarted)
+
+        try await phone.callStore.offerMove(callId: call, to: "bob-laptop")
+        try await laptopEvents.first(from: 0) { if case .onCallMoveOffered(call, "bob-phone", _) = $0 { true } else { false } }
+        proxy.cut()
+        let away = try await laptopLogin.position(after: 0) { $0.loginStatus == .reconnecting }
+        // A new offer, to the tablet, withdraws the laptop's while the laptop is away.
+        try await phone.callStore.offerMove(callId: call, to: "bob-tablet")
+        try await tabletEvents.first(from: 0) { if case .onCallMoveOffered(call, "bob-phone", _) = $0 { true } else { false } }
+        server.clock.advance(by: .seconds(1))
+        try await laptopLogin.first(from: away) { $0.loginStatus == .loggedIn }
+        #expect(laptop.callStore.state.moveOffers.map(\.call.callId) == [call])
+
+        let refused = await #expect(throws: SwitchboardError.self) { try await laptop.callStore.take(callId: call) }
+        #expect(refused?.code == .moveNotOffered)
+        #expect(laptop.callStore.state.moveOffers.isEmpty)
+        #expect(phone.callStore.state.activeCall?.callId == call && laptop.callStore.state.activeCall == nil)
+        proxy.stop()
+    }
 }

@@ -142,6 +142,20 @@ public final class CallStore: Sendable {
     /// ``State/callsOnOtherDevices``. The call goes on here, connected, with the same id, start
     /// time and members; the device it was on leaves it without ending it.
     public func take(callId: CallID) async throws {
+        do {
+            try await takeCall(callId)
+        } catch let error as SwitchboardError where error.code == .moveNotOffered {
+            // The server has no such offer (it lapsed, another device took it, or a server that
+            // died before storing it forgot it): it is not shown any more.
+            apply { state in
+                state.moveOffers.removeAll { $0.call.callId == callId }
+                return []
+            }
+            throw error
+        }
+    }
+
+    private func takeCall(_ callId: CallID) async throws {
         _ = try await signaling.send(TakeCallRequest(callId: callId)) { [self] response in
             apply { state in
                 state.moveOffers.removeAll { $0.call.callId == callId }

@@ -105,6 +105,9 @@ export async function takeCall(callId) {
       state.elsewhere.delete(callId);
       state.moveOffers.delete(callId);
     }
+    // moveNotOffered: the server has no such offer (it lapsed, was withdrawn while this tab was
+    // away, or was lost with a server that died before storing it): the call stays listed.
+    if (error.code === 3020) state.moveOffers.delete(callId);
     say("home", errorText(error, "take"), { tone: "error", code: error.code });
   }
 }
