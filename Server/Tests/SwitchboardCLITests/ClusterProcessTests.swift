@@ -39,14 +39,17 @@ import FoundationNetworking
         let database: String
         let directory: URL
         let nodes: NIOLockedValueBox<[ServerProcess?]>
+        /// Arguments every node gets beside ``ClusterProcessTests/arguments(database:name:)``.
+        let extra: [String]
 
-        init(database: String, directory: URL, nodes: [ServerProcess]) {
+        init(database: String, directory: URL, nodes: [ServerProcess], extra: [String] = []) {
             self.database = database
             self.directory = directory
             self.nodes = NIOLockedValueBox(nodes)
+            self.extra = extra
         }
 
-        static func start(count: Int) async throws -> Cluster {
+        static func start(count: Int, extra: [String] = []) async throws -> Cluster {
             let database = try await PostgresTestDatabase.create()
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-cluster-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -54,10 +57,10 @@ import FoundationNetworking
             for index in 0..<count {
                 nodes.append(
                     try ServerProcess.launch(
-                        binary: CLITests.binary, arguments: arguments(database: database, name: "node\(index)"),
+                        binary: CLITests.binary, arguments: arguments(database: database, name: "node\(index)") + extra,
                         directory: directory, errorLog: errorLog("node\(index)")))
             }
-            return Cluster(database: database, directory: directory, nodes: nodes)
+            return Cluster(database: database, directory: directory, nodes: nodes, extra: extra)
         }
 
         var ports: [Int] { nodes.withLockedValue { $0.map { $0?.port ?? 0 } } }
@@ -71,7 +74,7 @@ import FoundationNetworking
             #expect(await old.waitForExit() == 0)
             let new = try ServerProcess.launch(
                 binary: CLITests.binary, port: old.port,
-                arguments: ClusterProcessTests.arguments(database: database, name: "node\(index)"), directory: directory,
+                arguments: ClusterProcessTests.arguments(database: database, name: "node\(index)") + extra, directory: directory,
                 errorLog: ClusterProcessTests.errorLog("node\(index)"))
             nodes.withLockedValue { $0[index] = new }
         }

@@ -22,6 +22,8 @@ struct CallStoreReducerTests {
         var events: [String]
         var camera: Bool? = nil
         var state: String
+        /// The call the device hangs up (one the server resumed after this device heard it end).
+        var hangUp: CallID? = nil
 
         var testDescription: String { name }
     }
@@ -182,6 +184,21 @@ struct CallStoreReducerTests {
             event: .memberMoved(MemberMovedEvent(callId: "c9", userId: "alice")),
             events: [], state: "active=- waiting=[] elsewhere=[] change=- peers="),
         Row(
+            name: "a call heard ending that the server resumes (its end was lost) is hung up, not shown",
+            setup: [received("c1"), started("c1"), ended("c1")], event: started("c1"),
+            events: [], state: "active=- waiting=[] elsewhere=[] change=- peers=", hangUp: "c1"),
+        Row(
+            name: "the same through an update", setup: [received("c1"), started("c1"), ended("c1")],
+            event: .callUpdated(CallUpdatedEvent(call: call("c1", bob: .accept))),
+            events: [], state: "active=- waiting=[] elsewhere=[] change=- peers=", hangUp: "c1"),
+        Row(
+            name: "a call this device never heard end resumes (after a reconnect or a reload)", event: started("c1"),
+            events: ["started c1"], state: "active=c1/accept waiting=[] elsewhere=[] change=- peers=alice:unknown"),
+        Row(
+            name: "invited again into a call heard ending: it rings", setup: [received("c1"), started("c1"), ended("c1")],
+            event: received("c1"), events: ["received c1 from alice"],
+            state: "active=c1/waiting waiting=[] elsewhere=[] change=- peers=alice:unknown"),
+        Row(
             name: "media signals are not the store's", setup: [received("c1"), started("c1")],
             event: .mediaSignal(MediaSignalEvent(callId: "c1", from: "alice", kind: .offer, sdp: "v=0")),
             events: [], state: "active=c1/accept waiting=[] elsewhere=[] change=- peers=alice:unknown"),
@@ -199,6 +216,7 @@ struct CallStoreReducerTests {
         #expect(reduction.events.map(Self.describe) == row.events)
         #expect(reduction.camera == row.camera)
         #expect(Self.describe(state) == row.state)
+        #expect(reduction.hangUp == row.hangUp)
     }
 
     // MARK: - description

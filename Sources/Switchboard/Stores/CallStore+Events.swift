@@ -7,6 +7,8 @@ extension CallStore {
     struct Reduction: Equatable, Sendable {
         var events: [CallStoreEvent] = []
         var camera: Bool?
+        /// A call to hang up: the server resumed one this device had heard end.
+        var hangUp: CallID?
     }
 }
 
@@ -26,6 +28,7 @@ extension CallStore.State {
                     mediaType: e.call.mediaType, userData: e.call.userData)
             ])
         case .callStarted(let e):
+            if let refused = refuseResumption(of: e.call) { return refused }
             var events = followed(e.call)
             if calls[e.call.callId]?.announcedStart == false, let start = e.call.startTime {
                 calls[e.call.callId]?.announcedStart = true
@@ -33,10 +36,13 @@ extension CallStore.State {
             }
             return CallStore.Reduction(events: events)
         case .callUpdated(let e):
+            if let refused = refuseResumption(of: e.call) { return refused }
             return CallStore.Reduction(events: followed(e.call))
         case .callEnded(let e):
             // Ends of calls this device never knew (replayed after a login) are not news.
             guard forget(e.callId) else { return CallStore.Reduction() }
+            heardEnded.append(e.callId)
+            if heardEnded.count > Self.heardEndedLimit { heardEnded.removeFirst() }
             return CallStore.Reduction(events: [
                 .onCallEnded(callId: e.callId, mediaType: e.mediaType, reason: e.reason, userId: e.userId)
             ])
@@ -158,5 +164,18 @@ extension CallStore.State {
             return []
         }
         return update(with: call)
+    }
+}
+
+extension CallStore.State {
+    /// A call this device does not track but heard end, coming back as going on: the server lost
+    /// its end (a node killed in the moment between telling the members and storing it resumes
+    /// the call as it last stored it). The members heard the end, so the device hangs it up
+    /// rather than show it again; the server then ends it and writes its records. A call the user
+    /// takes part in again (a join, a take, a new invitation) comes through its own request or
+    /// `callReceived`, never through this.
+    func refuseResumption(of call: CallInfo) -> CallStore.Reduction? {
+        guard calls[call.callId] == nil, heardEnded.contains(call.callId) else { return nil }
+        return CallStore.Reduction(hangUp: call.callId)
     }
 }

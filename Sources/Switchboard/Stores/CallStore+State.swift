@@ -31,6 +31,11 @@ extension CallStore {
         /// This device, as the server knows it (nil before the first login).
         var deviceId: DeviceID?
         var calls: [CallID: Tracked] = [:]
+        /// The calls this device heard end, newest last (at most ``heardEndedLimit``): one the
+        /// server resumes afterwards (a node that died before storing the end came back with the
+        /// call as it last stored it) is hung up, not shown again.
+        var heardEnded: [CallID] = []
+        static let heardEndedLimit = 32
         /// The order calls arrived in, to pick the newest.
         var arrival: [CallID] = []
         /// Your own quality and volume, from your reports.

@@ -318,10 +318,16 @@ public final class CallStore: Sendable {
     /// its events, and an agreed switch of media type turns the camera on or off.
     func handle(_ event: ServerEvent) {
         var camera: Bool?
+        var hangUp: CallID?
         apply { state in
             let reduction = state.reduce(event)
             camera = reduction.camera
+            hangUp = reduction.hangUp
             return reduction.events
+        }
+        if let hangUp {
+            let signaling = self.signaling
+            Task { _ = try? await signaling.send(HangupCallRequest(callId: hangUp)) }
         }
         switch camera {
         case true?: devices.openLocalCamera()

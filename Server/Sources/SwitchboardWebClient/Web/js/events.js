@@ -6,9 +6,23 @@ import {
   activeCall, forget, myStatus, name, ONGOING_LIMIT, RECORDS_LIMIT, state, track, updateParticipant, waitingCall,
 } from "./state.js";
 import { PASSING_NOTICE_MS, placeInView, say } from "./notices.js";
-import { logout } from "./login.js";
+import { logout, signaling } from "./login.js";
 import { media, sync } from "./callmedia.js";
 import { onMoveEvent } from "./move.js";
+
+/** At most this many ended calls remembered (`refuseResumption`). */
+const HEARD_ENDED_LIMIT = 32;
+
+/** A call this page does not show but heard end, coming back as going on: a server node killed
+ * between telling the members and storing the end resumes it as it last stored it. The page hangs
+ * it up instead of showing it again (the Swift SDK does the same); the server then ends it and
+ * writes its records. A call the user takes part in again comes through a join, a take or a new
+ * invitation, never through this. */
+function refuseResumption(info) {
+  if (state.calls.has(info.callId) || !state.heardEnded.includes(info.callId)) return false;
+  signaling.request("call.hangup", { callId: info.callId }).catch(() => {});
+  return true;
+}
 
 export function onEvent({ event, data }) {
   switch (event) {
@@ -16,11 +30,13 @@ export function onEvent({ event, data }) {
       track(data.call, "incoming", data.inviterId);
       break;
     case "callStarted":
+      if (refuseResumption(data.call)) break;
       // A connected call this page never saw: it was reloaded in the call, and resumes it.
       if (!state.calls.has(data.call.callId) && myStatus(data.call) === "accept") state.resumed = data.call.callId;
       track(data.call);
       break;
     case "callUpdated":
+      if (refuseResumption(data.call)) break;
       track(data.call);
       break;
     case "callEnded": {
@@ -28,6 +44,7 @@ export function onEvent({ event, data }) {
       if (!ended) break;
       const wasOnScreen = activeCall() === ended || waitingCall() === ended;
       forget(data.callId);
+      state.heardEnded = [...state.heardEnded.filter((id) => id !== data.callId), data.callId].slice(-HEARD_ENDED_LIMIT);
       if (ended.info.callType === "group" && goesOn(ended.info)) keepOngoing(ended.info);
       if (wasOnScreen) announceEnd(data, ended);
       break;

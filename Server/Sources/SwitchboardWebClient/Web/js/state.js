@@ -20,6 +20,8 @@ export const state = {
   calls: new Map(),
   /** Arrival order of the calls, to pick the newest. */
   arrival: [],
+  /** Calls this page heard end, newest last (events.js, refuseResumption). */
+  heardEnded: [],
   /** Group calls this user left (or declined) that went on without them: callId → info. Gone
    * once the call's record arrives (records are written when a call ends). */
   ongoing: new Map(),
