@@ -14,10 +14,14 @@ extension ClusterProcessTests {
         let cluster = try await Cluster.start(count: 3)
         let ports = cluster.ports
         let leader = try #require(try await cluster.leaderIndex())
-        // bob's phone on the leader (it reconnects elsewhere when that node dies), his laptop and
-        // alice each on one of the other nodes.
+        // bob's phone on the leader, his laptop and alice each on one of the other nodes. When the
+        // leader dies the phone comes back on another node only after 5 s, after the take: it
+        // learns of the move at its return (it missed `callMoved`).
         let alice = try await Self.client("mvalice", home: (leader + 1) % 3, ports: ports)
-        let phone = try await Self.client("mvbob", home: leader, ports: ports)
+        let phone = try await Self.client(
+            "mvbob", home: leader, ports: ports,
+            reconnectPolicy: ReconnectPolicy(initialDelay: .seconds(5), maxDelay: .seconds(5), jitter: 0))
+        let phoneLogin = Recorder(phone.loginStore.stateUpdates)
         let laptop = try await Self.client("mvbob", device: "mvbob-laptop", home: (leader + 2) % 3, ports: ports)
         let aliceEvents = Recorder(alice.callStore.events)
         let phoneEvents = Recorder(phone.callStore.events)
@@ -59,7 +63,12 @@ extension ClusterProcessTests {
             }
         }
 
-        // Every device of bob hears where the call went; alice sees bob move, never an end.
+        // The take came while the phone was away.
+        #expect(phone.loginStore.state.loginStatus != .loggedIn)
+        let away = try #require(phoneLogin.values.lastIndex { $0.loginStatus == .reconnecting })
+        try await phoneLogin.first(from: away, timeout: .seconds(30)) { $0.loginStatus == .loggedIn }
+        // Every device of bob hears where the call went (the phone at its return); alice sees bob
+        // move, never an end.
         for events in [laptopEvents, phoneEvents] {
             try await events.first(from: 0, timeout: .seconds(30)) {
                 if case .onCallMoved(call, DeviceID(rawValue: "mvbob-phone"), DeviceID(rawValue: "mvbob-laptop")) = $0 {

@@ -130,14 +130,16 @@ import FoundationNetworking
     }
 
     /// A client whose first address is node `home` and whose fallbacks are the others.
-    static func client(_ user: String, device: String? = nil, home: Int, ports: [Int]) async throws -> SwitchboardClient {
+    static func client(
+        _ user: String, device: String? = nil, home: Int, ports: [Int],
+        reconnectPolicy: ReconnectPolicy = ReconnectPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(500))
+    ) async throws -> SwitchboardClient {
         let urls = (0..<ports.count).map { URL(string: "ws://127.0.0.1:\(ports[(home + $0) % ports.count])/v1/ws")! }
         let client = SwitchboardClient(
             configuration: SwitchboardConfiguration(
                 serverURL: urls[0], fallbackServerURLs: Array(urls.dropFirst()),
                 deviceId: DeviceID(rawValue: device ?? "\(user)-phone"), platform: "test",
-                reconnectPolicy: ReconnectPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(500)),
-                logger: quietLogger))
+                reconnectPolicy: reconnectPolicy, logger: quietLogger))
         let sig = UserSig.generate(sdkAppID: sdkAppID, secretKey: secret, userID: user, expire: 3600)
         try await client.loginStore.login(sdkAppID: sdkAppID, userID: user, userSig: sig)
         return client

@@ -184,6 +184,14 @@ struct CallStoreReducerTests {
             event: .memberMoved(MemberMovedEvent(callId: "c9", userId: "alice")),
             events: [], state: "active=- waiting=[] elsewhere=[] change=- peers="),
         Row(
+            name: "back from a drop, bob's call is on his pad: it moved while he was away (no end)",
+            setup: [received("c1"), started("c1")], event: elsewhere("c1"), events: ["moved c1 phone→pad"],
+            state: "active=- waiting=[] elsewhere=[c1] change=- peers="),
+        Row(
+            name: "and the sync after it does not end it", setup: [received("c1"), started("c1"), elsewhere("c1")],
+            event: .callsSynced(CallsSyncedEvent(callIds: [], elsewhereCallIds: ["c1"])), events: [],
+            state: "active=- waiting=[] elsewhere=[c1] change=- peers="),
+        Row(
             name: "a call heard ending that the server resumes (its end was lost) is hung up, not shown",
             setup: [received("c1"), started("c1"), ended("c1")], event: started("c1"),
             events: [], state: "active=- waiting=[] elsewhere=[] change=- peers=", hangUp: "c1"),

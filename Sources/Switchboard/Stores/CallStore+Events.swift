@@ -106,6 +106,14 @@ extension CallStore.State {
                 ],
                 camera: e.result == .agreed ? e.mediaType == .video : nil)
         case .callElsewhere(let e):
+            // This device was in the call and another of the user's has it now: it moved while
+            // this one was away (its `callMoved` was missed): the same as hearing it.
+            if e.active, let device = deviceId, e.deviceId != device,
+                calls[e.call.callId]?.info.participant(userId)?.status == .accept
+            {
+                return CallStore.Reduction(
+                    events: moved(CallMovedEvent(call: e.call, fromDeviceId: device, toDeviceId: e.deviceId)))
+            }
             callsOnOtherDevices.removeAll { $0.callId == e.call.callId }
             if e.active { callsOnOtherDevices.append(e.call) }
             return CallStore.Reduction(events: [.onCallElsewhere(callId: e.call.callId, deviceId: e.deviceId, active: e.active)])

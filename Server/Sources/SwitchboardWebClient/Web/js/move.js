@@ -27,6 +27,13 @@ export function othersText(info) {
 export function onMoveEvent(event, data) {
   switch (event) {
     case "callElsewhere":
+      // This tab was in the call and another device has it now: it moved while this tab was
+      // away (its callMoved was missed): the same as hearing it.
+      if (data.active && data.deviceId !== state.deviceId && state.calls.get(data.call.callId)?.info.participants
+        .find((p) => p.userId === state.me)?.status === "accept") {
+        moved({ call: data.call, fromDeviceId: state.deviceId, toDeviceId: data.deviceId });
+        return true;
+      }
       if (data.active) keep(state.elsewhere, data.call.callId, { info: data.call, deviceId: data.deviceId });
       else {
         state.elsewhere.delete(data.call.callId);
