@@ -42,7 +42,7 @@ public struct CallMoveBanner: View {
     }
 
     private var members: String {
-        let names = prompt.otherMembers.map { $0.nickname.flatMap { $0.isEmpty ? nil : $0 } ?? $0.userId.rawValue }
+        let names = prompt.otherMembers.map(\.displayName)
         return names.isEmpty ? NSLocalizedString("Your call", comment: "") : names.joined(separator: ", ")
     }
 }

@@ -70,7 +70,7 @@ struct CallHeader: View {
     private var names: String {
         let me = model.call.selfInfo.userId
         return model.call.allParticipants.filter { $0.userId != me && $0.status != .none }
-            .map { $0.nickname.flatMap { $0.isEmpty ? nil : $0 } ?? $0.userId.rawValue }.joined(separator: ", ")
+            .map(\.displayName).joined(separator: ", ")
     }
 }
 

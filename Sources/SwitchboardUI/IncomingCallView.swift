@@ -18,9 +18,9 @@ public struct IncomingCallView: View {
         VStack(spacing: 20) {
             Spacer()
             if let caller = model.caller {
-                AvatarView(avatar: model.avatar(for: caller), name: name(of: caller))
+                AvatarView(avatar: model.avatar(for: caller), name: caller.displayName)
                     .frame(width: 120, height: 120)
-                Text(name(of: caller)).font(.largeTitle).bold()
+                Text(caller.displayName).font(.largeTitle).bold()
             }
             if let line = model.statusLine { Text(line.text).font(.headline).foregroundColor(.secondary) }
             Spacer()
@@ -30,10 +30,6 @@ public struct IncomingCallView: View {
         .frame(maxWidth: .infinity)
         .foregroundColor(.white)
         .background(Color(white: 0.1).ignoresSafeArea())
-    }
-
-    private func name(of member: CallParticipantInfo) -> String {
-        member.nickname.flatMap { $0.isEmpty ? nil : $0 } ?? member.userId.rawValue
     }
 }
 #endif

@@ -16,17 +16,11 @@ public enum PostgresTestDatabase {
 
     /// Creates an empty database and returns its URL.
     public static func create() async throws -> String {
-        guard let base = serverURL, var components = URLComponents(string: base), let host = components.host,
-            let user = components.user
-        else { throw Unavailable() }
+        guard let base = serverURL, var components = URLComponents(string: base) else { throw Unavailable() }
         let name = "sbtest_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(
-                host: host, port: components.port ?? 5432, username: user, password: components.password,
-                database: String(components.path.dropFirst()), tls: .disable),
-            id: 1, logger: Logger(label: "switchboard.test-postgres"))
+        let connection = try await connect(base)
         // Identifiers cannot be bound; the name is made of hex digits only.
-        try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "pg"))
+        try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
         try await connection.close()
         components.path = "/" + name
         return components.string ?? base
@@ -35,15 +29,7 @@ public enum PostgresTestDatabase {
     /// Takes PostgreSQL's advisory lock `key` in database `url` on a connection of its own (as a
     /// cluster's leader does) and keeps it until ``LockHolder/release()``.
     public static func holdLock(_ key: Int64, in url: String) async throws -> LockHolder {
-        guard let components = URLComponents(string: url), let host = components.host, let user = components.user else {
-            throw Unavailable()
-        }
-        let logger = Logger(label: "switchboard.test-postgres")
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(
-                host: host, port: components.port ?? 5432, username: user, password: components.password,
-                database: String(components.path.dropFirst()), tls: .disable),
-            id: 1, logger: logger)
+        let connection = try await connect(url)
         try await connection.query("SELECT pg_advisory_lock(\(key))", logger: logger)
         return LockHolder(connection: connection)
     }
@@ -51,19 +37,31 @@ public enum PostgresTestDatabase {
     /// The journal's entry for a call in database `url` as text (the `Call` value's JSON), nil
     /// when it has none: what a node that takes over would restore.
     public static func journalEntry(of callId: String, in url: String) async throws -> String? {
+        let connection = try await connect(url)
+        do {
+            var entry: String?
+            let rows = try await connection.query("SELECT state FROM call_journal WHERE call_id = \(callId)", logger: logger)
+            for try await state in rows.decode(ByteBuffer.self) { entry = String(buffer: state) }
+            try await connection.close()
+            return entry
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
+    static let logger = Logger(label: "switchboard.test-postgres")
+
+    /// A connection of its own to database `url`.
+    static func connect(_ url: String) async throws -> PostgresConnection {
         guard let components = URLComponents(string: url), let host = components.host, let user = components.user else {
             throw Unavailable()
         }
-        let logger = Logger(label: "switchboard.test-postgres")
-        let connection = try await PostgresConnection.connect(
+        return try await PostgresConnection.connect(
             configuration: .init(
                 host: host, port: components.port ?? 5432, username: user, password: components.password,
                 database: String(components.path.dropFirst()), tls: .disable),
             id: 1, logger: logger)
-        defer { Task { try? await connection.close() } }
-        let rows = try await connection.query("SELECT state FROM call_journal WHERE call_id = \(callId)", logger: logger)
-        for try await state in rows.decode(ByteBuffer.self) { return String(buffer: state) }
-        return nil
     }
 
     public struct LockHolder: Sendable {

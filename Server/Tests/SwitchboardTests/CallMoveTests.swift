@@ -10,15 +10,20 @@ import Testing
 /// "Moving a call to another device"): two devices taking at once, an offer lapsing, another user's
 /// device. Time moves only on the test clock.
 struct CallMoveTests {
-    static func isMoved(_ event: CallStoreEvent) -> Bool { if case .onCallMoved = event { true } else { false } }
+    /// alice's call answered on bob's phone; bob's laptop (through `laptopURL` when given) and
+    /// tablet are logged in too.
+    struct Setup {
+        var alice, phone, laptop, tablet: SwitchboardClient
+        var aliceEvents, phoneEvents, laptopEvents, tabletEvents: Recorder<CallStoreEvent>
+        var call: CallID
+        var startTime: Int64
+    }
 
-    @Test func twoDevicesTakeAtOnceAndOneWinsThenAnOfferLapses() async throws {
-        let server = try await TestServer.start()
+    static func bobAnswersOnHisPhone(_ server: TestServer, laptopURL: URL? = nil) async throws -> Setup {
         let alice = try await server.client("alice")
         let phone = try await server.client("bob", deviceId: "bob-phone")
-        let laptop = try await server.client("bob", deviceId: "bob-laptop")
+        let laptop = try await server.client("bob", deviceId: "bob-laptop", url: laptopURL)
         let tablet = try await server.client("bob", deviceId: "bob-tablet")
-        let mallory = try await server.client("mallory", deviceId: "bob-desk")
         let aliceEvents = Recorder(alice.callStore.events)
         let phoneEvents = Recorder(phone.callStore.events)
         let laptopEvents = Recorder(laptop.callStore.events)
@@ -27,7 +32,18 @@ struct CallMoveTests {
         try await phoneEvents.first(from: 0, where: isReceived)
         try await phone.callStore.accept(callId: call)
         try await aliceEvents.first(from: 0, where: isStarted)
-        let startTime = try #require(alice.callStore.state.activeCall?.startTime)
+        return Setup(
+            alice: alice, phone: phone, laptop: laptop, tablet: tablet, aliceEvents: aliceEvents, phoneEvents: phoneEvents,
+            laptopEvents: laptopEvents, tabletEvents: tabletEvents, call: call,
+            startTime: try #require(alice.callStore.state.activeCall?.startTime))
+    }
+
+    @Test func twoDevicesTakeAtOnceAndOneWinsThenAnOfferLapses() async throws {
+        let server = try await TestServer.start()
+        let s = try await Self.bobAnswersOnHisPhone(server)
+        let (alice, phone, laptop, tablet, call, startTime) = (s.alice, s.phone, s.laptop, s.tablet, s.call, s.startTime)
+        let (aliceEvents, phoneEvents, laptopEvents, tabletEvents) = (s.aliceEvents, s.phoneEvents, s.laptopEvents, s.tabletEvents)
+        let mallory = try await server.client("mallory", deviceId: "bob-desk")
 
         // bob's other devices rang and were told the phone answered: from here on no end.
         for events in [laptopEvents, tabletEvents] {
@@ -102,19 +118,9 @@ struct CallMoveTests {
     @Test func anOfferWithdrawnWhileADeviceWasAwayGoesAtItsRefusedTake() async throws {
         let server = try await TestServer.start()
         let proxy = try await TCPProxy.start(targetPort: server.port)
-        let alice = try await server.client("alice")
-        let phone = try await server.client("bob", deviceId: "bob-phone")
-        let laptop = try await server.client("bob", deviceId: "bob-laptop", url: server.url(via: proxy))
-        let tablet = try await server.client("bob", deviceId: "bob-tablet")
-        let aliceEvents = Recorder(alice.callStore.events)
-        let phoneEvents = Recorder(phone.callStore.events)
-        let laptopEvents = Recorder(laptop.callStore.events)
-        let tabletEvents = Recorder(tablet.callStore.events)
+        let s = try await Self.bobAnswersOnHisPhone(server, laptopURL: server.url(via: proxy))
+        let (phone, laptop, call, laptopEvents, tabletEvents) = (s.phone, s.laptop, s.call, s.laptopEvents, s.tabletEvents)
         let laptopLogin = Recorder(laptop.loginStore.stateUpdates)
-        let call = try await alice.callStore.calls(participantIds: ["bob"], mediaType: .audio).callId
-        try await phoneEvents.first(from: 0, where: isReceived)
-        try await phone.callStore.accept(callId: call)
-        try await aliceEvents.first(from: 0, where: isStarted)
 
         try await phone.callStore.offerMove(callId: call, to: "bob-laptop")
         try await laptopEvents.first(from: 0) { if case .onCallMoveOffered(call, "bob-phone", _) = $0 { true } else { false } }

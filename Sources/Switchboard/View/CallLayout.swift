@@ -224,7 +224,7 @@ public struct CallViewLayout: Equatable, Sendable {
         return placed.map { member, role, frame in
             CallTile(
                 userId: member.userId, isSelf: member.userId == me.userId, role: role, frame: frame,
-                displayName: member.nickname.flatMap { $0.isEmpty ? nil : $0 } ?? member.userId.rawValue,
+                displayName: member.displayName,
                 showsVideo: role == .screen || (video && member.cameraOn && member.status == .accept),
                 avatar: settings.avatar(for: member),
                 waitingAnimation: member.status == .waiting && member.userId != me.userId

@@ -3,7 +3,7 @@
 // the call on this tab to the others, and what the server says when a call moved.
 
 import { errorText, listText, nameOf } from "./words.js";
-import { activeCall, forget, state, track } from "./state.js";
+import { activeCall, forget, myStatus, state, track } from "./state.js";
 import { PASSING_NOTICE_MS, say, clear } from "./notices.js";
 import { signaling } from "./login.js";
 import { media, sync } from "./callmedia.js";
@@ -29,8 +29,8 @@ export function onMoveEvent(event, data) {
     case "callElsewhere":
       // This tab was in the call and another device has it now: it moved while this tab was
       // away (its callMoved was missed): the same as hearing it.
-      if (data.active && data.deviceId !== state.deviceId && state.calls.get(data.call.callId)?.info.participants
-        .find((p) => p.userId === state.me)?.status === "accept") {
+      const here = state.calls.get(data.call.callId);
+      if (data.active && data.deviceId !== state.deviceId && here && myStatus(here.info) === "accept") {
         moved({ call: data.call, fromDeviceId: state.deviceId, toDeviceId: data.deviceId });
         return true;
       }
@@ -108,13 +108,11 @@ export async function takeCall(callId) {
     clear("call");
     sync();
   } catch (error) {
-    if ([3001, 3005].includes(error.code)) {
-      state.elsewhere.delete(callId);
-      state.moveOffers.delete(callId);
-    }
-    // moveNotOffered: the server has no such offer (it lapsed, was withdrawn while this tab was
-    // away, or was lost with a server that died before storing it): the call stays listed.
-    if (error.code === 3020) state.moveOffers.delete(callId);
+    // callNotFound, callAlreadyEnded: the call is gone. moveNotOffered: the server has no such
+    // offer (it lapsed, was withdrawn while this tab was away, or was lost with a server that
+    // died before storing it): the call stays listed, without the offer.
+    if ([3001, 3005].includes(error.code)) state.elsewhere.delete(callId);
+    if ([3001, 3005, 3020].includes(error.code)) state.moveOffers.delete(callId);
     say("home", errorText(error, "take"), { tone: "error", code: error.code });
   }
 }
