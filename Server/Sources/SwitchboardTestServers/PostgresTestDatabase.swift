@@ -31,7 +31,7 @@ public enum PostgresTestDatabase {
     public static func holdLock(_ key: Int64, in url: String) async throws -> LockHolder {
         let connection = try await connect(url)
         try await connection.query("SELECT pg_advisory_lock(\(key))", logger: logger)
-        return LockHolder(connection: connection)
+        return LockHolder(connection: connection, key: key)
     }
 
     /// The journal's entry for a call in database `url` as text (the `Call` value's JSON), nil
@@ -66,9 +66,15 @@ public enum PostgresTestDatabase {
 
     public struct LockHolder: Sendable {
         let connection: PostgresConnection
+        let key: Int64
 
-        /// Lets go of the lock (closes its connection).
-        public func release() async throws { try await connection.close() }
+        /// Lets go of the lock, then closes its connection. The unlock is answered once the lock
+        /// is free; a close alone returns before the server has ended the session, and a node
+        /// that tried the lock at once could still find it held (seen in a loaded run).
+        public func release() async throws {
+            try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: PostgresTestDatabase.logger)
+            try await connection.close()
+        }
     }
 
     public struct Unavailable: Error, CustomStringConvertible {
