@@ -376,7 +376,8 @@ extension CallStoreEvent {
         case .onMediaTypeChangeRequested(_, _, let mediaType, _), .onMediaTypeChangeResult(_, _, let mediaType, _, _):
             mediaType
         case .onRemoteDeviceChanged, .onRemoteScreenShareChanged, .onParticipantStatusChanged, .onMemberStatusChanged,
-            .onCallElsewhere, .onCallMoveOffered, .onCallMoveOfferEnded, .onCallMoved, .onMemberMoved:
+            .onCallElsewhere, .onCallMoveOffered, .onCallMoveOfferEnded, .onCallMoved, .onMemberMoved, .onRecordingStarted,
+            .onRecordingStopped:
             nil
         }
     }
@@ -420,6 +421,10 @@ extension CallStoreEvent {
             "onCallMoved \(callId.rawValue.prefix(8)) from device \(from.rawValue.prefix(8)) to \(to.rawValue.prefix(8))"
         case .onMemberMoved(let callId, let userId):
             "onMemberMoved \(callId.rawValue.prefix(8)) \(userId) is on another device"
+        case .onRecordingStarted(let callId, let startedBy, _):
+            "onRecordingStarted \(callId.rawValue.prefix(8)) by \(startedBy?.rawValue ?? "the app's policy")"
+        case .onRecordingStopped(let callId, let stoppedBy):
+            "onRecordingStopped \(callId.rawValue.prefix(8)) by \(stoppedBy?.rawValue ?? "someone")"
         }
     }
 }

@@ -9,7 +9,8 @@ import Testing
 ///
 ///     active=<callId>/<your status> waiting=[…] elsewhere=[…] change=<transaction> peers=<user>:<quality>,…
 ///
-/// followed by ` offers=[…]` while calls are offered to this device (bob's `phone`).
+/// followed by ` offers=[…]` while calls are offered to this device (bob's `phone`), and by
+/// ` recording=<who started it, or app>@<when>` while the active call is recorded.
 struct CallStoreReducerTests {
     static let me: UserID = "bob"
     /// The device whose store this is.
@@ -247,6 +248,8 @@ struct CallStoreReducerTests {
         case .onCallMoveOfferEnded(let id, let reason): "offer ended \(id) \(reason)"
         case .onCallMoved(let id, let from, let to): "moved \(id) \(from)→\(to)"
         case .onMemberMoved(let id, let user): "member moved \(id) \(user)"
+        case .onRecordingStarted(let id, let user, let at): "recording \(id) by \(user?.rawValue ?? "app") at \(at)"
+        case .onRecordingStopped(let id, let user): "recording stopped \(id) by \(user?.rawValue ?? "-")"
         default: "\(event)"
         }
     }
@@ -259,5 +262,6 @@ struct CallStoreReducerTests {
             + "elsewhere=[\(state.callsOnOtherDevices.map(\.callId.rawValue).joined(separator: ","))] "
             + "change=\(state.mediaTypeChange?.transactionId.rawValue ?? "-") peers=\(peers)"
             + (state.moveOffers.isEmpty ? "" : " offers=[\(state.moveOffers.map(\.call.callId.rawValue).joined(separator: ","))]")
+            + (state.activeCall?.recording.map { " recording=\($0.startedBy?.rawValue ?? "app")@\($0.startedAt)" } ?? "")
     }
 }

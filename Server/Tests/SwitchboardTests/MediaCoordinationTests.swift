@@ -133,6 +133,11 @@ struct MediaCoordinationTests {
             name: "a mesh call that becomes an SFU call closes them", setup: "mesh:c1:bob", input: "sfu:c1:bob+carol",
             result: "close(bob)", state: "call=c1 sfu audio=on closing=bob"),
         Row(
+            // The route alone decides, not the call's type: a one-to-one call goes through the SFU
+            // while the server records it, with the same two members.
+            name: "a one-to-one call whose recording starts moves to the SFU too", setup: "mesh:c1:bob", input: "sfu:c1:bob",
+            result: "close(bob)", state: "call=c1 sfu audio=on closing=bob"),
+        Row(
             name: "and a signal from a member opens none", setup: "sfu:c1:bob", input: "signal:c1:bob", result: "",
             state: "call=c1 sfu audio=on"),
         Row(

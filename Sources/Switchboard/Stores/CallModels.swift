@@ -30,6 +30,9 @@ public struct ActiveCall: Equatable, Sendable {
     public var startTime: Int64? { info.startTime }
     /// `sfu` when the call's media goes through the server's SFU; nil: peer to peer.
     public var media: CallMediaRoute? { info.media }
+    /// The server records the call now (who started it, when); nil: it does not. Shown to every
+    /// member, a ringing one included (their notice before answering).
+    public var recording: CallRecordingState? { info.recording }
 }
 
 /// One member of the active call, as the call view shows them.
@@ -151,6 +154,15 @@ public enum CallStoreEvent: Equatable, Sendable {
     /// Another member moved their part of the call to another of their devices: the same member,
     /// whose media starts over.
     case onMemberMoved(callId: CallID, userId: UserID)
+    /// The server records the call from now on: `startedBy` started it (nil: the app records
+    /// every call), at `startedAt` (Unix ms, server clock). It is in ``ActiveCall/recording``
+    /// meanwhile. A call already recorded when this device first hears of it comes with
+    /// `recording` in its snapshot and no event.
+    case onRecordingStarted(callId: CallID, startedBy: UserID?, startedAt: Int64)
+    /// The server stopped recording the call: `stoppedBy` stopped it (nil when this device learnt
+    /// it from a snapshot, having missed the stop: a reconnect). A call that ends while recorded
+    /// has no stop: its end stops the recording.
+    case onRecordingStopped(callId: CallID, stoppedBy: UserID?)
 }
 
 /// A call another of your devices offers to this one (``CallStore/State/moveOffers``).

@@ -133,6 +133,17 @@ extension CallStore.State {
         case .memberMoved(let e):
             guard calls[e.callId] != nil else { return CallStore.Reduction() }
             return CallStore.Reduction(events: [.onMemberMoved(callId: e.callId, userId: e.userId)])
+        case .recordingStarted(let e):
+            // Heard once: a snapshot that said so first (a response, an update) already told.
+            guard let call = calls[e.callId], call.info.recording != e.recording else { return CallStore.Reduction() }
+            calls[e.callId]?.info.recording = e.recording
+            return CallStore.Reduction(events: [
+                .onRecordingStarted(callId: e.callId, startedBy: e.recording.startedBy, startedAt: e.recording.startedAt)
+            ])
+        case .recordingStopped(let e):
+            guard calls[e.callId]?.info.recording != nil else { return CallStore.Reduction() }
+            calls[e.callId]?.info.recording = nil
+            return CallStore.Reduction(events: [.onRecordingStopped(callId: e.callId, stoppedBy: e.stoppedBy)])
         case .sessionEnded, .mediaSignal, .sfuSession, .sfuSignal:
             // Media signals go to the media coordinator (SwitchboardClient routes them).
             return CallStore.Reduction()
@@ -160,6 +171,18 @@ extension CallStore.State {
             callsOnOtherDevices.append(e.call)
         }
         return [.onCallMoved(callId: id, fromDeviceId: e.fromDeviceId, toDeviceId: e.toDeviceId)]
+    }
+
+    /// The snapshot in the answer to this user's own `call.stopRecording`: the stop is theirs,
+    /// which the snapshot alone does not say (the server's `recordingStopped` may come after it,
+    /// and is then not news).
+    mutating func recordingStopped(_ call: CallInfo) -> [CallStoreEvent] {
+        var events: [CallStoreEvent] = []
+        if call.recording == nil, calls[call.callId]?.info.recording != nil {
+            calls[call.callId]?.info.recording = nil
+            events.append(.onRecordingStopped(callId: call.callId, stoppedBy: userId))
+        }
+        return events + update(with: call)
     }
 
     /// A snapshot of a call: tracked if new (a call this device learns of from its start or an

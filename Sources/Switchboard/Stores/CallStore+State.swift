@@ -125,8 +125,9 @@ extension CallStore.State {
         calls[call.info.callId] = call
     }
 
-    /// Replaces a tracked call's snapshot, returning an event for each member whose status changed
-    /// and, for the other members in the call, each change of device or of status report.
+    /// Replaces a tracked call's snapshot, returning an event for each member whose status changed,
+    /// for the other members in the call each change of device or of status report, and a start or
+    /// stop of the recording.
     mutating func update(with info: CallInfo) -> [CallStoreEvent] {
         let selfId = userId
         guard let old = calls[info.callId]?.info else { return [] }
@@ -160,6 +161,16 @@ extension CallStore.State {
                     .onMemberStatusChanged(
                         callId: info.callId, userId: participant.userId,
                         networkQuality: quality ?? .unknown, volumeLevel: participant.volumeLevel ?? .mute))
+            }
+        }
+        // The recording too: a snapshot may tell of it before its event, or instead (a device that
+        // was away); the event that follows is then not news.
+        if old.recording != info.recording {
+            if let recording = info.recording {
+                events.append(
+                    .onRecordingStarted(callId: info.callId, startedBy: recording.startedBy, startedAt: recording.startedAt))
+            } else {
+                events.append(.onRecordingStopped(callId: info.callId, stoppedBy: nil))
             }
         }
         return events

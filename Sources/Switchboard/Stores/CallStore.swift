@@ -175,6 +175,31 @@ public final class CallStore: Sendable {
         reportDevices(for: callId)
     }
 
+    // MARK: - recording
+
+    /// Asks the server to record the active call (or `callId`) from now on, where the app's
+    /// recording policy lets this member (`recordingNotAllowed` otherwise; `recordingUnavailable`
+    /// when the server cannot record now). Every member hears
+    /// ``CallStoreEvent/onRecordingStarted(callId:startedBy:startedAt:)``, this device included,
+    /// once; the call's media goes through the server's SFU while it is recorded. To record from
+    /// the start, place the call with `CallParams(record: true)`.
+    public func startRecording(callId: CallID? = nil) async throws {
+        let id = try currentCallId(callId)
+        _ = try await signaling.send(StartRecordingRequest(callId: id)) { [self] response in
+            apply { $0.update(with: response.call) }
+        }
+    }
+
+    /// Asks the server to stop recording the active call (or `callId`); what was recorded so far
+    /// is kept. Refused with `recordingNotAllowed` where the app records every call, or where only
+    /// the caller controls the recording.
+    public func stopRecording(callId: CallID? = nil) async throws {
+        let id = try currentCallId(callId)
+        _ = try await signaling.send(StopRecordingRequest(callId: id)) { [self] response in
+            apply { $0.recordingStopped(response.call) }
+        }
+    }
+
     // MARK: - media type
 
     /// Asks the other member of the active one-to-one call to switch to `mediaType`.
