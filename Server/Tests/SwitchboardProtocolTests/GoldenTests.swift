@@ -487,6 +487,11 @@ struct GoldenTests {
             "request.call.offerMove", "request.call.offerMove.anyDevice", "response.call.offerMove", "request.call.take",
             "response.call.take", "response.error.moveNotOffered", "event.callMoveOffered", "event.callMoveOfferEnded",
             "event.callMoved", "event.memberMoved",
+            // GoldenTests+Recording.swift.
+            "request.call.startRecording", "request.call.stopRecording", "response.call.startRecording",
+            "response.error.recordingNotAllowed", "response.error.recordingUnavailable", "request.call.start.record",
+            "event.recordingStarted", "event.recordingStarted.policy", "event.recordingStopped", "event.callUpdated.recording",
+            "event.callReceived.recorded",
             "push.web.incomingCall", "push.web.callEnded", "push.web.missedCall", "push.alert.incomingCall",
             "push.alert.callEnded",
             // Checked by SealedPushTests.

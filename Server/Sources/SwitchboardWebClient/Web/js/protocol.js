@@ -36,7 +36,7 @@ const STRUCTS = {
   Profile: { userId: "string", nickname: "string?", avatarURL: "string?" },
   CallParams: {
     roomId: "string?", timeout: "int?", userData: "string?", chatGroupId: "string?", isEphemeralCall: "bool?",
-    pushConfig: "PushConfig?",
+    pushConfig: "PushConfig?", record: "bool?",
   },
   PushConfig: { title: "string?", body: "string?", sound: "string?", extra: "string?", missedCallAlert: "bool?" },
   Participant: {
@@ -47,8 +47,9 @@ const STRUCTS = {
   CallInfo: {
     callId: "string", roomId: "string", callType: "CallType", mediaType: "MediaType", callerId: "string",
     chatGroupId: "string?", userData: "string?", isEphemeral: "bool", timeout: "int", createdAt: "int",
-    startTime: "int?", participants: "[Participant]", media: "MediaRoute?",
+    startTime: "int?", participants: "[Participant]", media: "MediaRoute?", recording: "Recording?",
   },
+  Recording: { startedBy: "string?", startedAt: "int" },
   Record: {
     callId: "string", roomId: "string", callType: "CallType", mediaType: "MediaType", callerId: "string",
     inviterId: "string", participantIds: "[string]", chatGroupId: "string?", direction: "Direction",
@@ -106,6 +107,8 @@ export const REQUESTS = {
   "call.videoLayer": [{ callId: "string", userId: "string", layer: "VideoLayer" }, {}],
   "call.offerMove": [{ callId: "string", deviceId: "string?" }, { expiresAt: "int" }],
   "call.take": [CALL, { call: "CallInfo" }],
+  "call.startRecording": [CALL, { call: "CallInfo" }],
+  "call.stopRecording": [CALL, { call: "CallInfo" }],
   "media.iceServers": [{}, { iceServers: "[IceServer]", expiresAt: "int?" }],
   "records.query": [
     { syncTime: "int", count: "int", order: "Order" },
@@ -150,6 +153,8 @@ export const EVENTS = {
   callMoveOfferEnded: { callId: "string", reason: "MoveOfferEndReason" },
   callMoved: { call: "CallInfo", fromDeviceId: "string", toDeviceId: "string" },
   memberMoved: { callId: "string", userId: "string" },
+  recordingStarted: { callId: "string", recording: "Recording" },
+  recordingStopped: { callId: "string", stoppedBy: "string", stoppedAt: "int" },
   sfuSignal: {
     callId: "string", session: "int", connection: "SFUConnection", kind: "SignalKind", sdp: "string?",
     candidate: "IceCandidate?", tracks: "[SFUTrack]?",
