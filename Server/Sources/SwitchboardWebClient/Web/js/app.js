@@ -22,6 +22,7 @@ import {
 } from "./calls.js";
 import { media } from "./callmedia.js";
 import { offerMove } from "./move.js";
+import { toggleRecording } from "./recording.js";
 import { $, attention, render, ringer } from "./render.js";
 
 webConfig().then((config) => allowImageOrigins(config.imageOrigins));
@@ -115,6 +116,7 @@ function wire() {
   $("mute").addEventListener("click", toggleMicrophone);
   $("camera").addEventListener("click", toggleCamera);
   $("share").addEventListener("click", toggleScreenShare);
+  $("record").addEventListener("click", toggleRecording);
   $("switch-media").addEventListener("click", requestMediaChange);
   $("media-change-agree").addEventListener("click", () => answerMediaChange(true));
   $("media-change-decline").addEventListener("click", () => answerMediaChange(false));

@@ -34,7 +34,8 @@ export function sync() {
   if (!inCall) {
     stopMedia();
   } else {
-    // A one-to-one call that becomes a group call on a server with an SFU moves there.
+    // A one-to-one call that becomes a group call on a server with an SFU moves there, as does
+    // one the server records (the route says so, whatever the call's type).
     const route = call.info.media === "sfu" ? "sfu" : "mesh";
     if (media?.callId !== call.info.callId || media.route !== route) startMedia(call.info);
     const peers = call.info.participants.filter((p) => p.userId !== state.me && p.status === "accept").map((p) => p.userId);

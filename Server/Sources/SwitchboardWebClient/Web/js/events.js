@@ -9,6 +9,7 @@ import { PASSING_NOTICE_MS, placeInView, say } from "./notices.js";
 import { logout, signaling } from "./login.js";
 import { media, sync } from "./callmedia.js";
 import { onMoveEvent } from "./move.js";
+import { onRecordingEvent } from "./recording.js";
 
 /** At most this many ended calls remembered (`refuseResumption`). */
 const HEARD_ENDED_LIMIT = 32;
@@ -91,7 +92,7 @@ export function onEvent({ event, data }) {
       logout(data.error);
       return;
     default:
-      onMoveEvent(event, data);
+      if (!onMoveEvent(event, data)) onRecordingEvent(event, data);
   }
   sync();
 }

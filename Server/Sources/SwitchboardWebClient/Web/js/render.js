@@ -12,6 +12,7 @@ import { activeCall, myStatus, name, person, state, waitingCall } from "./state.
 import { signaling } from "./login.js";
 import { join, placeCall } from "./calls.js";
 import { othersText, takeCall } from "./move.js";
+import { recordingNews, recordingText } from "./recording.js";
 import { peerName } from "./events.js";
 import { media, remoteScreens, remoteStreams, stalled, unreachable } from "./callmedia.js";
 
@@ -92,6 +93,10 @@ function renderIncoming(incoming, inCall) {
   $("incoming-members").textContent = group
     ? `With ${listText([nameOf(caller), ...others.map((p) => nameOf(p) + (p.status === "waiting" ? " (ringing)" : ""))])}`
     : "";
+  // A recorded call says so before it is answered: the member's notice.
+  const recording = recordingText(info);
+  $("incoming-recording").hidden = !recording;
+  $("incoming-recording-text").textContent = recording ?? "";
   $("incoming-note").hidden = !inCall;
   $("accept").textContent = inCall ? "End call and accept" : "Accept";
   $("accept").setAttribute("aria-label", `${inCall ? "End your call and accept" : "Accept"} the ${mediaText(info.mediaType)} from ${nameOf(caller)}`);
@@ -246,6 +251,7 @@ function renderCall(call) {
     : gate === "trial" ? "Your network was too weak for video: trying video again"
     : { bad: "Your network is weak", veryBad: "Your network is very weak", down: "No network" }[state.own.quality] ?? "";
   $("own-quality").hidden = !$("own-quality").textContent;
+  renderRecording(info, connected);
 
   // Toggles keep their label; pressed says the state (muted, camera off, sharing).
   $("mute").setAttribute("aria-pressed", String(!state.microphoneOn));
@@ -305,6 +311,20 @@ function renderCall(call) {
   renderRoster($("roster"), info, me, person(me));
   $("call-id").textContent = info.callId;
   $("call-details").hidden = !group;
+}
+
+/** The recording mark, the words a screen reader hears when the recording starts or stops, and
+ * the button: Record, or Stop recording while a member's recording runs (one the app makes of
+ * every call cannot be stopped, so the button goes). */
+function renderRecording(info, connected) {
+  const text = recordingText(info);
+  $("recording-mark").hidden = !text;
+  $("recording-text").textContent = text ?? "";
+  const news = recordingNews(info);
+  if (news) $("recording-live").textContent = news;
+  $("record").hidden = !connected || (!!info.recording && !info.recording.startedBy);
+  $("record").textContent = info.recording ? "Stop recording" : "Record";
+  $("call-view").dataset.recording = info.recording ? "on" : "off";
 }
 
 function tap(userId) {

@@ -112,6 +112,8 @@ const ERROR_SENTENCES = {
   3015: "That request to switch has already been answered.",
   3017: "Only calls between two people can switch between audio and video.",
   3020: "This call was not offered here. Choose “Move to another device” in the call first.",
+  3021: "Recording is not allowed in this app.",
+  3022: "Recording is not available right now. Try again later.",
   5001: "The server ran into a problem. Try again.",
   5002: "The server is restarting. Try again in a moment.",
   5003: "The server can't save right now. Try again in a moment.",
@@ -130,6 +132,13 @@ const ACTION_SENTENCES = {
   switch: { 3003: "The call has to be connected before it can switch." },
   move: { 3003: "The call has to be connected before it can move.", 3002: "That call is not on this tab any more." },
   take: { 3001: "That call has ended.", 3005: "That call has ended." },
+  record: {
+    3003: "The call has to be connected before it can be recorded.",
+    3021: "Recording is not allowed in this app, or only the person who placed the call can start it.",
+  },
+  stopRecording: {
+    3021: "This recording can't be stopped: the app records every call, or only the person who placed the call can stop it.",
+  },
 };
 
 /** An error from the server or the connection, in words, for what the user was doing. */
