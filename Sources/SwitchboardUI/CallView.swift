@@ -61,6 +61,7 @@ struct CallHeader: View {
         VStack(spacing: 6) {
             Text(names).font(.title2).bold().lineLimit(1)
             if let line = model.statusLine { Text(line.text).font(.subheadline).monospacedDigit() }
+            if let mark = model.recordingMark { RecordingMarkView(mark: mark) }
             if let error = model.lastError { Text(error).font(.footnote).foregroundColor(.red).lineLimit(2) }
         }
         .foregroundColor(.white)
@@ -71,6 +72,53 @@ struct CallHeader: View {
         let me = model.call.selfInfo.userId
         return model.call.allParticipants.filter { $0.userId != me && $0.status != .none }
             .map(\.displayName).joined(separator: ", ")
+    }
+}
+
+/// A red dot and who started the recording; one element for VoiceOver, which reads it in full.
+struct RecordingMarkView: View {
+    let mark: CallRecordingMark
+
+    var body: some View {
+        HStack(spacing: 6) {
+            Circle().fill(Color.red).frame(width: 10, height: 10)
+            Text(mark.text).font(.footnote).bold()
+        }
+        .padding(.horizontal, 10)
+        .padding(.vertical, 4)
+        .background(Capsule().fill(Color.black.opacity(0.5)))
+        .accessibilityElement(children: .ignore)
+        .accessibilityLabel(Text(mark.accessibilityText))
+    }
+}
+
+extension CallRecordingMark {
+    /// The mark as English text; apps localise the same keys in their `Localizable.strings`.
+    var text: String {
+        switch self {
+        case .byApp: NSLocalizedString("This call is recorded", comment: "")
+        case .byYou: NSLocalizedString("Recording · started by you", comment: "")
+        case .byMember(let name): String(format: NSLocalizedString("Recording · started by %@", comment: ""), name)
+        }
+    }
+
+    /// The mark as VoiceOver says it.
+    var accessibilityText: String {
+        switch self {
+        case .byApp: NSLocalizedString("This call is recorded", comment: "")
+        case .byYou: NSLocalizedString("This call is being recorded. You started the recording.", comment: "")
+        case .byMember(let name):
+            String(format: NSLocalizedString("This call is being recorded. %@ started the recording.", comment: ""), name)
+        }
+    }
+}
+
+extension CallRecordingMark.Announcement {
+    var text: String {
+        switch self {
+        case .started(let mark): mark.accessibilityText
+        case .stopped: NSLocalizedString("The recording of this call stopped", comment: "")
+        }
     }
 }
 
@@ -107,7 +155,7 @@ struct ControlBar: View {
                 }
                 .disabled(!item.isEnabled)
                 .opacity(item.isEnabled ? 1 : 0.4)
-                .accessibilityLabel(Text(item.control.rawValue))
+                .accessibilityLabel(Text(item.label))
             }
         }
     }
@@ -127,8 +175,18 @@ extension CallControlItem {
         case .camera: isOn ? "video.fill" : "video.slash.fill"
         case .switchCamera: "arrow.triangle.2.circlepath.camera"
         case .screenShare: "rectangle.on.rectangle"
+        case .record: isOn ? "stop.circle.fill" : "record.circle"
         case .moveToAnotherDevice: "iphone.and.arrow.forward"
         case .minimize: "arrow.down.right.and.arrow.up.left"
+        }
+    }
+
+    /// What VoiceOver calls the button.
+    var label: String {
+        switch control {
+        case .record:
+            isOn ? NSLocalizedString("Stop recording", comment: "") : NSLocalizedString("Record", comment: "")
+        default: control.rawValue
         }
     }
 

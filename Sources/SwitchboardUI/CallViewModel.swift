@@ -11,13 +11,18 @@ import UIKit
 /// of their own beyond this; every decision is in those values, tested on Linux.
 @MainActor
 public final class CallViewModel: ObservableObject {
-    @Published public private(set) var call: CallStore.State
+    @Published public private(set) var call: CallStore.State {
+        didSet { announceRecording(from: oldValue) }
+    }
     @Published public private(set) var devices: DeviceStore.State
     @Published public var layout: CallViewLayout
     @Published public private(set) var presenter: CallScreenPresenter
     @Published public private(set) var floating = FloatingWindowPlacement()
     /// The last call the SDK refused from a button (shown until the next press).
     @Published public private(set) var lastError: String?
+    /// The connected call's controls have record (``CallControl/record``): for an app whose
+    /// recording policy records calls on request.
+    @Published public var recordingControl: Bool
 
     public let client: SwitchboardClient
     public let video: (any CallVideoSource)?
@@ -28,12 +33,15 @@ public final class CallViewModel: ObservableObject {
     ///   - callKitShowsIncomingCalls: the app uses `SwitchboardCallKit`, whose system screen
     ///     rings while the app is in the background.
     ///   - template: nil picks float for one-to-one calls and grid for groups.
+    ///   - recordingControl: a connected call's controls have record (the app's recording policy
+    ///     records calls on request; docs/IOS.md, "Recording").
     public init(
         client: SwitchboardClient = .shared, video: (any CallVideoSource)? = nil, callKitShowsIncomingCalls: Bool,
-        template: CallLayoutTemplate? = nil, settings: CallViewSettings = CallViewSettings()
+        template: CallLayoutTemplate? = nil, settings: CallViewSettings = CallViewSettings(), recordingControl: Bool = false
     ) {
         self.client = client
         self.video = video
+        self.recordingControl = recordingControl
         call = client.callStore.state
         devices = client.deviceStore.state
         layout = CallViewLayout(template: template, settings: settings)
@@ -60,8 +68,12 @@ public final class CallViewModel: ObservableObject {
     // MARK: - what to show
 
     public var screen: CallScreenPresenter.Screen { presenter.screen(for: call) }
-    public var controls: [CallControlItem] { CallControls.items(for: call, devices: devices) }
+    public var controls: [CallControlItem] {
+        CallControls.items(for: call, devices: devices, recordingControl: recordingControl)
+    }
     public var statusLine: CallStatusLine? { CallStatusLine.of(call) }
+    /// The call on screen is recorded: the header's (and the incoming screen's) mark.
+    public var recordingMark: CallRecordingMark? { CallRecordingMark.of(call) }
     /// A call another of your devices offers to this one, while this one is in no call.
     public var movePrompt: CallMovePrompt? { CallMovePrompt.of(call) }
     public var pictureInPictureMember: UserID? { presenter.pictureInPictureMember(for: call) }
@@ -92,6 +104,8 @@ public final class CallViewModel: ObservableObject {
         case .setAudioRoute(let route): devices.setAudioRoute(route)
         case .setCamera(let on, let front): on ? devices.openLocalCamera(isFront: front) : devices.closeLocalCamera()
         case .setScreenShare(let on): on ? devices.startScreenShare() : devices.stopScreenShare()
+        case .setRecording(true): run(recording: true) { try await calls.startRecording() }
+        case .setRecording(false): run(recording: false) { try await calls.stopRecording() }
         case .offerMove: run { try await calls.offerMove() }
         case .minimize: presenter.minimize(in: call)
         }
@@ -124,14 +138,34 @@ public final class CallViewModel: ObservableObject {
 
     public func floatingWindowFrame(in area: CGRect) -> CGRect { CGRect(floating.frame(in: LayoutRect(area))) }
 
-    private func run(_ body: @escaping @Sendable () async throws -> Void) {
+    /// Runs a call on the SDK; a refusal shows in ``lastError``. `recording`: the call starts
+    /// (true) or stops (false) the recording, whose refusals are said in words.
+    private func run(recording: Bool? = nil, _ body: @escaping @Sendable () async throws -> Void) {
         Task { [weak self] in
             do {
                 try await body()
             } catch {
-                self?.lastError = String(describing: error)
+                self?.lastError = Self.text(of: error, recording: recording)
             }
         }
+    }
+
+    private static func text(of error: any Error, recording: Bool?) -> String {
+        guard let recording, let code = (error as? SwitchboardError)?.code else { return String(describing: error) }
+        if code == .recordingUnavailable {
+            return NSLocalizedString("Recording is not available right now. Try again later.", comment: "")
+        }
+        guard code == .recordingNotAllowed else { return String(describing: error) }
+        return recording
+            ? NSLocalizedString("Recording is not allowed in this call", comment: "")
+            : NSLocalizedString("This recording cannot be stopped from here", comment: "")
+    }
+
+    /// Tells VoiceOver users that the call on screen started or stopped being recorded (the mark
+    /// in the header says it to those who look).
+    private func announceRecording(from old: CallStore.State) {
+        guard let announcement = CallRecordingMark.announcement(from: old, to: call) else { return }
+        announceForAccessibility(announcement.text)
     }
 }
 

@@ -4,7 +4,7 @@ import SwitchboardProtocol
 import SwiftUI
 
 /// The app's own incoming-call screen (CallKit's is the system's): the caller, what kind of call,
-/// decline and answer. Shown while a call rings and the app is in the foreground, or always when
+/// whether it is recorded, decline and answer. Shown while a call rings and the app is in the foreground, or always when
 /// the app does not use CallKit (``CallScreenPresenter``).
 @MainActor
 public struct IncomingCallView: View {
@@ -23,6 +23,8 @@ public struct IncomingCallView: View {
                 Text(caller.displayName).font(.largeTitle).bold()
             }
             if let line = model.statusLine { Text(line.text).font(.headline).foregroundColor(.secondary) }
+            // The member's notice before answering.
+            if let mark = model.recordingMark { RecordingMarkView(mark: mark) }
             Spacer()
             ControlBar(model: model)
                 .padding(.bottom, 40)

@@ -10,6 +10,9 @@ public enum CallControl: String, Sendable, CaseIterable {
     case camera
     case switchCamera
     case screenShare
+    /// Starts or stops the server's recording of the call (shown where the app asks for it:
+    /// ``CallControls/items(for:devices:recordingControl:)``).
+    case record
     /// Offers the call to your other devices ("continue there"; docs/IOS.md).
     case moveToAnotherDevice
     case minimize
@@ -34,8 +37,12 @@ public enum CallControls {
     /// The buttons: a ringing call has decline and answer; a call being placed the microphone,
     /// the speaker (and the camera in a video call) and hang up; a connected call adds minimise,
     /// and in a video call switching cameras (while the camera is on) and screen sharing, and
-    /// moving the call to another of your devices.
-    public static func items(for call: CallStore.State, devices: DeviceStore.State) -> [CallControlItem] {
+    /// moving the call to another of your devices. With `recordingControl` (an app whose
+    /// recording policy records calls on request) a connected call has record too: on while the
+    /// call is recorded, and disabled while the app records every call (nobody can stop that).
+    public static func items(
+        for call: CallStore.State, devices: DeviceStore.State, recordingControl: Bool = false
+    ) -> [CallControlItem] {
         guard let active = call.activeCall, call.selfInfo.status != .none else { return [] }
         if active.direction == .incoming && call.selfInfo.status == .waiting {
             return [CallControlItem(.reject), CallControlItem(.accept)]
@@ -52,6 +59,10 @@ public enum CallControls {
             items.append(CallControlItem(.switchCamera, isOn: !devices.isFrontCamera, isEnabled: camera))
             items.append(CallControlItem(.screenShare, isOn: devices.screenShare != nil))
         }
+        if connected && recordingControl {
+            let recording = active.recording
+            items.append(CallControlItem(.record, isOn: recording != nil, isEnabled: recording == nil || recording?.startedBy != nil))
+        }
         if connected { items += [CallControlItem(.moveToAnotherDevice), CallControlItem(.minimize)] }
         items.append(CallControlItem(.hangup))
         return items
@@ -66,6 +77,8 @@ public enum CallControls {
         case setAudioRoute(AudioRoute)
         case setCamera(on: Bool, front: Bool)
         case setScreenShare(on: Bool)
+        /// ``CallStore/startRecording(callId:)`` (on) or ``CallStore/stopRecording(callId:)``.
+        case setRecording(on: Bool)
         /// ``CallStore/offerMove(callId:to:)`` to all your other devices.
         case offerMove
         case minimize
@@ -84,6 +97,7 @@ public enum CallControls {
         case .camera: return .setCamera(on: !item.isOn, front: devices.isFrontCamera)
         case .switchCamera: return .setCamera(on: true, front: !devices.isFrontCamera)
         case .screenShare: return .setScreenShare(on: !item.isOn)
+        case .record: return .setRecording(on: !item.isOn)
         case .moveToAnotherDevice: return .offerMove
         case .minimize: return .minimize
         }
