@@ -60,6 +60,7 @@ let package = Package(
             name: "SwitchboardServer",
             dependencies: [
                 "CHeap",
+                "SwitchboardChildProcess",
                 .product(name: "SwitchboardProtocol", package: "Switchboard"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -100,10 +101,15 @@ let package = Package(
         .target(name: "CSpawn"),
         // sigsuspend with a copy of its mask, for servers run under valgrind (bench cost).
         .target(name: "CValgrindShim", linkerSettings: [.linkedLibrary("dl")]),
+        // A child process started with posix_spawn (the server's recording conversion, the tools).
+        .target(
+            name: "SwitchboardChildProcess",
+            dependencies: ["CSpawn", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
         .target(
             name: "SwitchboardTools",
             dependencies: [
-                "CSpawn",
+                "SwitchboardChildProcess",
                 .product(name: "Switchboard", package: "Switchboard"),
                 .product(name: "SwitchboardProtocol", package: "Switchboard"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

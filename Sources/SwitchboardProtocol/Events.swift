@@ -212,6 +212,8 @@ public enum ServerEvent: Equatable, Sendable {
     case callMoveOfferEnded(CallMoveOfferEndedEvent)
     case callMoved(CallMovedEvent)
     case memberMoved(MemberMovedEvent)
+    case recordingStarted(RecordingStartedEvent)
+    case recordingStopped(RecordingStoppedEvent)
 
     /// The wire name in the frame's `event` field.
     public var name: String {
@@ -236,6 +238,8 @@ public enum ServerEvent: Equatable, Sendable {
         case .callMoveOfferEnded: "callMoveOfferEnded"
         case .callMoved: "callMoved"
         case .memberMoved: "memberMoved"
+        case .recordingStarted: "recordingStarted"
+        case .recordingStopped: "recordingStopped"
         }
     }
 
@@ -260,6 +264,8 @@ public enum ServerEvent: Equatable, Sendable {
         case .callMoveOfferEnded(let e): e.callId
         case .callMoved(let e): e.call.callId
         case .memberMoved(let e): e.callId
+        case .recordingStarted(let e): e.callId
+        case .recordingStopped(let e): e.callId
         case .callsSynced, .sessionEnded: nil
         }
     }
@@ -295,6 +301,10 @@ extension ServerEvent: Codable {
             self = .callMoveOfferEnded(try container.decode(CallMoveOfferEndedEvent.self, forKey: .data))
         case "callMoved": self = .callMoved(try container.decode(CallMovedEvent.self, forKey: .data))
         case "memberMoved": self = .memberMoved(try container.decode(MemberMovedEvent.self, forKey: .data))
+        case "recordingStarted":
+            self = .recordingStarted(try container.decode(RecordingStartedEvent.self, forKey: .data))
+        case "recordingStopped":
+            self = .recordingStopped(try container.decode(RecordingStoppedEvent.self, forKey: .data))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .event, in: container, debugDescription: "unknown event \(name)")
@@ -325,6 +335,8 @@ extension ServerEvent: Codable {
         case .callMoveOfferEnded(let e): try container.encode(e, forKey: .data)
         case .callMoved(let e): try container.encode(e, forKey: .data)
         case .memberMoved(let e): try container.encode(e, forKey: .data)
+        case .recordingStarted(let e): try container.encode(e, forKey: .data)
+        case .recordingStopped(let e): try container.encode(e, forKey: .data)
         }
     }
 }

@@ -15,10 +15,12 @@ public struct CallParams: Codable, Equatable, Sendable {
     /// What the call's pushes carry (CallPlus's push config), and whether a missed call is
     /// announced with an alert push.
     public var pushConfig: PushConfig?
+    /// Record the call on the server from its start (the app's recording policy must allow it).
+    public var record: Bool?
 
     public init(
         roomId: RoomID? = nil, timeout: Int? = nil, userData: String? = nil, chatGroupId: ChatGroupID? = nil,
-        isEphemeralCall: Bool? = nil, pushConfig: PushConfig? = nil
+        isEphemeralCall: Bool? = nil, pushConfig: PushConfig? = nil, record: Bool? = nil
     ) {
         self.roomId = roomId
         self.timeout = timeout
@@ -26,6 +28,7 @@ public struct CallParams: Codable, Equatable, Sendable {
         self.chatGroupId = chatGroupId
         self.isEphemeralCall = isEphemeralCall
         self.pushConfig = pushConfig
+        self.record = record
     }
 }
 
@@ -112,11 +115,14 @@ public struct CallInfo: Codable, Equatable, Sendable {
     public var participants: [CallParticipant]
     /// How the call's media flows: `sfu` through the server's SFU; nil, peer to peer.
     public var media: CallMediaRoute?
+    /// The server records the call now; nil, it does not.
+    public var recording: CallRecordingState?
 
     public init(
         callId: CallID, roomId: RoomID, callType: CallType, mediaType: CallMediaType, callerId: UserID,
         chatGroupId: ChatGroupID? = nil, userData: String? = nil, isEphemeral: Bool = false, timeout: Int,
-        createdAt: Int64, startTime: Int64? = nil, participants: [CallParticipant], media: CallMediaRoute? = nil
+        createdAt: Int64, startTime: Int64? = nil, participants: [CallParticipant], media: CallMediaRoute? = nil,
+        recording: CallRecordingState? = nil
     ) {
         self.callId = callId
         self.roomId = roomId
@@ -131,6 +137,7 @@ public struct CallInfo: Codable, Equatable, Sendable {
         self.startTime = startTime
         self.participants = participants
         self.media = media
+        self.recording = recording
     }
 
     /// The member with this userId, if any.

@@ -68,6 +68,8 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case invalidChatGroupID = 3018
             case invalidPushConfig = 3019
             case moveNotOffered = 3020
+            case recordingNotAllowed = 3021
+            case recordingUnavailable = 3022
 
             case invalidRecordCount = 4001
             case tooManyCallIDs = 4002
@@ -220,6 +222,12 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
         /// withdrawn, or another device took the call first), and the app lets a device take a
         /// call only when offered.
         public static let moveNotOffered = Code(.moveNotOffered)
+        /// The app's recording policy or recording control does not let this member start or
+        /// stop a recording (off; `always` cannot be stopped; only the caller controls it).
+        public static let recordingNotAllowed = Code(.recordingNotAllowed)
+        /// The server cannot record now: it has no SFU or no recordings directory, or too many
+        /// recordings wait for conversion.
+        public static let recordingUnavailable = Code(.recordingUnavailable)
 
         // MARK: 4xxx records
         /// `count` must be 1…100.
@@ -352,6 +360,8 @@ public struct SwitchboardError: Error, Hashable, Sendable, CustomStringConvertib
             case .invalidChatGroupID: "invalid chatGroupId"
             case .invalidPushConfig: "invalid pushConfig"
             case .moveNotOffered: "the call was not offered to this device"
+            case .recordingNotAllowed: "recording is not allowed"
+            case .recordingUnavailable: "recording is unavailable"
             case .invalidRecordCount: "count must be 1-100"
             case .tooManyCallIDs: "too many callIds"
             case .invalidSyncTime: "syncTime must be -1 or >= 0"

@@ -35,6 +35,12 @@ public enum WebhookEventType: String, Codable, Sendable, CaseIterable, Comparabl
     case userBlocked = "user.blocked"
     /// A user unblocked callers (the users no longer blocked).
     case userUnblocked = "user.unblocked"
+    /// A recording's files are ready to download.
+    case recordingReady = "recording.ready"
+    /// A recording's conversion failed for good.
+    case recordingFailed = "recording.failed"
+    /// A recording's files were deleted (the app's retention, or the admin API).
+    case recordingDeleted = "recording.deleted"
 
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
 }
@@ -136,6 +142,9 @@ public enum WebhookEventData: Equatable, Sendable {
     case recordWritten(WebhookRecordWritten)
     case userBlocked(WebhookBlocks)
     case userUnblocked(WebhookBlocks)
+    case recordingReady(WebhookRecording)
+    case recordingFailed(WebhookRecording)
+    case recordingDeleted(WebhookRecording)
     /// A type this build does not know (a newer server): receivers should ignore it.
     case unknown(type: String)
 
@@ -154,6 +163,9 @@ public enum WebhookEventData: Equatable, Sendable {
         case .mediaTypeChanged: .mediaTypeChanged
         case .callEnded: .callEnded
         case .recordWritten: .recordWritten
+        case .recordingReady: .recordingReady
+        case .recordingFailed: .recordingFailed
+        case .recordingDeleted: .recordingDeleted
         case .userBlocked: .userBlocked
         case .userUnblocked: .userUnblocked
         case .unknown: nil
@@ -180,6 +192,7 @@ public enum WebhookEventData: Equatable, Sendable {
         case .mediaTypeChanged(let data): data.callId
         case .callEnded(let data): data.callId
         case .recordWritten(let data): data.callId
+        case .recordingReady(let data), .recordingFailed(let data), .recordingDeleted(let data): data.callId
         case .userBlocked, .userUnblocked, .unknown: nil
         }
     }
@@ -198,7 +211,7 @@ public enum WebhookEventData: Equatable, Sendable {
         case .mediaTypeChanged(let data): data.sequence
         case .callEnded(let data): data.sequence
         case .recordWritten(let data): data.sequence
-        case .userBlocked, .userUnblocked, .unknown: nil
+        case .userBlocked, .userUnblocked, .recordingReady, .recordingFailed, .recordingDeleted, .unknown: nil
         }
     }
 
@@ -217,7 +230,7 @@ public enum WebhookEventData: Equatable, Sendable {
         case .mediaTypeChanged(var data): data.sequence = sequence; self = .mediaTypeChanged(data)
         case .callEnded(var data): data.sequence = sequence; self = .callEnded(data)
         case .recordWritten(var data): data.sequence = sequence; self = .recordWritten(data)
-        case .userBlocked, .userUnblocked, .unknown: break
+        case .userBlocked, .userUnblocked, .recordingReady, .recordingFailed, .recordingDeleted, .unknown: break
         }
     }
 
@@ -238,6 +251,9 @@ public enum WebhookEventData: Equatable, Sendable {
         case .recordWritten: self = .recordWritten(try data(WebhookRecordWritten.self))
         case .userBlocked: self = .userBlocked(try data(WebhookBlocks.self))
         case .userUnblocked: self = .userUnblocked(try data(WebhookBlocks.self))
+        case .recordingReady: self = .recordingReady(try data(WebhookRecording.self))
+        case .recordingFailed: self = .recordingFailed(try data(WebhookRecording.self))
+        case .recordingDeleted: self = .recordingDeleted(try data(WebhookRecording.self))
         }
     }
 
@@ -255,6 +271,8 @@ public enum WebhookEventData: Equatable, Sendable {
         case .callEnded(let data): try container.encode(data, forKey: .data)
         case .recordWritten(let data): try container.encode(data, forKey: .data)
         case .userBlocked(let data), .userUnblocked(let data): try container.encode(data, forKey: .data)
+        case .recordingReady(let data), .recordingFailed(let data), .recordingDeleted(let data):
+            try container.encode(data, forKey: .data)
         case .unknown: try container.encode([String: String](), forKey: .data)
         }
     }

@@ -401,9 +401,30 @@ private func assembleNode(
     let decline = configuration.blockedCallerDecline
     rules.declineDelays = decline.lowerBound.milliseconds...decline.upperBound.milliseconds
     var sfu: SFURooms?
+    var recorder: RecordingWorker?
     if let settings = configuration.sfu {
         if let problem = settings.problem { throw SwitchboardError(.invalidParams, problem) }
-        sfu = SFURooms(urls: settings.urls, secret: settings.secret, delivery: delivery, clock: clock, logger: logger)
+        if let directory = settings.recordings {
+            let tools: RecordingTools
+            switch RecordingTools.find() {
+            case .success(let found): tools = found
+            case .failure(let missing): throw SwitchboardError(.invalidParams, missing.description)
+            }
+            let files = RecordingFiles(root: directory)
+            do {
+                try FileManager.default.createDirectory(atPath: files.root, withIntermediateDirectories: true)
+            } catch {
+                throw SwitchboardError(.invalidParams, "the recordings directory \(files.root) cannot be made: \(error)")
+            }
+            guard FileManager.default.isWritableFile(atPath: files.root) else {
+                throw SwitchboardError(.invalidParams, "the recordings directory \(files.root) is not writable")
+            }
+            recorder = RecordingWorker(store: storage, files: files, tools: tools, clock: clock, logger: logger)
+            rules.recording = true
+        }
+        sfu = SFURooms(
+            urls: settings.urls, secret: settings.secret, delivery: delivery, recordings: recorder?.files, clock: clock,
+            logger: logger)
         rules.sfu = true
     }
     let engine = CallEngine(
@@ -416,6 +437,12 @@ private func assembleNode(
         }
         teardown.add { await sfu.stop() }
         await sfu.start()
+    }
+    if let recorder {
+        writer.onRecordingsCommitted.function = { recorder.wake() }
+        engine.recordingBacklogged.function = { recorder.isBacklogged }
+        recorder.start()
+        teardown.add { recorder.stop() }
     }
     var cluster: ClusterNode?
     if let postgres, let bus, let directory {
@@ -434,7 +461,7 @@ private func assembleNode(
         configuration: configuration, storage: storage, apps: apps, profiles: profiles, registry: registry,
         engine: engine, cluster: cluster, limiter: limiter, writer: writer, metrics: metrics, push: push,
         pushCredentials: credentials, webPushEndpoints: endpointPolicy,
-        webhooks: webhooks, webhookDispatcher: dispatcher, webhookPolicy: webhookPolicy, sfu: sfu,
+        webhooks: webhooks, webhookDispatcher: dispatcher, webhookPolicy: webhookPolicy, sfu: sfu, recorder: recorder,
         clock: clock, logger: logger)
     let clusterNode = cluster
     let webhookHousekeeper = WebhookHousekeeper(

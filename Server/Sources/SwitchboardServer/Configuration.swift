@@ -140,10 +140,14 @@ public struct SFUConfiguration: Sendable, Equatable {
     /// Janus's `api_secret` (and the VideoRoom plugin's `admin_key`, which must be the same); nil
     /// when Janus has none.
     public var secret: String?
+    /// Where recordings go: Janus's `rec_dir` root and the server's recordings, one directory both
+    /// reach at this path (the same machine, or a shared volume); nil: calls are not recorded.
+    public var recordings: String?
 
-    public init(urls: [String], secret: String?) {
+    public init(urls: [String], secret: String?, recordings: String? = nil) {
         self.urls = urls
         self.secret = secret
+        self.recordings = recordings
     }
 
     /// The problem with these settings, if any.

@@ -35,6 +35,8 @@ final class NodeContext: Sendable {
     let push: PushService
     /// The SFU's rooms, when group calls go through one.
     let sfu: SFURooms?
+    /// The recordings' conversion, when the server records calls.
+    let recorder: RecordingWorker?
     /// Which push credentials each app uses (its own, else the server's).
     let pushCredentials: PushCredentials
     /// Which Web Push endpoints may be registered.
@@ -52,9 +54,10 @@ final class NodeContext: Sendable {
         limiter: RateLimiter, writer: PersistenceWriter, metrics: ServerMetrics, push: PushService,
         pushCredentials: PushCredentials, webPushEndpoints: WebPushEndpointPolicy,
         webhooks: WebhookDirectory, webhookDispatcher: WebhookDispatcher, webhookPolicy: WebhookAddressPolicy,
-        sfu: SFURooms? = nil, clock: any SwitchboardClock, logger: Logger
+        sfu: SFURooms? = nil, recorder: RecordingWorker? = nil, clock: any SwitchboardClock, logger: Logger
     ) {
         self.sfu = sfu
+        self.recorder = recorder
         self.pushCredentials = pushCredentials
         self.webPushEndpoints = webPushEndpoints
         self.configuration = configuration
@@ -104,6 +107,6 @@ final class NodeContext: Sendable {
         AdminServices(
             configuration: configuration, storage: storage, apps: apps, registry: registry, calls: calls,
             cluster: view, metrics: metrics, pushCredentials: pushCredentials, webhooks: webhooks,
-            webhookDispatcher: webhookDispatcher, webhookPolicy: webhookPolicy, clock: clock)
+            webhookDispatcher: webhookDispatcher, webhookPolicy: webhookPolicy, recorder: recorder, clock: clock)
     }
 }

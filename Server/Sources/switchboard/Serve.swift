@@ -125,6 +125,10 @@ struct Serve: AsyncParsableCommand {
     var sfuSecret: String?
 
     @Option(
+        help: "Record calls (needs --sfu): the directory Janus writes recordings to (its rec_dir) and the server converts them in, the same path for both [SWITCHBOARD_RECORDINGS_DIR, default: none: calls are not recorded].")
+    var recordingsDir: String?
+
+    @Option(
         help: "Directory of the browser client served at / [SWITCHBOARD_WEB_ROOT, default: the files shipped with this binary].")
     var webRoot: String?
 
@@ -338,8 +342,10 @@ struct Serve: AsyncParsableCommand {
         let sfuURLs = list(sfu, "SWITCHBOARD_SFU").flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         let sfuSecretValue = setting(sfuSecret, "SWITCHBOARD_SFU_SECRET")
+        let recordings = setting(recordingsDir, "SWITCHBOARD_RECORDINGS_DIR")
+        if recordings != nil && sfuURLs.isEmpty { throw ValidationError("--recordings-dir needs --sfu") }
         if !sfuURLs.isEmpty {
-            let settings = SFUConfiguration(urls: sfuURLs, secret: sfuSecretValue)
+            let settings = SFUConfiguration(urls: sfuURLs, secret: sfuSecretValue, recordings: recordings)
             if let problem = settings.problem { throw ValidationError(problem) }
             configuration.sfu = settings
         } else if sfuSecretValue != nil {

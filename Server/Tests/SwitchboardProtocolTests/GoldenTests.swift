@@ -504,6 +504,7 @@ struct GoldenTests {
             "webhook.call.member.missed", "webhook.call.member.left", "webhook.call.member.moved",
             "webhook.call.media_type.changed",
             "webhook.call.ended", "webhook.call.record.written", "webhook.user.blocked", "webhook.user.unblocked",
+            "webhook.recording.ready", "webhook.recording.failed", "webhook.recording.deleted",
             "webhook.signature.vector",
         ]
         #expect(Set(files) == checked)

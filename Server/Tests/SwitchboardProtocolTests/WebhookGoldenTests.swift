@@ -116,7 +116,31 @@ struct WebhookGoldenTests {
         ),
         ("user.blocked", event(.userBlocked(WebhookBlocks(userId: "bob", userIds: ["mallory", "trent"])), sequence: nil, time: t + 90_000)),
         ("user.unblocked", event(.userUnblocked(WebhookBlocks(userId: "bob", userIds: ["trent"])), sequence: nil, time: t + 95_000)),
+        ("recording.ready", event(.recordingReady(recording(files: recordedFiles)), sequence: nil, time: t + 80_000)),
+        (
+            "recording.failed",
+            event(.recordingFailed(recording(reason: "no media was recorded", attempts: 3)), sequence: nil, time: t + 80_000)
+        ),
+        ("recording.deleted", event(.recordingDeleted(recording(reason: "retention")), sequence: nil, time: t + 30 * 86_400_000)),
     ]
+
+    static let recordedFiles = [
+        RecordedFile(
+            name: "member-616c696365.webm", kind: .member, userId: "alice", contentType: "audio/webm", size: 251_904,
+            duration: 62_000, video: false),
+        RecordedFile(
+            name: "member-626f62.webm", kind: .member, userId: "bob", contentType: "audio/webm", size: 248_832,
+            duration: 62_000, video: false),
+        RecordedFile(
+            name: "mixed.webm", kind: .mixed, userId: nil, contentType: "video/webm", size: 4_718_592, duration: 62_000,
+            video: true),
+    ]
+
+    static func recording(files: [RecordedFile]? = nil, reason: String? = nil, attempts: Int? = nil) -> WebhookRecording {
+        WebhookRecording(
+            recordingId: "\(callId.rawValue)-1", callId: callId, take: 1, startedBy: "alice", startedAt: t + 3000,
+            stoppedAt: t + 65_000, members: ["alice", "bob"], files: files, reason: reason, attempts: attempts)
+    }
 
     @Test func everyEventTypeHasAGoldenBody() throws {
         #expect(Set(Self.expected.map(\.0)) == Set(WebhookEventType.allCases.map(\.rawValue)))

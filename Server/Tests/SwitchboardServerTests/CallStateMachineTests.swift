@@ -36,7 +36,8 @@ struct CallStateMachineTests {
         _ caller: String = "alice", _ device: String = "a1", to invitees: [String] = ["bob"], call: String = "c1",
         online: [String]? = nil, media: CallMediaType = .audio, params: CallParams? = nil,
         policy: BusyPolicy = .reject, maxParticipants: Int = 16, blockedBy: [String] = [],
-        blockedSees: BlockedCallerSees = .reject, pushable: [String] = [], declineAfter: Int64? = nil
+        blockedSees: BlockedCallerSees = .reject, pushable: [String] = [], declineAfter: Int64? = nil,
+        recording: RecordingSettings = RecordingSettings()
     ) -> Step {
         .event(
             .start(
@@ -46,7 +47,8 @@ struct CallStateMachineTests {
                     request: StartCallRequest(
                         participantIds: invitees.map(UserID.init(rawValue:)), mediaType: media, params: params),
                     settings: AppSettings(
-                        busyPolicy: policy, maxParticipants: maxParticipants, blockedCallerSees: blockedSees),
+                        busyPolicy: policy, maxParticipants: maxParticipants, blockedCallerSees: blockedSees,
+                        recording: recording),
                     profiles: [:])),
             facts(invitees, online: online, pushable: pushable, blockedBy: blockedBy, declineAfter: declineAfter))
     }
@@ -146,6 +148,8 @@ struct CallStateMachineTests {
         var name: String
         /// The server has an SFU: group calls' media goes through it.
         var sfu = false
+        /// The server records calls (it has an SFU and a recordings directory).
+        var recording = false
         var setup: [Step] = []
         var step: Step
         var expected: [String]
@@ -166,6 +170,7 @@ struct CallStateMachineTests {
     @Test(arguments: callWaiting) func callWaitingAndShutdown(_ row: Row) { check(row) }
     @Test(arguments: sfu) func groupCallsThroughTheSFU(_ row: Row) { check(row) }
     @Test(arguments: moving) func movingACallBetweenDevices(_ row: Row) { check(row) }
+    @Test(arguments: recording) func recordingCalls(_ row: Row) { check(row) }
 
     /// An invitation counts against a callee's budget where it rings them, and only there: not for
     /// a callee who is busy (under `reject`), unreachable, screened (blocking the caller) or out of
@@ -234,7 +239,8 @@ struct CallStateMachineTests {
 
     func check(_ row: Row, sourceLocation: SourceLocation = #_sourceLocation) {
         var configuration = CallStateMachine.Configuration()
-        configuration.sfu = row.sfu
+        configuration.sfu = row.sfu || row.recording
+        configuration.recording = row.recording
         var machine = CallStateMachine(configuration: configuration)
         var now = Self.t0
         func apply(_ step: Step) -> [String]? {
@@ -312,13 +318,19 @@ struct CallStateMachineTests {
                 let layers = session.layers.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key)=\($0.value.rawValue)" }
                 return "sfu join \(session.member.user)@\(session.device) #\(session.session)"
                     + (layers.isEmpty ? "" : " [\(layers.joined(separator: ","))]")
+                    + (session.recordingTake.map { " recorded t\($0)" } ?? "")
             case .leave(_, let user): return "sfu leave \(user)"
             case .end: return "sfu end"
             case .signal(_, let user, let session, let signal):
                 return "sfu signal \(user) #\(session) \(signal.connection.rawValue) \(signal.kind.rawValue)"
             case .layer(_, let viewer, let target, let layer):
                 return "sfu layer \(viewer) sees \(target) \(layer.rawValue)"
+            case .record(_, let take):
+                return "sfu record " + (take.map { "t\($0)" } ?? "off")
             }
+        case .saveRecording(let take):
+            return "save recording t\(take.take) \(take.startedAt - t0)..\(take.stoppedAt - t0) "
+                + "[\(take.members.map(\.rawValue).joined(separator: ","))] by \(take.startedBy?.rawValue ?? "policy")"
         }
     }
 
@@ -367,6 +379,8 @@ struct CallStateMachineTests {
         case .callMoveOfferEnded(let e): "callMoveOfferEnded(\(e.reason.rawValue))"
         case .callMoved(let e): "callMoved(\(e.fromDeviceId) → \(e.toDeviceId) \(statuses(e.call)))"
         case .memberMoved(let e): "memberMoved(\(e.userId))"
+        case .recordingStarted(let e): "recordingStarted(by \(e.recording.startedBy?.rawValue ?? "policy"))"
+        case .recordingStopped(let e): "recordingStopped(by \(e.stoppedBy))"
         }
     }
 }

@@ -179,6 +179,10 @@ extension CallStateMachine {
         /// Journaled with the call, so a call restored after a restart numbers on without reusing
         /// one. Optional: journals from before webhooks lack it.
         var eventSequence: Int?
+        /// The recording under way (``CallStateMachine/reconcileRecording(_:now:out:)``); nil: none.
+        var recording: Recording?
+        /// Recordings made so far in this call (each a "take", numbered from 1; nil: none yet).
+        var recordingTakes: Int?
 
         func index(of user: UserID) -> Int? { members.firstIndex { $0.userId == user } }
         var joinedCount: Int { members.count(where: \.isJoined) }
@@ -215,7 +219,8 @@ extension CallStateMachine {
                         networkQuality: presence.flatMap { $0.quality == .unknown ? nil : $0.quality },
                         volumeLevel: presence?.volume,
                         screenSharing: presence?.screenSharing == true ? true : nil)
-                }, media: media)
+                }, media: media,
+                recording: recording.map { CallRecordingState(startedBy: $0.startedBy, startedAt: $0.startedAt) })
         }
 
         /// Makes it a group call (for the rest of its life), through the SFU when the server has one.
@@ -264,5 +269,20 @@ extension CallStateMachine {
             case .unknown, .otherDeviceAccepted: .unknown
             }
         }
+    }
+}
+
+extension CallStateMachine {
+    /// A call's recording under way: one "take", from a start to a stop or the call's end. The
+    /// SFU records each member's tracks into files named after the take
+    /// (``SFUMemberSession/recordingTake``); when it ends the take is stored for conversion
+    /// (``RecordingTake``).
+    struct Recording: Codable, Equatable, Sendable {
+        let take: Int
+        /// Who started it; nil when the app records every call.
+        let startedBy: UserID?
+        let startedAt: Int64
+        /// Every member who was in the call while it was recorded, in the order they came.
+        var members: [UserID]
     }
 }

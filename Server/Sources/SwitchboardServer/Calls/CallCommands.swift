@@ -37,6 +37,13 @@ struct TakeCommand: Equatable, Sendable, Codable {
     var settings: AppSettings
 }
 
+/// A member starting (or stopping) the call's recording, with the app's settings (its policy).
+struct RecordingCommand: Equatable, Sendable, Codable {
+    var command: CallCommand
+    var settings: AppSettings
+    var start: Bool
+}
+
 // MARK: - between nodes
 //
 // The call requests travel between cluster nodes (a node forwards them to the leader) as JSON.

@@ -34,6 +34,9 @@ actor CallEngine {
     /// The SFU's rooms, when group calls go through one.
     private let sfu: SFURooms?
 
+    /// Whether so many recordings wait for conversion that new ones are refused (``RecordingWorker/isBacklogged``).
+    let recordingBacklogged = LockedCallback<@Sendable () -> Bool>({ false })
+
     init(
         configuration: CallStateMachine.Configuration, delivery: any CallDelivery, storage: any SwitchboardStorage,
         limiter: RateLimiter, limits: RateLimits, writer: PersistenceWriter,
@@ -97,6 +100,12 @@ actor CallEngine {
         // Per-user limits are kept here, where every call request of the cluster passes.
         let now = clock.now()
         switch event {
+        case .start(let command)
+        where (command.request.params?.record == true || command.settings.recording.policy == .always)
+            && recordingBacklogged.function():
+            return .failure(SwitchboardError(.recordingUnavailable, "too many recordings wait for conversion"))
+        case .setRecording(let command) where command.start && recordingBacklogged.function():
+            return .failure(SwitchboardError(.recordingUnavailable, "too many recordings wait for conversion"))
         case .start(let command):
             // The database is behind: a new call would only add records it cannot take yet. Here,
             // where the writer is (the leader's, in a cluster), not on the node the caller reached.
@@ -294,6 +303,8 @@ actor CallEngine {
                 push.send(message)
             case .sfu(let action):
                 sfu?.perform(action)
+            case .saveRecording(let take):
+                writer.submit(recording: take)
             }
         }
         for call in machine.takeJournalChanges() {

@@ -9,6 +9,14 @@ extension CallStateMachine {
             out.answer(.failure(error))
             return
         }
+        let records: Bool
+        switch recordsFromStart(command) {
+        case .failure(let error):
+            out.answer(.failure(error))
+            return
+        case .success(let answer):
+            records = answer
+        }
         let request = command.request
         let params = request.params ?? CallParams()
         let invitees = Self.deduplicated(request.participantIds)
@@ -26,6 +34,9 @@ extension CallStateMachine {
             ])
         call.pushConfig = params.pushConfig
         if invitees.count > 1 || params.chatGroupId != nil { call.becomeGroup(sfu: configuration.sfu) }
+        if records {
+            Self.beginRecording(&call, by: command.settings.recording.policy == .always ? nil : command.caller.user, now: now)
+        }
         roster.add(command.caller, to: call.id)
         notify(of: &call, now: now, out: &out) { call in
             .callCreated(

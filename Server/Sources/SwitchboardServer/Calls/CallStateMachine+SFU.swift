@@ -37,7 +37,7 @@ extension CallStateMachine {
                     .join(
                         SFUMemberSession(
                             callId: call.id, member: call.key(member), device: presence.device, session: session,
-                            layers: presence.videoLayers ?? [:]))))
+                            layers: presence.videoLayers ?? [:], recordingTake: call.recording?.take))))
         }
     }
 

@@ -33,6 +33,8 @@ struct CallStateMachine: Sendable {
         var sfu = false
         /// How long an offer to move a call to another device stands (ms).
         var moveOfferTimeout: Int64 = 30_000
+        /// The server can record calls: it has an SFU and a recordings directory.
+        var recording = false
 
         init(reconnectGrace: Int64 = 15_000) {
             self.reconnectGrace = reconnectGrace
@@ -109,6 +111,8 @@ struct CallStateMachine: Sendable {
             offerMove(command, to: target, now: now, out: &out)
         case .take(let command):
             take(command, now: now, out: &out)
+        case .setRecording(let command):
+            setRecording(command, now: now, out: &out)
         }
         return out
     }
@@ -234,6 +238,7 @@ struct CallStateMachine: Sendable {
     /// Saves a changed call; an ended one is forgotten (but remembered as ended) and its records written.
     mutating func store(_ changed: Call, now: Int64, out: inout CallOutput) {
         var call = changed
+        reconcileRecording(&call, now: now, out: &out)
         reconcileSFU(&call, previous: calls[call.id], out: &out)
         guard call.isEnded else {
             calls[call.id] = call

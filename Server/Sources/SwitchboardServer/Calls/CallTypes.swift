@@ -1,3 +1,4 @@
+import Foundation
 import SwitchboardProtocol
 
 /// A user of one app. UserIDs are unique within an app only.
@@ -25,23 +26,28 @@ public struct AppSettings: Equatable, Sendable, Codable {
     /// A device of a user in a call may take the call without an offer from the device in it
     /// ("take the call here"); false: only an offered device may (`call.offerMove`).
     public var callPull: Bool
+    /// Whether and how the app's calls are recorded on the server.
+    public var recording: RecordingSettings
 
     public init(
         busyPolicy: BusyPolicy = .reject, maxParticipants: Int = CallLimits.defaultMaxParticipants,
-        blockedCallerSees: BlockedCallerSees = .reject, recordRetentionDays: Int? = nil, callPull: Bool = false
+        blockedCallerSees: BlockedCallerSees = .reject, recordRetentionDays: Int? = nil, callPull: Bool = false,
+        recording: RecordingSettings = RecordingSettings()
     ) {
         self.busyPolicy = busyPolicy
         self.maxParticipants = maxParticipants
         self.blockedCallerSees = blockedCallerSees
         self.recordRetentionDays = recordRetentionDays
         self.callPull = callPull
+        self.recording = recording
     }
 
     private enum CodingKeys: String, CodingKey {
-        case busyPolicy, maxParticipants, blockedCallerSees, recordRetentionDays, callPull
+        case busyPolicy, maxParticipants, blockedCallerSees, recordRetentionDays, callPull, recording
     }
 
-    /// Settings written by a node of before `callPull` (a rolling deploy) lack it: false.
+    /// Settings written by a node of before `callPull` (a rolling deploy) lack it: false; those of
+    /// before recording lack `recording`: off.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         busyPolicy = try container.decode(BusyPolicy.self, forKey: .busyPolicy)
@@ -49,6 +55,35 @@ public struct AppSettings: Equatable, Sendable, Codable {
         blockedCallerSees = try container.decode(BlockedCallerSees.self, forKey: .blockedCallerSees)
         recordRetentionDays = try container.decodeIfPresent(Int.self, forKey: .recordRetentionDays)
         callPull = try container.decodeIfPresent(Bool.self, forKey: .callPull) ?? false
+        recording = try container.decodeIfPresent(RecordingSettings.self, forKey: .recording) ?? RecordingSettings()
+    }
+}
+
+/// An app's recording settings (docs/PROTOCOL.md, "Recording").
+public struct RecordingSettings: Equatable, Sendable, Codable {
+    public var policy: RecordingPolicy
+    /// Who may start and stop a recording when the policy is ``RecordingPolicy/onRequest``.
+    public var control: RecordingControl
+    /// Days a recording's files are kept; then they are deleted (nil: until deleted by the admin API).
+    public var retentionDays: Int?
+
+    public init(policy: RecordingPolicy = .off, control: RecordingControl = .caller, retentionDays: Int? = nil) {
+        self.policy = policy
+        self.control = control
+        self.retentionDays = retentionDays
+    }
+
+    /// As the apps table keeps it (JSON; nil for the defaults, as rows of before recording have).
+    var storedText: String? {
+        self == RecordingSettings() ? nil : (try? SwitchboardJSON.encode(self)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// From the apps table; a value that cannot be read is the default (off), never an error.
+    static func stored(_ text: String?) -> RecordingSettings {
+        guard let text, let settings = try? SwitchboardJSON.decode(RecordingSettings.self, from: Data(text.utf8)) else {
+            return RecordingSettings()
+        }
+        return settings
     }
 }
 
@@ -128,6 +163,9 @@ enum CallAction: Equatable, Sendable {
     case push(PushMessage)
     /// Work for the SFU's rooms (``SFURooms``), which reports back with ``CallEvent/sfuRestart(_:_:)``.
     case sfu(SFUAction)
+    /// A recording's take ended: store it for conversion, before the change that ended it (the
+    /// call's end or journal save that follows in this output), so that it is never lost.
+    case saveRecording(RecordingTake)
     /// Report an event to the app's webhooks: written to the outbox in the same commit as the
     /// call's journal save or end that follows in this output (``CallEngine``).
     case notify(WebhookNotice)
@@ -239,6 +277,8 @@ enum CallEvent: Equatable, Sendable, Codable {
     case offerMove(CallCommand, to: DeviceID?)
     /// A device takes the call of its user onto itself.
     case take(TakeCommand)
+    /// A member starts or stops the call's recording.
+    case setRecording(RecordingCommand)
 }
 
 extension CallEvent {

@@ -9,6 +9,8 @@ struct SFUMemberSession: Equatable, Sendable {
     var session: Int
     /// The layers the member asked for, by the member whose camera it is (small when absent).
     var layers: [UserID: VideoLayer]
+    /// The call's recording take while it is recorded: the member's tracks are recorded into its files.
+    var recordingTake: Int? = nil
 }
 
 /// What the call state machine asks of the SFU's rooms (``SFURooms``). The machine decides who
@@ -26,4 +28,6 @@ enum SFUAction: Equatable, Sendable {
     case signal(CallID, UserID, session: Int, SendSFUSignalRequest)
     /// The member (viewer) wants `layer` of `target`'s camera.
     case layer(CallID, viewer: UserID, target: UserID, VideoLayer)
+    /// Record every member's tracks into the files of this take from now on (nil: stop recording).
+    case record(CallID, take: Int?)
 }

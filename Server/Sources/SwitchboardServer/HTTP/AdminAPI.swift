@@ -130,6 +130,7 @@ enum AdminAPI {
         registerAppManagement(on: admin, services: services)
         registerPush(on: admin, services: services)
         registerWebhooks(on: admin, services: services)
+        registerRecordings(on: admin, router: router, services: services)
 
         // TURN credentials for an app backend that hands them to its clients itself (logged-in
         // clients ask over the WebSocket: `media.iceServers`).
@@ -166,6 +167,15 @@ enum AdminAPI {
         var recordRetentionDays: Int?
         /// A user's device may take their call without an offer from the device in it.
         var callPull: Bool?
+        /// Server-side recording: policy, who controls it, how long its files are kept.
+        var recording: RecordingBody?
+
+        struct RecordingBody: Codable, Sendable, Equatable {
+            var policy: RecordingPolicy?
+            var control: RecordingControl?
+            /// Days a recording's files are kept; 0: until deleted.
+            var retentionDays: Int?
+        }
 
         init(_ settings: AppSettings) {
             busyPolicy = settings.busyPolicy
@@ -173,6 +183,9 @@ enum AdminAPI {
             blockedCallerSees = settings.blockedCallerSees
             recordRetentionDays = settings.recordRetentionDays ?? 0
             callPull = settings.callPull
+            recording = RecordingBody(
+                policy: settings.recording.policy, control: settings.recording.control,
+                retentionDays: settings.recording.retentionDays ?? 0)
         }
     }
 
@@ -224,6 +237,16 @@ enum AdminAPI {
                 if let policy = settings.busyPolicy { app.settings.busyPolicy = policy }
                 if let sees = settings.blockedCallerSees { app.settings.blockedCallerSees = sees }
                 if let pull = settings.callPull { app.settings.callPull = pull }
+                if let recording = settings.recording {
+                    if let days = recording.retentionDays {
+                        guard (0...36_500).contains(days) else {
+                            return Self.error(SwitchboardError(.invalidParams, "recording.retentionDays must be 0-36500"))
+                        }
+                        app.settings.recording.retentionDays = days == 0 ? nil : days
+                    }
+                    if let policy = recording.policy { app.settings.recording.policy = policy }
+                    if let control = recording.control { app.settings.recording.control = control }
+                }
                 do {
                     try await services.storage.saveApp(app)
                 } catch {

@@ -17,6 +17,8 @@ struct AdminServices: Sendable {
     let webhooks: WebhookDirectory
     let webhookDispatcher: WebhookDispatcher
     let webhookPolicy: WebhookAddressPolicy
+    /// The recordings' conversion and files, when the server records calls.
+    let recorder: RecordingWorker?
     let clock: any SwitchboardClock
 
     /// Ends a call with `endByServer` (admin API, operators).

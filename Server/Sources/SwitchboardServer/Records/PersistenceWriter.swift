@@ -30,6 +30,8 @@ final class PersistenceWriter: Sendable {
         case end(EndedCallWrite, events: [WebhookNotice] = [])
         /// Events whose change needs no save of its own.
         case events([WebhookNotice])
+        /// A recording's take, for conversion.
+        case recording(RecordingTake)
     }
 
     /// A save of a call in progress. Its state is encoded only if the save survives coalescing:
@@ -54,6 +56,8 @@ final class PersistenceWriter: Sendable {
     private let onCommitted: @Sendable ([StoredRecord]) -> Void
     /// Called after a batch with webhook events committed (the dispatcher sends them then).
     let onEventsCommitted = LockedCallback<(@Sendable () -> Void)?>(nil)
+    /// Called after a batch with recordings' takes committed (the recorder converts them then).
+    let onRecordingsCommitted = LockedCallback<(@Sendable () -> Void)?>(nil)
     private let clock: any SwitchboardClock
     private let logger: Logger
     private let state: NIOLockedValueBox<State>
@@ -113,6 +117,11 @@ final class PersistenceWriter: Sendable {
     func submit(_ drafts: [RecordDraft]) {
         guard !drafts.isEmpty else { return }
         enqueue(.end(EndedCallWrite(callId: nil, records: drafts), events: []))
+    }
+
+    /// Queues a recording's take (before the write of the change that ended it).
+    func submit(recording take: RecordingTake) {
+        enqueue(.recording(take))
     }
 
     /// Queues webhook events whose change has nothing else to store.
@@ -202,6 +211,7 @@ final class PersistenceWriter: Sendable {
                 self.state.withLockedValue { $0.queue.batchDone() }
                 self.onCommitted(stored)
                 if !batch.events.isEmpty { self.onEventsCommitted.function?() }
+                if !batch.recordings.isEmpty { self.onRecordingsCommitted.function?() }
                 self.flushNext()
             case .failure(let error as ClusterError) where error == .fenced:
                 // Refused under the current term: another node leads now, and this one steps
@@ -261,6 +271,8 @@ final class PersistenceWriter: Sendable {
                 add(events)
             case .events(let events):
                 add(events)
+            case .recording(let take):
+                batch.recordings.append(take)
             }
         }
         for save in order.compactMap({ saves[$0] }) {

@@ -180,6 +180,11 @@ extension PostgresStorage {
             "v7-call-pull",
             statements(SQLiteStorage.callPullMigration)
         ),
+        (
+            // Server-side recording: ``SQLiteStorage/recordingMigration``.
+            "v8-recording",
+            statements(SQLiteStorage.recordingMigration)
+        ),
     ]
 
     /// The statements of a script whose statements each end with `;` and contain no other.

@@ -95,11 +95,11 @@ final class PostgresStorage: SwitchboardStorage {
         let rows = try await client.query(
             """
             SELECT sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees, record_retention_days,
-                is_development, created_at, app_push_credentials.credentials, call_pull
+                is_development, created_at, app_push_credentials.credentials, call_pull, recording
             FROM apps LEFT JOIN app_push_credentials USING (sdk_app_id) ORDER BY sdk_app_id
             """, logger: logger)
-        for try await (id, secret, busy, max, sees, retention, development, created, push, pull) in rows.decode(
-            (Int64, String, String, Int32, String, Int32?, Bool, Int64, String?, Bool).self)
+        for try await (id, secret, busy, max, sees, retention, development, created, push, pull, recording) in rows.decode(
+            (Int64, String, String, Int32, String, Int32?, Bool, Int64, String?, Bool, String?).self)
         {
             apps.append(
                 AppRecord(
@@ -107,7 +107,8 @@ final class PostgresStorage: SwitchboardStorage {
                     settings: AppSettings(
                         busyPolicy: BusyPolicy(rawValue: busy) ?? .reject, maxParticipants: Int(max),
                         blockedCallerSees: BlockedCallerSees(rawValue: sees) ?? .reject,
-                        recordRetentionDays: retention.map(Int.init), callPull: pull),
+                        recordRetentionDays: retention.map(Int.init), callPull: pull,
+                        recording: RecordingSettings.stored(recording)),
                     isDevelopment: development, createdAt: created, push: try AppPushCredentials.stored(push)))
         }
         return apps
@@ -135,16 +136,16 @@ final class PostgresStorage: SwitchboardStorage {
         try await client.query(
             """
             INSERT INTO apps (sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees,
-                record_retention_days, is_development, created_at, call_pull)
+                record_retention_days, is_development, created_at, call_pull, recording)
             VALUES (\(app.sdkAppID.rawValue), \(app.secretKey), \(app.settings.busyPolicy.rawValue),
                 \(Int32(clamping: app.settings.maxParticipants)), \(app.settings.blockedCallerSees.rawValue),
                 \(app.settings.recordRetentionDays.map { Int32(clamping: $0) }), \(app.isDevelopment), \(app.createdAt),
-                \(app.settings.callPull))
+                \(app.settings.callPull), \(app.settings.recording.storedText))
             ON CONFLICT (sdk_app_id) DO UPDATE SET secret_key = excluded.secret_key,
                 busy_policy = excluded.busy_policy, max_participants = excluded.max_participants,
                 blocked_caller_sees = excluded.blocked_caller_sees,
                 record_retention_days = excluded.record_retention_days, is_development = excluded.is_development,
-                call_pull = excluded.call_pull
+                call_pull = excluded.call_pull, recording = excluded.recording
             """, logger: logger)
     }
 
@@ -321,7 +322,11 @@ final class PostgresStorage: SwitchboardStorage {
     // MARK: - records and the journal
 
     func commit(_ batch: PersistenceBatch) async throws -> [StoredRecord] {
-        guard !batch.journal.isEmpty || !batch.ended.isEmpty || !batch.events.isEmpty else { return [] }
+        guard !batch.journal.isEmpty || !batch.ended.isEmpty || !batch.events.isEmpty || !batch.recordings.isEmpty
+        else { return [] }
+        // Takes first, in a statement of their own: committed before the end or save that follows
+        // them (a take stored twice keeps the first), never lost between the two.
+        try await insertRecordings(batch.recordings)
         // The last save of a call wins.
         var latest: [CallID: JournalEntry] = [:]
         for entry in batch.journal { latest[entry.callId] = entry }

@@ -7,6 +7,28 @@ extension SQLiteStorage {
     /// The app setting `callPull`; the same on PostgreSQL.
     static let callPullMigration = "ALTER TABLE apps ADD COLUMN call_pull BOOLEAN NOT NULL DEFAULT FALSE;"
 
+    /// Server-side recording: the apps' recording settings (JSON, ``RecordingSettings``; null: off)
+    /// and the recordings, one row per take of a call (``StoredRecording``); the same on PostgreSQL.
+    static let recordingMigration = """
+        ALTER TABLE apps ADD COLUMN recording TEXT;
+        CREATE TABLE recordings (
+            recording_id TEXT PRIMARY KEY,
+            sdk_app_id BIGINT NOT NULL,
+            call_id TEXT NOT NULL,
+            take INTEGER NOT NULL,
+            started_at BIGINT NOT NULL,
+            stopped_at BIGINT NOT NULL,
+            state TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            claimed_at BIGINT,
+            detail TEXT NOT NULL,
+            updated_at BIGINT NOT NULL
+        );
+        CREATE INDEX recordings_by_app ON recordings (sdk_app_id, started_at);
+        CREATE INDEX recordings_by_call ON recordings (sdk_app_id, call_id);
+        CREATE INDEX recordings_by_state ON recordings (state, updated_at);
+        """
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -163,6 +185,9 @@ extension SQLiteStorage {
         migrator.registerMigration("v9-call-pull") { db in
             // Whether a user's device may take a call without an offer (``AppSettings/callPull``).
             try db.execute(sql: Self.callPullMigration)
+        }
+        migrator.registerMigration("v10-recording") { db in
+            try db.execute(sql: Self.recordingMigration)
         }
         return migrator
     }

@@ -83,7 +83,8 @@ final class SQLiteStorage: SwitchboardStorage {
                         busyPolicy: BusyPolicy(rawValue: row["busy_policy"]) ?? .reject,
                         maxParticipants: row["max_participants"],
                         blockedCallerSees: BlockedCallerSees(rawValue: row["blocked_caller_sees"]) ?? .reject,
-                        recordRetentionDays: row["record_retention_days"], callPull: row["call_pull"]),
+                        recordRetentionDays: row["record_retention_days"], callPull: row["call_pull"],
+                        recording: RecordingSettings.stored(row["recording"])),
                     isDevelopment: row["is_development"],
                     createdAt: row["created_at"],
                     push: try AppPushCredentials.stored(row["push_credentials"]))
@@ -120,18 +121,18 @@ final class SQLiteStorage: SwitchboardStorage {
             try db.execute(
                 sql: """
                     INSERT INTO apps (sdk_app_id, secret_key, busy_policy, max_participants, blocked_caller_sees,
-                        record_retention_days, is_development, created_at, call_pull)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        record_retention_days, is_development, created_at, call_pull, recording)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (sdk_app_id) DO UPDATE SET secret_key = excluded.secret_key,
                         busy_policy = excluded.busy_policy, max_participants = excluded.max_participants,
                         blocked_caller_sees = excluded.blocked_caller_sees,
                         record_retention_days = excluded.record_retention_days, is_development = excluded.is_development,
-                        call_pull = excluded.call_pull
+                        call_pull = excluded.call_pull, recording = excluded.recording
                     """,
                 arguments: [
                     app.sdkAppID.rawValue, app.secretKey, app.settings.busyPolicy.rawValue, app.settings.maxParticipants,
                     app.settings.blockedCallerSees.rawValue, app.settings.recordRetentionDays, app.isDevelopment,
-                    app.createdAt, app.settings.callPull,
+                    app.createdAt, app.settings.callPull, app.settings.recording.storedText,
                 ])
         }
     }
@@ -354,9 +355,10 @@ final class SQLiteStorage: SwitchboardStorage {
     }
 
     static func commit(_ batch: PersistenceBatch, _ db: Database) throws -> [StoredRecord] {
-        guard !batch.journal.isEmpty || !batch.ended.isEmpty || !batch.events.isEmpty else { return [] }
-        // Webhook events are promised too: one sent must never be taken back by a power cut.
-        let promised = !batch.ended.isEmpty || !batch.events.isEmpty
+        guard !batch.journal.isEmpty || !batch.ended.isEmpty || !batch.events.isEmpty || !batch.recordings.isEmpty
+        else { return [] }
+        // Webhook events and recordings are promised too: one sent must never be taken back by a power cut.
+        let promised = !batch.ended.isEmpty || !batch.events.isEmpty || !batch.recordings.isEmpty
         if !promised { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         defer { if !promised { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
         var stored: [StoredRecord] = []
@@ -368,6 +370,7 @@ final class SQLiteStorage: SwitchboardStorage {
     }
 
     static func write(_ batch: PersistenceBatch, _ db: Database) throws -> [StoredRecord] {
+        try insertRecordings(batch.recordings, db)
         // Cached statements: parsed once per connection, not once per call.
         for entry in batch.journal {
             try db.cachedStatement(

@@ -69,6 +69,9 @@ struct PersistenceBatch: Equatable, Sendable {
     var events: [OutboxEvent] = []
     /// Events dropped because they could not be encoded (logged by the writer).
     var unencodableEvents = 0
+    /// Recordings' takes to store for conversion (before the rest of the batch: a take is never
+    /// lost to a crash between it and the change that ended it; storing one again keeps the first).
+    var recordings: [RecordingTake] = []
 }
 
 /// Per-user call records (SPEC §4) and the journal of calls in progress.
@@ -216,4 +219,4 @@ protocol StorageConnection: Sendable {
 
 /// Everything the server keeps in its database.
 typealias SwitchboardStorage = AppStore & ProfileStore & CallRecordStore & ChatGroupStore & BlockStore & PushTokenStore
-    & WebhookStore & StorageConnection
+    & WebhookStore & RecordingStore & StorageConnection

@@ -124,6 +124,12 @@ extension SignalingSession {
             RequestRoute.session(TakeCallRequest.self, oncePerId: true) { session, request, identity, id in
                 await session.take(request, identity, id: id)
             },
+            RequestRoute.session(StartRecordingRequest.self, oncePerId: true) { session, request, identity, id in
+                await session.setRecording(request.callId, start: true, identity, id: id)
+            },
+            RequestRoute.session(StopRecordingRequest.self, oncePerId: true) { session, request, identity, id in
+                await session.setRecording(request.callId, start: false, identity, id: id)
+            },
             RequestRoute.session(IceServersRequest.self, oncePerId: false) { session, _, identity, id in
                 session.succeed(id, session.services.configuration.ice.iceServers(for: identity.user, now: session.services.clock.now()))
             },

@@ -75,6 +75,15 @@ extension SignalingSession {
         await call(.take(TakeCommand(command: command(identity, request.callId), settings: settings)), id: id)
     }
 
+    func setRecording(_ callId: CallID, start: Bool, _ identity: Identity, id: RequestID) async {
+        guard let settings = services.apps.app(identity.user.app)?.settings else {
+            fail(id, SwitchboardError(.unknownApp))
+            return
+        }
+        await call(
+            .setRecording(RecordingCommand(command: command(identity, callId), settings: settings, start: start)), id: id)
+    }
+
     func reportStatus(_ request: StatusReportRequest, _ identity: Identity, id: RequestID) async {
         let report = StatusReport(
             packetLoss: request.packetLoss, rtt: request.rtt, bitrate: request.bitrate, audioLevel: request.audioLevel)

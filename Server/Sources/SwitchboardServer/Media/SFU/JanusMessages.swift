@@ -74,6 +74,11 @@ struct VideoRoomRequest: Encodable, Sendable {
     var autoupdate: Bool?
     var private_id: UInt64?
     var restart: Bool?
+    /// `create`: where the room's recordings go.
+    var rec_dir: String?
+    /// `publish`, `configure`: record the publisher's tracks (into `filename`-audio-0.mjr and so on, in the room's `rec_dir`).
+    var record: Bool?
+    var filename: String?
 }
 
 /// A stream in `join` (subscriber), `subscribe`, `update` and `configure` requests.

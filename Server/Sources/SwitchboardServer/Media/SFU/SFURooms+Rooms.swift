@@ -39,7 +39,7 @@ extension SFURooms {
         }
         for candidate in candidates.sorted(by: { ($0.load, $0.server) < ($1.load, $1.server) }) {
             do {
-                try await createRoom(room.number, on: candidate.server)
+                try await createRoom(room.number, recordings: recordings?.folder(of: callId), on: candidate.server)
                 room = rooms[callId] ?? room
                 room.server = candidate.server
                 rooms[callId] = room
@@ -67,7 +67,7 @@ extension SFURooms {
         return handle
     }
 
-    func createRoom(_ number: UInt64, on server: Int) async throws {
+    func createRoom(_ number: UInt64, recordings folder: String?, on server: Int) async throws {
         let handle = try await controlHandle(server)
         var create = VideoRoomRequest(request: "create")
         create.room = number
@@ -79,6 +79,7 @@ extension SFURooms {
         create.videocodec = "vp8"
         create.fir_freq = 10
         create.audiolevel_ext = true
+        create.rec_dir = folder
         do {
             _ = try await servers[server].request("message", handle: handle, body: create, completion: .success)
         } catch JanusServer.Failure.janus(let error) where error.code == JanusError.roomExists {

@@ -91,6 +91,8 @@ actor SFURooms {
         /// The server it is on; nil while no server could take it.
         var server: Int?
         var members: [UserID: Member] = [:]
+        /// The recording take whose files the members' tracks go into; nil: not recorded.
+        var take: Int?
     }
 
     enum Step: Sendable {
@@ -104,6 +106,8 @@ actor SFURooms {
 
     let servers: [JanusServer]
     let secret: String?
+    /// Where the rooms' recordings go: a folder per call (``RecordingFiles``); nil: no recording.
+    let recordings: RecordingFiles?
     let delivery: any CallDelivery
     private let clock: any SwitchboardClock
     let logger: Logger
@@ -123,8 +127,9 @@ actor SFURooms {
 
     init(
         urls: [String], secret: String?, timing: JanusServer.Timing = JanusServer.Timing(), delivery: any CallDelivery,
-        clock: any SwitchboardClock, logger: Logger
+        recordings: RecordingFiles? = nil, clock: any SwitchboardClock, logger: Logger
     ) {
+        self.recordings = recordings
         self.servers = urls.map { JanusServer(url: $0, secret: secret, timing: timing, clock: clock, logger: logger) }
         self.secret = secret
         self.delivery = delivery
@@ -219,6 +224,7 @@ actor SFURooms {
         case .action(.end): await end(callId)
         case .action(.signal(_, let user, let session, let signal)): await relay(callId, user, session, signal)
         case .action(.layer(_, let viewer, let target, let layer)): await setLayer(callId, viewer, target, layer)
+        case .action(.record(_, let take)): await record(callId, take: take)
         case .janus(let server, let message, let owner): await janus(server, message, owner)
         case .serverDown(let server): await lost(callId, server: server)
         case .serverUp: await retryPlacement(callId)
@@ -244,6 +250,7 @@ actor SFURooms {
         let callId = session.callId
         let user = session.member.user
         var room = rooms[callId] ?? Room(number: roomNumber(for: callId))
+        room.take = session.recordingTake
         let previous = room.members[user]
         room.members[user] = Member(
             key: session.member, device: session.device, session: session.session, layers: session.layers)
@@ -323,8 +330,13 @@ actor SFURooms {
                 guard let handle = member.publisher, let sdp = signal.sdp else { return }
                 let tracks = PublishedTracks.tracks(inOffer: sdp)
                 guard update(callId, user, session: session, { $0.tracks = tracks }) else { return }
+                var publish = VideoRoomRequest(request: member.publishing.request)
+                if member.publishing == .notYet, let take = room.take {
+                    publish.record = true
+                    publish.filename = RecordingFiles.base(take: take, user: user, session: session)
+                }
                 let answer = try await servers[server].request(
-                    "message", handle: handle, body: VideoRoomRequest(request: member.publishing.request),
+                    "message", handle: handle, body: publish,
                     jsep: JanusJSEP(type: "offer", sdp: sdp), completion: .event)
                 guard let jsep = answer.jsep, update(callId, user, session: session, { $0.publishing = .published })
                 else { return }
@@ -353,6 +365,28 @@ actor SFURooms {
             logger.info(
                 "the SFU refused a member's signal",
                 metadata: ["call": "\(callId)", "user": "\(user)", "kind": "\(signal.kind)", "error": "\(error)"])
+        }
+    }
+
+    /// Records every published member into the take's files from now on, or stops (nil); members
+    /// who publish later are recorded as they publish (``relay(_:_:_:_:)``).
+    private func record(_ callId: CallID, take: Int?) async {
+        guard var room = rooms[callId] else { return }
+        room.take = take
+        rooms[callId] = room
+        guard let server = room.server else { return }
+        for member in room.members.values {
+            guard let handle = member.publisher, member.publishing == .published else { continue }
+            var configure = VideoRoomRequest(request: "configure")
+            configure.record = take != nil
+            configure.filename = take.map { RecordingFiles.base(take: $0, user: member.key.user, session: member.session) }
+            do {
+                _ = try await servers[server].request("message", handle: handle, body: configure, completion: .event)
+            } catch {
+                logger.error(
+                    "the SFU refused to record a member",
+                    metadata: ["call": "\(callId)", "user": "\(member.key.user)", "error": "\(error)"])
+            }
         }
     }
 
@@ -400,7 +434,7 @@ extension SFUAction {
     var callId: CallID {
         switch self {
         case .join(let session): session.callId
-        case .leave(let id, _), .end(let id), .signal(let id, _, _, _), .layer(let id, _, _, _): id
+        case .leave(let id, _), .end(let id), .signal(let id, _, _, _), .layer(let id, _, _, _), .record(let id, _): id
         }
     }
 }
