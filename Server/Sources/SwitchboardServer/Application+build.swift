@@ -419,7 +419,10 @@ private func assembleNode(
             guard FileManager.default.isWritableFile(atPath: files.root) else {
                 throw SwitchboardError(.invalidParams, "the recordings directory \(files.root) is not writable")
             }
-            recorder = RecordingWorker(store: storage, files: files, tools: tools, clock: clock, logger: logger)
+            recorder = RecordingWorker(
+                store: storage, files: files, tools: tools,
+                retention: { apps.all.map { ($0.sdkAppID, $0.settings.recording.retentionDays) } }, clock: clock,
+                logger: logger)
             rules.recording = true
         }
         sfu = SFURooms(
@@ -441,6 +444,7 @@ private func assembleNode(
     if let recorder {
         writer.onRecordingsCommitted.function = { recorder.wake() }
         engine.recordingBacklogged.function = { recorder.isBacklogged }
+        recorder.onEventsWritten.function = { dispatcher.wake() }
         recorder.start()
         teardown.add { recorder.stop() }
     }

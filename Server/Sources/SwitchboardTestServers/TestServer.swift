@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Logging
 import NIOConcurrencyHelpers
 import Switchboard
@@ -55,6 +58,29 @@ public final class TestServer: Sendable {
         let runTask = Task { try await node.run(gracefulShutdownSignals: []) }
         let port = await node.listeningPort()
         return TestServer(node: node, clock: clock, port: port, directory: directory, runTask: runTask)
+    }
+
+    /// An HTTP request to the server with the admin secret (nil `authorized`: none): its status, body
+    /// and headers.
+    public func http(
+        _ method: String, _ path: String, json: [String: any Sendable]? = nil, headers: [String: String] = [:],
+        authorized: Bool = true
+    ) async throws -> (status: Int, body: Data, headers: [String: String]) {
+        var request = URLRequest(url: URL(string: path, relativeTo: httpURL)!)
+        request.httpMethod = method
+        if authorized { request.setValue("Bearer test-admin-secret", forHTTPHeaderField: "Authorization") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let json {
+            request.httpBody = try JSONSerialization.data(withJSONObject: json)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as? HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (name, value) in http?.allHeaderFields ?? [:] {
+            if let name = name as? String, let value = value as? String { fields[name.lowercased()] = value }
+        }
+        return (http?.statusCode ?? 0, data, fields)
     }
 
     /// A UserSig for `user` on the server's app, issued at the test clock's time.

@@ -32,6 +32,9 @@ struct RequiredPartsTests {
             JanusProcess.isAvailable,
             "janus is not installed: the SFU suites (group calls through Janus) were skipped (scripts/janus install)")
         #expect(
+            ["/usr/bin/janus-pp-rec", "/usr/bin/ffmpeg", "/usr/bin/ffprobe"].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) },
+            "janus-pp-rec or ffmpeg is not installed: the recording suite was skipped (scripts/janus install)")
+        #expect(
             TestNetwork.unavailableReason == nil,
             "network namespaces cannot be made (\(TestNetwork.unavailableReason ?? "")): NetworkFailureTests were skipped (run as root with iproute2)")
         #expect(

@@ -8,8 +8,11 @@ import SwitchboardProtocol
 /// take (every member's audio, and a grid of the members' video where any was sent).
 ///
 /// Time: each `.mjr` file's header says when its first packet was written (Janus's clock, Unix
-/// µs); its place in the take is that less the take's start (the server's clock). Janus and the
-/// server should keep their clocks in step (NTP), as for any media server.
+/// µs). The take's files start at the first packet of any of its files, and each segment is
+/// placed by its own first packet after that one: the members stay in step with each other on
+/// Janus's clock, whatever the server's clock says. The files last as long as the take did on the
+/// server (from its start, or the call's connection, to its stop), which also counts the moments
+/// before the first packet arrived (the connection's set-up): they are silence at the end.
 struct RecordingConverter: Sendable {
     let files: RecordingFiles
     let tools: RecordingTools
@@ -19,7 +22,7 @@ struct RecordingConverter: Sendable {
 
     struct Segment {
         var track: RecordingFiles.Track
-        /// Where it starts in the take, ms.
+        /// When its first packet was written (Janus's clock, ms); then where it starts in the take, ms.
         var offset: Int64
         /// The converted file (Opus or WebM).
         var path: String
@@ -34,9 +37,12 @@ struct RecordingConverter: Sendable {
         let duration = take.stoppedAt - take.startedAt
         var segments: [Segment] = []
         for track in files.tracks(callId: take.callId, take: take.take) {
-            if let segment = try await segment(track, take: take, scratch: scratch) { segments.append(segment) }
+            if let segment = try await segment(track, scratch: scratch) { segments.append(segment) }
         }
-        guard !segments.isEmpty else { throw RecordingTools.Failure(description: "no media was recorded") }
+        guard let first = segments.map(\.offset).min() else {
+            throw RecordingTools.Failure(description: "no media was recorded")
+        }
+        for index in segments.indices { segments[index].offset -= first }
         var made: [RecordedFile] = []
         var memberFiles: [(user: UserID, path: String)] = []
         for user in take.members {
@@ -58,7 +64,7 @@ struct RecordingConverter: Sendable {
 
     /// One `.mjr` file converted, with its place; nil for a file without media (a track that
     /// never sent a packet).
-    private func segment(_ track: RecordingFiles.Track, take: RecordingTake, scratch: String) async throws -> Segment? {
+    private func segment(_ track: RecordingFiles.Track, scratch: String) async throws -> Segment? {
         struct Header: Decodable {
             var s: Int64?
             var u: Int64?
@@ -80,7 +86,7 @@ struct RecordingConverter: Sendable {
             return nil
         }
         guard (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 > 0 else { return nil }
-        return Segment(track: track, offset: max(0, written / 1000 - take.startedAt), path: path)
+        return Segment(track: track, offset: written / 1000, path: path)
     }
 
     /// A member's audio segments, each at its place, silence around, cut to the take's length.
@@ -133,7 +139,7 @@ struct RecordingConverter: Sendable {
                 filter.append("[base\(index)][v\(index)]overlay=x=\(x):y=\(y):eof_action=pass:repeatlast=0[base\(index + 1)]")
             }
             maps += [
-                "-map", "[base\(video.count)]", "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "600k",
+                "-map", "[base\(video.count)]", "-c:v", "libvpx", "-pix_fmt", "yuv420p", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "600k",
                 "-r", "\(frameRate)",
             ]
         }

@@ -19,6 +19,9 @@ final class RecordingWorker: Sendable {
     static let retryPause: Int64 = 5_000
     /// Recordings waiting for conversion beyond which new recordings are refused (`recordingUnavailable`).
     static let maxBacklog = 1_000
+    /// How often the retention sweep runs (ms), and the most recordings it deletes per app and run.
+    static let sweepInterval: Int64 = 3_600_000
+    static let sweepBatch = 500
 
     let store: any RecordingStore
     let files: RecordingFiles
@@ -27,13 +30,23 @@ final class RecordingWorker: Sendable {
     private let logger: Logger
     private let wakeSignal = WakeSignal()
     private let runner = LockedCallback<Task<Void, Never>?>(nil)
+    private let sweeper = LockedCallback<Task<Void, Never>?>(nil)
+    /// Each app's retention (days; nil: kept), as its settings say now.
+    private let retention: @Sendable () -> [(SdkAppID, Int?)]
     /// Recordings waiting for conversion or being converted, as last counted (and since stored).
     private let backlog = LockedCallback<Int>(0)
+
+    /// Called after a webhook event was written (the dispatcher sends it then).
+    let onEventsWritten = LockedCallback<(@Sendable () -> Void)?>(nil)
 
     /// Whether new recordings are refused: ``maxBacklog`` wait for conversion.
     var isBacklogged: Bool { backlog.function >= Self.maxBacklog }
 
-    init(store: any RecordingStore, files: RecordingFiles, tools: RecordingTools, clock: any SwitchboardClock, logger: Logger) {
+    init(
+        store: any RecordingStore, files: RecordingFiles, tools: RecordingTools,
+        retention: @escaping @Sendable () -> [(SdkAppID, Int?)], clock: any SwitchboardClock, logger: Logger
+    ) {
+        self.retention = retention
         self.store = store
         self.files = files
         self.converter = RecordingConverter(files: files, tools: tools)
@@ -45,15 +58,28 @@ final class RecordingWorker: Sendable {
     func start() {
         runner.function = Task { [self] in
             while !Task.isCancelled {
-                let busy = await convertNext()
-                if Task.isCancelled { return }
-                if !busy { await wakeSignal.wait() }
+                switch await convertNext() {
+                case .idle:
+                    await wakeSignal.wait()
+                case .converted:
+                    break
+                case .failedAttempt:
+                    // The database or the conversion failed: the next claim waits a little.
+                    guard (try? await clock.sleep(for: .milliseconds(Self.retryPause))) != nil else { return }
+                }
+            }
+        }
+        sweeper.function = Task { [self] in
+            while !Task.isCancelled {
+                await sweepExpired()
+                guard (try? await clock.sleep(for: .milliseconds(Self.sweepInterval))) != nil else { return }
             }
         }
     }
 
     func stop() {
         runner.function?.cancel()
+        sweeper.function?.cancel()
         wakeSignal.signal()
     }
 
@@ -63,8 +89,18 @@ final class RecordingWorker: Sendable {
         wakeSignal.signal()
     }
 
-    /// Claims one recording and converts it; false when none waits.
-    func convertNext() async -> Bool {
+    /// What one turn of the worker did.
+    enum Turn: Equatable, Sendable {
+        /// Nothing waits.
+        case idle
+        /// A recording is ready, or failed for good.
+        case converted
+        /// An attempt failed (it will be tried again), or the database did.
+        case failedAttempt
+    }
+
+    /// Claims one recording and converts it.
+    func convertNext() async -> Turn {
         let now = clock.now()
         let claimed: [StoredRecording]
         if let count = try? await store.unconvertedRecordings() { backlog.function = count }
@@ -72,10 +108,9 @@ final class RecordingWorker: Sendable {
             claimed = try await store.claimRecordings(now: now, staleBefore: now - Self.staleAfter, limit: 1)
         } catch {
             logger.error("could not claim a recording to convert", metadata: ["error": "\(error)"])
-            try? await clock.sleep(for: .milliseconds(Self.retryPause))
-            return true
+            return .failedAttempt
         }
-        guard let recording = claimed.first else { return false }
+        guard let recording = claimed.first else { return .idle }
         let take = recording.take
         let outcome: RecordingOutcome
         do {
@@ -89,11 +124,12 @@ final class RecordingWorker: Sendable {
         let event = Self.event(outcome, of: recording, now: clock.now())
         do {
             try await store.finishRecording(id: take.id, outcome, now: clock.now(), event: event)
+            if event != nil { onEventsWritten.function?() }
         } catch {
             logger.error("could not store a recording's conversion", metadata: ["recording": "\(take.id)", "error": "\(error)"])
         }
-        if case .retry = outcome { try? await clock.sleep(for: .milliseconds(Self.retryPause)) }
-        return true
+        if case .retry = outcome { return .failedAttempt }
+        return .converted
     }
 
     /// The webhook event of an outcome (none for a retry).
@@ -126,6 +162,25 @@ final class RecordingWorker: Sendable {
         return OutboxEvent(id: id, app: take.app, type: type, orderingKey: take.callId.rawValue, time: now, payload: payload)
     }
 
+    /// Deletes the recordings each app's retention has run out for (with `recording.deleted`,
+    /// reason `retention`); returns how many. Any node may sweep: a recording is deleted once.
+    @discardableResult
+    func sweepExpired() async -> Int {
+        var deleted = 0
+        for case let (app, days?) in retention() {
+            let before = clock.now() - Int64(days) * 86_400_000
+            do {
+                for recording in try await store.expiredRecordings(app: app, before: before, limit: Self.sweepBatch) {
+                    if try await delete(app: app, id: recording.take.id, reason: "retention") != nil { deleted += 1 }
+                }
+            } catch {
+                logger.error("the recordings' retention sweep failed", metadata: ["app": "\(app)", "error": "\(error)"])
+            }
+        }
+        if deleted > 0 { logger.info("recordings past their retention deleted", metadata: ["count": "\(deleted)"]) }
+        return deleted
+    }
+
     /// Deletes a recording: its files, then its row, with `recording.deleted` (`reason`:
     /// `retention` or `deleted`). Nil when there was none.
     func delete(app: SdkAppID, id: String, reason: String) async throws -> StoredRecording? {
@@ -139,8 +194,10 @@ final class RecordingWorker: Sendable {
             try? FileManager.default.removeItem(atPath: track.path)
         }
         let now = clock.now()
-        return try await store.deleteRecording(app: app, id: id) { stored in
+        let deleted = try await store.deleteRecording(app: app, id: id) { stored in
             Self.event(.recordingDeleted, stored, files: nil, reason: reason, now: now)
         }
+        onEventsWritten.function?()
+        return deleted
     }
 }
