@@ -26,14 +26,16 @@ let recordingToolsAvailable = ["/usr/bin/janus-pp-rec", "/usr/bin/ffmpeg", "/usr
 struct GStreamerRecordingTests {
     typealias Member = GStreamerEngineTests.Member
 
+    /// Janus, a server recording into a folder in its own directory (removed with it), the app's
+    /// policy `onRequest`, and a webhook receiver for the recordings' events.
     static func start() async throws -> (JanusProcess, TestServer, TestWebhookReceiver) {
         let janus = try await JanusProcess.start()
         let receiver = try await TestWebhookReceiver.start()
-        let server = try await TestServer.start { configuration in
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-test-\(UUID().uuidString)")
+        let server = try await TestServer.start(directory: directory) { configuration in
             configuration.webhooks.allowedNetworks = [IPNetwork("127.0.0.0/8")!]
             configuration.sfu = SFUConfiguration(
-                urls: [janus.url], secret: JanusProcess.secret,
-                recordings: FileManager.default.temporaryDirectory.appendingPathComponent("recordings-\(UUID().uuidString)").path)
+                urls: [janus.url], secret: JanusProcess.secret, recordings: Self.recordings(directory))
         }
         let app = server.app.sdkAppID.rawValue
         let settings = try await server.http("PUT", "/v1/apps/\(app)/settings", json: ["recording": ["policy": "onRequest"]])
@@ -43,6 +45,8 @@ struct GStreamerRecordingTests {
         #expect(endpoint.status == 201)
         return (janus, server, receiver)
     }
+
+    static func recordings(_ directory: URL) -> String { directory.appendingPathComponent("recordings").path }
 
     @Test func aRecordedCallIsDeliveredAsFilesThatCarryEachMembersTone() async throws {
         let (janus, server, receiver) = try await Self.start()
@@ -76,8 +80,6 @@ struct GStreamerRecordingTests {
         let delivered = try await receiver.requests.first(from: 0, timeout: .seconds(180)) {
             $0.event?.type == .recordingReady || $0.event?.type == .recordingFailed
         }
-        let listed = try await server.http("GET", "/v1/apps/\(app)/recordings?callId=\(call.callId.rawValue)")
-        print("[recording] listed: \(String(decoding: listed.body, as: UTF8.self))")
         guard case .recordingReady(let recording) = try #require(delivered.event).data else {
             Issue.record("the recording failed: \(String(decoding: delivered.body, as: UTF8.self))")
             return
@@ -141,6 +143,67 @@ struct GStreamerRecordingTests {
         let deleted = try await server.http("DELETE", "/v1/apps/\(app)/recordings/\(recording.recordingId)")
         #expect(deleted.status == 200)
         #expect(try await server.http("GET", base + mixed.name).status == 404)
+        await server.stop()
+    }
+
+    /// Janus dies in the middle of a recorded call and comes back: the call goes on through the new
+    /// Janus with new SFU sessions, whose tracks are recorded into new files of the same take; the
+    /// delivered files hold both segments: each member's tone is in their file at its start (before
+    /// the kill) and at its end (after the restart).
+    @Test func aRecordingKeepsWhatWasRecordedBeforeAndAfterJanusDies() async throws {
+        let (janus, server, receiver) = try await Self.start()
+        defer { janus.stop() }
+        let alice = try await GStreamerEngineTests.member(server, "alice", tone: 440)
+        let bob = try await GStreamerEngineTests.member(server, "bob", tone: 880)
+        let call = try await alice.client.callStore.calls(
+            participantIds: ["bob"], mediaType: .audio, params: CallParams(record: true))
+        try await bob.calls.first(from: 0, timeout: GStreamerEngineTests.wait) { if case .onCallReceived = $0 { true } else { false } }
+        try await bob.client.callStore.accept(callId: call.callId)
+        let connected = ContinuousClock.now
+        try await GStreamerEngineTests.barrier(bob, from: alice.id, count: 30)
+        try await GStreamerEngineTests.barrier(alice, from: bob.id, count: 5)
+
+        // Janus dies; the server connects to the new one after its first backoff (500 ms on its
+        // clock, which the test moves once the timer is armed), places the room again and starts
+        // new sessions.
+        let lost = server.clock.now()
+        janus.kill()
+        try await janus.restart()
+        await server.clock.waitForSleeper(until: lost + 500)
+        server.clock.advance(by: .milliseconds(500))
+        let back = alice.media.values.count
+        try await alice.media.first(from: back, timeout: GStreamerEngineTests.wait) {
+            if case .audioLevel(bob.id, let level, _) = $0 { level > 10 } else { false }
+        }
+        try await GStreamerEngineTests.barrier(bob, from: alice.id, count: 30)
+        server.clock.advance(by: (ContinuousClock.now - connected) - .milliseconds(500))
+        try await alice.client.callStore.hangup()
+
+        let delivered = try await receiver.requests.first(from: 0, timeout: .seconds(180)) {
+            $0.event?.type == .recordingReady || $0.event?.type == .recordingFailed
+        }
+        guard case .recordingReady(let recording) = try #require(delivered.event).data else {
+            Issue.record("the recording failed: \(String(decoding: delivered.body, as: UTF8.self))")
+            return
+        }
+        // Two segments per member on disk (one per SFU session), both in the delivered file.
+        let folder = Self.recordings(server.directory) + "/" + call.callId.rawValue
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix("-audio-0.mjr") }
+        for user in ["alice", "bob"] {
+            let hex = user.utf8.map { String(format: "%02x", $0) }.joined()
+            #expect(names.filter { $0.hasPrefix("t1-\(hex)-s") }.count == 2, "\(user)'s segments: \(names.sorted())")
+        }
+        let files = try #require(recording.files)
+        let base = "/v1/apps/\(server.app.sdkAppID.rawValue)/recordings/\(recording.recordingId)/files/"
+        for (user, own) in [("alice", true), ("bob", false)] {
+            let file = try #require(files.first { $0.userId == UserID(rawValue: user) })
+            let fetched = try await server.http("GET", base + file.name)
+            let tones = try Self.tonesPerSecond(fetched.body)
+            let present = tones.map { own ? $0.low > 10 * $0.high : $0.high > 10 * $0.low }
+            print("[recording] \(user)'s tone second by second across Janus's restart: \(present.map { $0 ? "1" : "0" }.joined())")
+            #expect(present.prefix(2).contains(true), "\(user)'s tone before the kill")
+            #expect(present.suffix(3).contains(true), "\(user)'s tone after the restart")
+        }
         await server.stop()
     }
 
