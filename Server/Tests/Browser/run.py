@@ -17,8 +17,8 @@ moved; their traffic stays inside the namespaces the test made.
 This file is the entry point: it starts the servers and runs the test classes, in the order of
 their names. The harness is in the modules beside it: harness.py (the run's arguments and server,
 the waits), servers.py (coturn, Switchboard, Janus), pages.py (Chromium and `Page`), swiftcall.py
-(`switchboard call`), sites.py (small servers of the tests' own) and testcase.py (`Harness`, the
-base class); the tests, by topic, in browser_tests.py, product_tests.py, swift_engine_tests.py,
+(`switchboard call`), wsclient.py (the signaling protocol spoken by the test itself), sites.py
+(small servers of the tests' own) and testcase.py (`Harness`, the base class); the tests, by topic, in browser_tests.py, product_tests.py, swift_engine_tests.py,
 page_policy_tests.py, web_push_tests.py, sfu_tests.py and network_tests.py.
 
 Usage: run.py --binary Server/.build/debug/switchboard --web Server/Sources/SwitchboardWebClient/Web

@@ -111,15 +111,18 @@ class Servers(ServerProcesses):
 
 
 JANUS_SECRET = "browser-test-janus-secret"
+ADMIN_SECRET = "browser-test-admin-secret"
 
 
 class JanusServer(ServerProcesses):
     """Debian's janus with the configuration scripts/janus writes (VideoRoom and WebSockets only,
     ICE on loopback), and a second Switchboard server that sends group calls through it
-    (`serve --sfu`)."""
+    (`serve --sfu`) and records calls into `self.recordings` (`--recordings-dir`: Janus's rec_dir,
+    converted with janus-pp-rec and ffmpeg; nothing is recorded while the app's policy is off)."""
 
     def __init__(self):
         self.directory = tempfile.mkdtemp(prefix="switchboard-janus-")
+        self.recordings = os.path.join(self.directory, "recordings")
         self.ws_port = free_port()
         self.port = free_port()
         self.processes = []
@@ -144,7 +147,8 @@ class JanusServer(ServerProcesses):
         self.processes.append(subprocess.Popen(
             [harness.ARGS.binary, "serve", "--port", str(self.port), "--database", f"{self.directory}/switchboard.sqlite",
              "--web-root", harness.ARGS.web, "--log-level", "info",
-             "--sfu", f"ws://127.0.0.1:{self.ws_port}", "--sfu-secret", JANUS_SECRET],
+             "--sfu", f"ws://127.0.0.1:{self.ws_port}", "--sfu-secret", JANUS_SECRET,
+             "--recordings-dir", self.recordings, "--admin-secret", ADMIN_SECRET],
             stdout=server_log, stderr=subprocess.STDOUT))
 
         def healthy():
@@ -152,6 +156,19 @@ class JanusServer(ServerProcesses):
                 return response.status == 200
         wait_until(healthy, timeout=30, what="the SFU server to answer /health")
 
+    def admin(self, method, path, body=None):
+        """A request to the SFU server's admin API (`/v1` + `path`); the answer's JSON."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/v1{path}", method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {ADMIN_SECRET}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)
+
+    def credentials(self, user):
+        """The development app's sdkAppID and a UserSig for `user` (`/v1/dev/usersig`)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/v1/dev/usersig?userID={user}", timeout=10) as response:
+            return json.load(response)
 
     def restart_janus(self):
         """kill -9 of Janus, then a new one with the same configuration on the same port."""

@@ -1,6 +1,7 @@
 """SFUTests: group calls through Janus (`JanusServer`): a call that moves there when someone is
 invited, a group call of browsers (Janus killed and started again mid-call), `switchboard call`
-in a group call, and a member's group call moving from a tab to `switchboard call` and back."""
+in a group call, a member's group call moving from a tab to `switchboard call` and back, and a
+one-to-one call recorded on the server at a member's request (docs/RECORDING.md)."""
 
 import os
 import shutil
@@ -13,6 +14,11 @@ from pages import SharedChromium
 from selenium.webdriver.common.by import By
 from servers import JanusServer
 from testcase import Harness
+from wsclient import SignalingClient
+
+# The longest a recording of a few seconds may take to be converted once its call ended
+# (janus-pp-rec and ffmpeg at nice 10, one recording at a time): about a second here.
+RECORDING_READY_BOUND = 60
 
 # The longest a group call's media may take to come back after its Janus is killed and started
 # again, from the kill (docs/OPERATIONS.md, "When a Janus dies"): typically 3-7 s; once 18 s was
@@ -319,3 +325,131 @@ class SFUTests(Harness):
         # Two members left: smq's hang-up ends the call for smr.
         smq.click("hangup")
         wait_until(lambda: smr.visible("home-view"), what="the end of the call at smr")
+
+    def test_a_call_is_recorded_at_a_members_request(self):
+        """What a person sees of server-side recording (docs/RECORDING.md): with the app's policy
+        off, Record is refused in words and nothing is marked; with onRequest, rea's Record marks
+        the call on both pages and says so to screen readers, the call moves to the SFU while reb
+        goes on hearing rea, Stop takes the marks away and says who stopped; refused and then
+        recorded again on the SFU, the refusal goes when the mark comes; after the call the admin
+        API lists both takes ready with both members' files. Then a call placed with `record` says
+        so on reb's ringing screen before reb answers."""
+        app = self.janus.credentials("rea")["sdkAppID"]
+        settings = f"/apps/{app}/settings"
+        self.addCleanup(self.janus.admin, "PUT", settings, {"recording": {"policy": "off"}})
+        shared = SharedChromium()
+        rea, reb = (self.sfu_page(user, shared) for user in ("rea", "reb"))
+        rea.call("reb", "audio")
+        wait_until(lambda: reb.visible("incoming"), what="reb's incoming call screen")
+        self.assertFalse(reb.visible("incoming-recording"), "an unrecorded call says nothing of recording")
+        reb.click("accept")
+        for page in (rea, reb):
+            wait_until(lambda: page.visible("record"), what=f"Record on {page.user}'s call screen")
+        grows_by(lambda: decoded(reb, "rea")["samples"], "reb's decoded audio from rea peer to peer", timeout=60)
+        self.assertIsNone(rea.js("return window.switchboard.activeCall().info.media ?? null"))
+
+        def marks(page):
+            """The recording mark as shown (None when hidden) and what the live region said."""
+            return (page.element("recording-text").text if page.visible("recording-mark") else None,
+                    page.element("recording-live").get_attribute("textContent"))
+
+        # The policy is off (the default): Record is refused in words, and nobody sees a mark.
+        rea.click("record")
+        notice = rea.notice("call")
+        self.assertEqual(notice["code"], "3021", notice)
+        self.assertEqual(notice["text"], "Recording is not allowed in this app, or only the person who placed the call can start it.")
+        for page in (rea, reb):
+            self.assertEqual(marks(page), (None, ""), f"{page.user}'s page after the refusal")
+        self.assertEqual(rea.element("record").text, "Record")
+
+        # onRequest: rea records. Both pages show the mark and say it; the call moves to the SFU.
+        self.assertEqual(self.janus.admin("PUT", settings, {"recording": {"policy": "onRequest"}})["recording"]["policy"],
+                         "onRequest")
+        reb.js(AUDIO_SAMPLER, "rea")
+        rea.click("record")
+        expected = {rea: ("Recording · started by you", "You started recording this call."),
+                    reb: ("Recording · started by rea", "rea started recording this call.")}
+        for page, shown in expected.items():
+            wait_until(lambda: marks(page) == shown, what=f"the mark on {page.user}'s page (now {marks(page)})")
+        self.assertEqual(rea.element("record").text, "Stop recording")
+        # The mark is there at a phone's size too, and the recorded call screen passes the
+        # accessibility check.
+        reb.check_screen("recording-call", at_each=lambda size: self.assertEqual(marks(reb), expected[reb], size))
+        call_id = rea.js("return window.switchboard.activeCall().info.callId")
+        for page in (rea, reb):
+            wait_until(lambda: page.js("return window.switchboard.activeCall().info.media") == "sfu",
+                       what=f"the recorded call through the SFU on {page.user}'s page")
+            wait_until(lambda: page.js("return window.switchboard.sfuSession()"), timeout=60,
+                       what=f"an SFU session on {page.user}'s page")
+        wait_until(lambda: any(t["userId"] == "rea" and t["source"] == "microphone"
+                               for t in reb.js("return window.switchboard.sfuTracks()") or []),
+                   timeout=60, what="rea's microphone offered to reb by the SFU")
+        grows_by(lambda: decoded(reb, "rea")["samples"], "reb's decoded audio from rea through the SFU", timeout=60)
+        grows_by(lambda: decoded(reb, "rea")["samples"], "reb's decoded audio from rea, recorded", timeout=30)
+        samples = reb.js("clearInterval(window.moveSampler); return window.moveSamples")
+        gap = longest_gap(samples)
+        print(f"\nrecording: the longest gap in rea's audio at reb while the call moved to the SFU was {gap:.2f} s "
+              f"({len(samples)} samples)", file=sys.stderr)
+        self.assertGreater(decoded(reb, "rea")["energy"], 0, "reb hears rea through the SFU")
+
+        # Stop: both marks go, and each page says who stopped.
+        rea.click("record")
+        expected = {rea: (None, "You stopped the recording."), reb: (None, "rea stopped the recording.")}
+        for page, shown in expected.items():
+            wait_until(lambda: marks(page) == shown, what=f"the mark gone from {page.user}'s page (now {marks(page)})")
+        self.assertEqual(rea.element("record").text, "Record")
+        self.assertEqual(reb.js("return window.switchboard.activeCall().info.media"), "sfu")
+        grows_by(lambda: decoded(reb, "rea")["samples"], "reb's decoded audio from rea after the stop", timeout=30)
+
+        # Refused, then recorded (a second take) in a call already on the SFU: the refusal goes
+        # when the recording starts (before, it stayed beside the mark; the move to the SFU had
+        # cleared it the first time).
+        self.janus.admin("PUT", settings, {"recording": {"policy": "off"}})
+        rea.click("record")
+        wait_until(lambda: rea.visible("call-notice") and rea.element("call-notice").get_attribute("data-code") == "3021",
+                   what="the refusal on rea's call screen")
+        self.janus.admin("PUT", settings, {"recording": {"policy": "onRequest"}})
+        rea.click("record")
+        wait_until(lambda: marks(rea) == ("Recording · started by you", "You started recording this call."),
+                   what=f"the second take's mark on rea's page (now {marks(rea)})")
+        self.assertFalse(rea.visible("call-notice"), f"the refusal beside the mark: {rea.element('call-notice').text}")
+        rea.click("record")
+        wait_until(lambda: marks(rea) == (None, "You stopped the recording."), what=f"the second take's stop (now {marks(rea)})")
+        rea.click("hangup")
+        ended = time.monotonic()
+        for page in (rea, reb):
+            wait_until(lambda: page.visible("home-view"), what=f"the end of the call at {page.user}")
+
+        # A call placed with `record` (by a client the test drives: the page places none) says so on
+        # the callee's ringing screen, before the callee answers.
+        caller = SignalingClient(self.janus.port, self.janus.credentials("rec"), "rec")
+        self.addCleanup(caller.close)
+        placed = caller.request("call.start", {"participantIds": ["reb"], "mediaType": "audio", "params": {"record": True}})
+        self.assertEqual((placed["call"].get("media"), placed["call"].get("recording", {}).get("startedBy")), ("sfu", "rec"),
+                         placed)
+        wait_until(lambda: reb.visible("incoming"), what="reb's incoming call screen for the recorded call")
+        wait_until(lambda: reb.visible("incoming-recording"), what="the recording note on reb's ringing screen")
+        self.assertEqual(reb.element("incoming-recording-text").text, "Recording · started by rec")
+        self.assertIn("incoming-recording", reb.element("incoming").get_attribute("aria-describedby"))
+        reb.screenshot("recording-incoming-reb")
+        reb.click("reject")
+        wait_until(lambda: not reb.visible("incoming"), what="reb's ringing screen to go")
+
+        # The server delivers the first call's recordings: its two takes, ready, each with each
+        # member's file.
+        def ready():
+            listed = self.janus.admin("GET", f"/apps/{app}/recordings?callId={call_id}")["recordings"]
+            return listed if len(listed) == 2 and all(r["state"] in ("ready", "failed") for r in listed) else None
+        listed = wait_until(ready, timeout=RECORDING_READY_BOUND, interval=0.5, what=f"the recordings of {call_id} converted")
+        print(f"recording: listed ready {time.monotonic() - ended:.1f} s after the call's end", file=sys.stderr)
+        self.assertEqual(sorted((r["take"], r["state"], r["startedBy"], sorted(r["members"])) for r in listed),
+                         [(1, "ready", "rea", ["rea", "reb"]), (2, "ready", "rea", ["rea", "reb"])], listed)
+        for recording in listed:
+            members = {f.get("userId"): f for f in recording["files"] if f.get("userId")}
+            self.assertEqual(sorted(members), ["rea", "reb"], recording["files"])
+            for user, file in members.items():
+                path = os.path.join(self.janus.recordings, call_id, f"t{recording['take']}", file["name"])
+                self.assertTrue(os.path.isfile(path), f"{user}'s file {path}")
+                self.assertEqual(os.path.getsize(path), file["size"], path)
+                self.assertGreater(file["size"], 0, file)
+                self.assertGreater(file["duration"], 0, file)

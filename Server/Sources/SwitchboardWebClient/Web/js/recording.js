@@ -4,7 +4,7 @@
 
 import { errorText } from "./words.js";
 import { activeCall, name, state, track } from "./state.js";
-import { PASSING_NOTICE_MS, say } from "./notices.js";
+import { PASSING_NOTICE_MS, clear, say } from "./notices.js";
 import { signaling } from "./login.js";
 import { sync } from "./callmedia.js";
 
@@ -65,9 +65,13 @@ export async function toggleRecording() {
   try {
     const result = await signaling.request(stop ? "call.stopRecording" : "call.startRecording", { callId: call.info.callId });
     if (stop) state.recordingStop = { callId: call.info.callId, stoppedBy: state.me };
+    // An earlier refusal is stale once a try succeeds: left up, it said "not allowed" beside the mark.
+    if (state.notices.call?.about === "recording") clear("call");
     track(result.call);
     sync();
   } catch (error) {
-    say("call", errorText(error, stop ? "stopRecording" : "record"), { tone: "error", code: error.code, ttl: PASSING_NOTICE_MS });
+    say("call", errorText(error, stop ? "stopRecording" : "record"), {
+      tone: "error", code: error.code, ttl: PASSING_NOTICE_MS, about: "recording",
+    });
   }
 }
