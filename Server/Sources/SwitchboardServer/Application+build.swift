@@ -313,22 +313,29 @@ private func assembleNode(
     let now = clock.now()
     var served: [AppRecord] = []
     var developmentApp: AppCredentials?
+    // An app the database has keeps its settings, but for the operator's flags; a new one starts
+    // from the configured settings.
+    let storedApps = try await storage.loadApps()
+    func settings(of existing: AppRecord?) -> AppSettings {
+        configuration.appSettingOverrides.applied(to: existing?.settings ?? configuration.appSettings)
+    }
     if configuration.apps.isEmpty {
-        let stored = try await storage.loadApps()
+        let existing = storedApps.first(where: \.isDevelopment)
         var app =
-            stored.first(where: \.isDevelopment)
+            existing
             ?? AppRecord(
                 sdkAppID: SdkAppID(1_400_000_000 + Int64.random(in: 1...999_999)), secretKey: randomHex(bytes: 32),
                 settings: configuration.appSettings, isDevelopment: true, createdAt: now)
-        app.settings = configuration.appSettings
+        app.settings = settings(of: existing)
         try await storage.saveApp(app)
         served = [app]
         developmentApp = AppCredentials(sdkAppID: app.sdkAppID, secretKey: app.secretKey)
     } else {
         for credentials in configuration.apps {
+            let existing = storedApps.first { $0.sdkAppID == credentials.sdkAppID }
             let app = AppRecord(
-                sdkAppID: credentials.sdkAppID, secretKey: credentials.secretKey, settings: configuration.appSettings,
-                isDevelopment: false, createdAt: now)
+                sdkAppID: credentials.sdkAppID, secretKey: credentials.secretKey, settings: settings(of: existing),
+                isDevelopment: false, createdAt: existing?.createdAt ?? now)
             try await storage.saveApp(app)
             served.append(app)
         }

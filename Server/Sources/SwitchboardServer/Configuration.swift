@@ -57,8 +57,12 @@ public struct ServerConfiguration: Sendable {
     /// Apps to serve. When empty, the server serves a development app that it creates on first
     /// start and keeps in its database, and turns on development mode.
     public var apps: [AppCredentials] = []
-    /// Settings for the apps above (and for the development app when it is created).
+    /// Settings of an app the database does not have yet (the apps above, the development app),
+    /// as it is created. An app the database has keeps its settings (the admin API changes them)
+    /// but for those the operator gives at every start (``appSettingOverrides``).
     public var appSettings = AppSettings()
+    /// Settings given as `serve` flags: they apply to every app this node serves, at each start.
+    public var appSettingOverrides = AppSettingOverrides()
     /// Secret for the admin HTTP API (`Authorization: Bearer …`); generated at start when nil.
     public var adminSecret: String?
     /// How long a member's dropped device may take to come back before the server ends its part.
@@ -160,5 +164,28 @@ public struct SFUConfiguration: Sendable, Equatable {
         }
         if Set(urls).count != urls.count { return "--sfu names a server twice" }
         return nil
+    }
+}
+
+/// App settings an operator gives at start (`serve --busy-policy`, `--max-participants`,
+/// `--blocked-caller-sees`): each one given replaces the app's stored value; those not given leave
+/// it as the database (and the admin API) has it.
+public struct AppSettingOverrides: Sendable, Equatable {
+    public var busyPolicy: BusyPolicy?
+    public var maxParticipants: Int?
+    public var blockedCallerSees: BlockedCallerSees?
+
+    public init(busyPolicy: BusyPolicy? = nil, maxParticipants: Int? = nil, blockedCallerSees: BlockedCallerSees? = nil) {
+        self.busyPolicy = busyPolicy
+        self.maxParticipants = maxParticipants
+        self.blockedCallerSees = blockedCallerSees
+    }
+
+    func applied(to settings: AppSettings) -> AppSettings {
+        var settings = settings
+        if let busyPolicy { settings.busyPolicy = busyPolicy }
+        if let maxParticipants { settings.maxParticipants = maxParticipants }
+        if let blockedCallerSees { settings.blockedCallerSees = blockedCallerSees }
+        return settings
     }
 }

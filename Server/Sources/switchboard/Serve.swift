@@ -222,17 +222,17 @@ struct Serve: AsyncParsableCommand {
             guard let policy = BusyPolicy(rawValue: value) else {
                 throw ValidationError("busy policy must be reject or callWaiting")
             }
-            configuration.appSettings.busyPolicy = policy
+            configuration.appSettingOverrides.busyPolicy = policy
         }
         if let value = setting(maxParticipants.map(String.init), "SWITCHBOARD_MAX_PARTICIPANTS") {
             guard let count = Int(value), count >= 2 else { throw ValidationError("max participants must be at least 2") }
-            configuration.appSettings.maxParticipants = count
+            configuration.appSettingOverrides.maxParticipants = count
         }
         if let value = setting(blockedCallerSees, "SWITCHBOARD_BLOCKED_CALLER_SEES") {
             guard let sees = BlockedCallerSees(rawValue: value) else {
                 throw ValidationError("blocked caller sees must be reject or offline")
             }
-            configuration.appSettings.blockedCallerSees = sees
+            configuration.appSettingOverrides.blockedCallerSees = sees
         }
         let limitTexts =
             rateLimit.isEmpty
