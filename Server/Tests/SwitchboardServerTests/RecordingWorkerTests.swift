@@ -8,8 +8,8 @@ import Testing
 @testable import SwitchboardServer
 
 /// The recordings' worker on a real SQLite database, without Janus: a take stored through the
-/// persistence batch is claimed once; a conversion that fails is tried three times and then
-/// reported failed (never dropped); the retention sweep deletes a ready recording's files and row
+/// persistence batch is claimed once; a take with nothing recorded fails at once; a conversion
+/// that fails otherwise is tried three times and then reported failed (never dropped); the retention sweep deletes a ready recording's files and row
 /// past the app's days, with its event, and keeps what is younger. (The conversion itself, with
 /// Janus's files, is GStreamerRecordingTests'.)
 struct RecordingWorkerTests {
@@ -45,24 +45,44 @@ struct RecordingWorkerTests {
         try await storage.pool.read { db in try String.fetchAll(db, sql: "SELECT type FROM webhook_events ORDER BY seq") }
     }
 
-    @Test func aConversionThatFailsIsTriedThreeTimesThenReportedFailed() async throws {
+    @Test func aTakeWithNothingRecordedFailsAtOnce() async throws {
         let fixture = try Self.fixture()
-        let take = Self.take("c-failing", at: fixture.clock.now())
+        let take = Self.take("c-empty", at: fixture.clock.now())
         // Stored twice (a retry after a crash): one recording.
         _ = try await fixture.storage.commit(PersistenceBatch(recordings: [take, take]))
         #expect(try await fixture.storage.unconvertedRecordings() == 1)
-        // Janus recorded nothing for it: each attempt fails.
+        // Janus recorded nothing for it (its members never sent media): no second attempt.
+        #expect(await fixture.worker.convertNext() == .converted)
+        let failed = try #require(try await fixture.storage.recording(app: Self.app, id: take.id))
+        #expect(failed.state == .failed)
+        #expect(failed.attempts == 1)
+        #expect(failed.failure == "no media was recorded")
+        #expect(try await Self.eventTypes(fixture.storage) == ["recording.failed"])
+        #expect(await fixture.worker.convertNext() == .idle)
+        #expect(try await fixture.storage.unconvertedRecordings() == 0)
+    }
+
+    @Test func aConversionThatFailsIsTriedThreeTimesThenReportedFailed() async throws {
+        // The take's files are there, but its output folder cannot be made (a file is in its
+        // place: as an unwritable directory or a full disk, the tools fail).
+        let fixture = try Self.fixture()
+        let take = Self.take("c-failing", at: fixture.clock.now())
+        _ = try await fixture.storage.commit(PersistenceBatch(recordings: [take]))
+        let folder = fixture.worker.files.folder(of: take.callId)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: folder + "/t1-616c696365-s1-audio-0.mjr", contents: Data("MJR00002".utf8))
+        FileManager.default.createFile(atPath: fixture.worker.files.outputFolder(callId: take.callId, take: 1), contents: Data())
         #expect(await fixture.worker.convertNext() == .failedAttempt)
-        #expect(try await fixture.storage.recording(app: Self.app, id: take.id)?.state == .pending)
+        let retried = try #require(try await fixture.storage.recording(app: Self.app, id: take.id))
+        #expect(retried.state == .pending)
+        #expect(retried.failure?.isEmpty == false)
         #expect(await fixture.worker.convertNext() == .failedAttempt)
         #expect(await fixture.worker.convertNext() == .converted)
         let failed = try #require(try await fixture.storage.recording(app: Self.app, id: take.id))
         #expect(failed.state == .failed)
         #expect(failed.attempts == 3)
-        #expect(failed.failure == "no media was recorded")
         #expect(try await Self.eventTypes(fixture.storage) == ["recording.failed"])
         #expect(await fixture.worker.convertNext() == .idle)
-        #expect(try await fixture.storage.unconvertedRecordings() == 0)
     }
 
     @Test func aClaimIsTakenOnceAndAgainOnlyWhenItsNodeLookedDead() async throws {

@@ -40,7 +40,7 @@ struct RecordingConverter: Sendable {
             if let segment = try await segment(track, scratch: scratch) { segments.append(segment) }
         }
         guard let first = segments.map(\.offset).min() else {
-            throw RecordingTools.Failure(description: "no media was recorded")
+            throw NothingRecorded(description: "no media was recorded")
         }
         for index in segments.indices { segments[index].offset -= first }
         var made: [RecordedFile] = []
@@ -54,7 +54,7 @@ struct RecordingConverter: Sendable {
             memberFiles.append((user, path))
             made.append(try await describe(path, name: name, kind: .member, user: user, scratch: scratch))
         }
-        guard !memberFiles.isEmpty else { throw RecordingTools.Failure(description: "no member's audio was recorded") }
+        guard !memberFiles.isEmpty else { throw NothingRecorded(description: "no member's audio was recorded") }
         let video = segments.filter(\.track.isVideo)
         let mixed = output + "/" + RecordingFiles.mixedFile
         try await mix(memberFiles.map(\.path), video: video, members: take.members, duration: duration, into: mixed, scratch: scratch)
@@ -167,6 +167,12 @@ struct RecordingConverter: Sendable {
         return RecordedFile(
             name: name, kind: kind, userId: user, contentType: video ? "video/webm" : "audio/webm", size: size,
             duration: Int64((seconds * 1000).rounded()), video: video)
+    }
+
+    /// The take has nothing to convert (no member's media reached the SFU while it was recorded):
+    /// trying again would find the same, so it fails at once.
+    struct NothingRecorded: Error, CustomStringConvertible {
+        var description: String
     }
 
     static func seconds(_ milliseconds: Int64) -> String {

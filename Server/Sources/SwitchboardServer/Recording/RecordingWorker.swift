@@ -9,7 +9,8 @@ import SwitchboardProtocol
 /// by a node that died is claimed again after ``staleAfter``.
 ///
 /// A failed attempt is tried again, at most ``maxAttempts`` times in all, each after the others
-/// waiting; then the recording is `failed`, with `recording.failed` for the app's webhooks. A
+/// waiting; then the recording is `failed`, with `recording.failed` for the app's webhooks. A take
+/// with nothing recorded (no member's media reached the SFU) fails at once: it cannot get better. A
 /// converted one is `ready`, with `recording.ready`. The event is written in the same transaction.
 final class RecordingWorker: Sendable {
     static let maxAttempts = 3
@@ -119,7 +120,8 @@ final class RecordingWorker: Sendable {
         } catch {
             let reason = "\(error)"
             logger.error("a recording's conversion failed", metadata: ["recording": "\(take.id)", "error": "\(reason)"])
-            outcome = recording.attempts >= Self.maxAttempts ? .failed(reason) : .retry(reason)
+            let final = error is RecordingConverter.NothingRecorded || recording.attempts >= Self.maxAttempts
+            outcome = final ? .failed(reason) : .retry(reason)
         }
         let event = Self.event(outcome, of: recording, now: clock.now())
         do {
