@@ -53,6 +53,8 @@ struct StateMachineFuzzTests {
         var timers: [TimerKey: Int64] = [:]
         var transactions: [TransactionID] = ["t-unknown"]
         var recorded: Set<CallID> = []
+        /// Recordings' takes handed over (each once).
+        var takes: Set<String> = []
         var failures: [String] = []
 
         mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &random)] }
@@ -67,7 +69,9 @@ struct StateMachineFuzzTests {
         mutating func settings() -> AppSettings {
             AppSettings(
                 busyPolicy: chance(50) ? .reject : .callWaiting, maxParticipants: pick([2, 3, 16]),
-                blockedCallerSees: chance(50) ? .reject : .offline)
+                blockedCallerSees: chance(50) ? .reject : .offline,
+                recording: RecordingSettings(
+                    policy: pick(RecordingPolicy.allCases), control: chance(50) ? .caller : .members))
         }
         mutating func command() -> CallCommand { CallCommand(user: user(), device: device(), callId: callId()) }
 
@@ -98,7 +102,7 @@ struct StateMachineFuzzTests {
                 let params = CallParams(
                     roomId: chance(10) ? "bad room" : nil, timeout: chance(10) ? pick([0, 5, 601]) : nil,
                     userData: chance(5) ? String(repeating: "x", count: 2000) : nil,
-                    chatGroupId: chance(30) ? "team" : nil, isEphemeralCall: chance(10))
+                    chatGroupId: chance(30) ? "team" : nil, isEphemeralCall: chance(10), record: chance(20))
                 return (
                     .start(
                         StartCallCommand(
@@ -126,7 +130,11 @@ struct StateMachineFuzzTests {
             case 65..<68: return (.replyMediaType(command(), pick(transactions), agree: chance(50)), true)
             case 68..<70: return (.cancelMediaType(command(), pick(transactions)), true)
             case 70..<72: return (.offerMove(command(), to: chance(50) ? nil : device()), true)
-            case 72: return (.take(TakeCommand(command: command(), settings: AppSettings(callPull: chance(30)))), true)
+            case 72:
+                if chance(50) {
+                    return (.setRecording(RecordingCommand(command: command(), settings: settings(), start: chance(60))), true)
+                }
+                return (.take(TakeCommand(command: command(), settings: AppSettings(callPull: chance(30)))), true)
             case 73..<75:
                 let report = StatusReport(
                     packetLoss: Double(Int.random(in: -5...120, using: &random)), rtt: Int.random(in: -5...900, using: &random),
@@ -188,6 +196,12 @@ struct StateMachineFuzzTests {
                 case .writeRecords(let id, _):
                     if machine.calls[id] != nil { failures.append("event \(index): records for \(id), which goes on") }
                     if !recorded.insert(id).inserted { failures.append("event \(index): records for \(id) twice") }
+                case .saveRecording(let take):
+                    if !takes.insert(take.id).inserted { failures.append("event \(index): the take \(take.id) twice") }
+                    if take.stoppedAt <= take.startedAt { failures.append("event \(index): the take \(take.id) is empty") }
+                    if machine.calls[take.callId]?.recording?.take == take.take {
+                        failures.append("event \(index): the take \(take.id) was handed over while it goes on")
+                    }
                 default: break
                 }
             }
@@ -202,6 +216,13 @@ struct StateMachineFuzzTests {
         for offset in 0..<UInt64(count) {
             let seed = firstSeed &+ offset
             var fuzzer = Fuzzer(random: SeededRandom(seed: seed))
+            // Half the seeds on a server with an SFU that records (recorded calls, takes, sessions).
+            if seed % 2 == 1 {
+                var configuration = CallStateMachine.Configuration()
+                configuration.sfu = true
+                configuration.recording = true
+                fuzzer.machine = CallStateMachine(configuration: configuration)
+            }
             for index in 0..<FuzzBudget.events {
                 fuzzer.step(index)
                 if !fuzzer.failures.isEmpty { break }

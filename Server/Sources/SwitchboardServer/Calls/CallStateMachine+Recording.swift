@@ -61,7 +61,8 @@ extension CallStateMachine {
                 let wasSFU = call.media == .sfu
                 Self.beginRecording(&call, by: user, now: now)
                 out.answer(.call(call.info))
-                announce(.recordingStarted(RecordingStartedEvent(callId: call.id, recording: call.info.recording!)), in: call, out: &out)
+                let state = CallRecordingState(startedBy: user, startedAt: now)
+                announce(.recordingStarted(RecordingStartedEvent(callId: call.id, recording: state)), in: call, out: &out)
                 if !wasSFU {
                     // Its media moves from peer to peer to the SFU: the snapshot says so.
                     announce(.callUpdated(CallUpdatedEvent(call: call.info)), in: call, out: &out)
