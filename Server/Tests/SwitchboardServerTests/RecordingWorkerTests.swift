@@ -85,6 +85,22 @@ struct RecordingWorkerTests {
         #expect(await fixture.worker.convertNext() == .idle)
     }
 
+    /// At the backlog's bound the worker says so (the engine then refuses new recordings with
+    /// `recordingUnavailable`); below it, not.
+    @Test func aFullBacklogIsReported() async throws {
+        let fixture = try Self.fixture()
+        let takes = (0..<RecordingWorker.maxBacklog).map { Self.take("c-backlog-\($0)", at: fixture.clock.now()) }
+        _ = try await fixture.storage.commit(PersistenceBatch(recordings: Array(takes.dropLast())))
+        _ = await fixture.worker.convertNext()
+        #expect(!fixture.worker.isBacklogged)
+        _ = try await fixture.storage.commit(PersistenceBatch(recordings: [takes[takes.count - 1], takes[0]]))
+        fixture.worker.wake()
+        #expect(fixture.worker.isBacklogged)
+        // Counted again at its next turn: the failed one no longer waits.
+        _ = await fixture.worker.convertNext()
+        #expect(!fixture.worker.isBacklogged)
+    }
+
     @Test func aClaimIsTakenOnceAndAgainOnlyWhenItsNodeLookedDead() async throws {
         let fixture = try Self.fixture()
         let take = Self.take("c-claimed", at: fixture.clock.now())

@@ -49,19 +49,7 @@ extension PostgresStorage {
             let rows = try await connection.query(
                 "SELECT \(unescaped: Self.columns) FROM recordings WHERE recording_id = \(id) FOR UPDATE", logger: logger)
             guard var recording = try await Self.recordings(rows).first else { return }
-            let state: RecordingState
-            switch outcome {
-            case .ready(let files):
-                state = .ready
-                recording.files = files
-                recording.failure = nil
-            case .retry(let reason):
-                state = .pending
-                recording.failure = reason
-            case .failed(let reason):
-                state = .failed
-                recording.failure = reason
-            }
+            let state = recording.record(outcome)
             let detail = try StoredRecording.detailText(recording.detail)
             try await connection.query(
                 """

@@ -29,6 +29,22 @@ struct StoredRecording: Equatable, Sendable {
 
     var detail: Detail { Detail(take: take, files: files, failure: failure) }
 
+    /// Takes in how a conversion attempt ended; returns the state the recording goes to.
+    mutating func record(_ outcome: RecordingOutcome) -> RecordingState {
+        switch outcome {
+        case .ready(let made):
+            files = made
+            failure = nil
+            return .ready
+        case .retry(let reason):
+            failure = reason
+            return .pending
+        case .failed(let reason):
+            failure = reason
+            return .failed
+        }
+    }
+
     init(take: RecordingTake, state: RecordingState, attempts: Int, files: [RecordedFile], failure: String?, updatedAt: Int64) {
         self.take = take
         self.state = state

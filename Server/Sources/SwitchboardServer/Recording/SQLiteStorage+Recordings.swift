@@ -54,19 +54,7 @@ extension SQLiteStorage {
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM recordings WHERE recording_id = ?", arguments: [id])
             else { return }
             var recording = try Self.recording(row)
-            let state: RecordingState
-            switch outcome {
-            case .ready(let files):
-                state = .ready
-                recording.files = files
-                recording.failure = nil
-            case .retry(let reason):
-                state = .pending
-                recording.failure = reason
-            case .failed(let reason):
-                state = .failed
-                recording.failure = reason
-            }
+            let state = recording.record(outcome)
             try db.execute(
                 sql: "UPDATE recordings SET state = ?, detail = ?, claimed_at = NULL, updated_at = ? WHERE recording_id = ?",
                 arguments: [state.rawValue, try StoredRecording.detailText(recording.detail), now, id])
