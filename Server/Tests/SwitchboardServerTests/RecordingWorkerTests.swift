@@ -70,8 +70,8 @@ struct RecordingWorkerTests {
         _ = try await fixture.storage.commit(PersistenceBatch(recordings: [take]))
         let folder = fixture.worker.files.folder(of: take.callId)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: folder + "/t1-616c696365-s1-audio-0.mjr", contents: Data("MJR00002".utf8))
-        FileManager.default.createFile(atPath: fixture.worker.files.outputFolder(callId: take.callId, take: 1), contents: Data())
+        #expect(FileManager.default.createFile(atPath: folder + "/t1-616c696365-s1-audio-0.mjr", contents: Data("MJR00002".utf8)))
+        #expect(FileManager.default.createFile(atPath: fixture.worker.files.outputFolder(callId: take.callId, take: 1), contents: Data()))
         #expect(await fixture.worker.convertNext() == .failedAttempt)
         let retried = try #require(try await fixture.storage.recording(app: Self.app, id: take.id))
         #expect(retried.state == .pending)
@@ -125,7 +125,7 @@ struct RecordingWorkerTests {
         for take in [old, young] {
             let folder = fixture.worker.files.outputFolder(callId: take.callId, take: take.take)
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: folder + "/mixed.webm", contents: Data("webm".utf8))
+            #expect(FileManager.default.createFile(atPath: folder + "/mixed.webm", contents: Data("webm".utf8)))
             paths.append(folder + "/mixed.webm")
             _ = try await fixture.storage.claimRecordings(now: now, staleBefore: now, limit: 5)
             try await fixture.storage.finishRecording(
