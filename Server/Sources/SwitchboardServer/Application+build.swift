@@ -372,8 +372,26 @@ private func assembleNode(
         throw SwitchboardError(.invalidParams, "a node name is 1-40 letters, digits and -")
     }
     let nodeId = ServerConfiguration.nodeName(configuration.nodeId) + "-" + randomHex(bytes: 3)
-    let bus = postgres.map { ClusterBus(node: nodeId, client: $0.client, location: $0.location, logger: logger) }
-    let directory = bus.map { ClusterDirectory(node: nodeId, local: registry, bus: $0) }
+    // The links from the other nodes are listened for from here on (the port is in the node's row
+    // from its first heartbeat); their messages are handled once the node runs.
+    var links: (links: NodeLinks, address: String)?
+    if let postgres {
+        let store = ClusterStore(client: postgres.client, logger: logger)
+        let made = NodeLinks(
+            node: nodeId, secret: try await store.linkSecret(), logger: logger, resolve: { try await store.address(of: $0) },
+            undelivered: { metrics.clusterMessagesUndelivered($0, reason: $1) })
+        let port: Int
+        do {
+            port = try await made.listen(host: configuration.host, port: configuration.nodeLinks.port)
+        } catch {
+            throw SwitchboardError(
+                .invalidParams, "cannot listen for the other nodes' links on \(configuration.host):\(configuration.nodeLinks.port): \(error)")
+        }
+        teardown.add { await made.stop() }
+        links = (made, configuration.nodeLinks.advertised(host: configuration.host, port: port))
+        logger.info("listening for the other nodes' links", metadata: ["address": "\(links?.address ?? "")"])
+    }
+    let directory = links.map { ClusterDirectory(node: nodeId, local: registry, links: $0.links) }
     let delivery: any CallDelivery = directory ?? registry
     let push = PushService(
         store: storage, presence: delivery, transports: transports, clock: clock, metrics: metrics, logger: logger)
@@ -456,10 +474,10 @@ private func assembleNode(
         teardown.add { recorder.stop() }
     }
     var cluster: ClusterNode?
-    if let postgres, let bus, let directory {
+    if let postgres, let links, let directory {
         cluster = ClusterNode(
             id: nodeId, configuration: configuration.cluster, store: ClusterStore(client: postgres.client, logger: logger),
-            bus: bus, directory: directory, location: postgres.location, engine: engine, registry: registry,
+            links: links.links, address: links.address, directory: directory, location: postgres.location, engine: engine, registry: registry,
             writer: writer, storage: storage, apps: apps, profiles: profiles,
             grace: configuration.reconnectGrace.milliseconds,
             clientHeartbeat: .seconds(configuration.heartbeatInterval), clock: clock, logger: logger)

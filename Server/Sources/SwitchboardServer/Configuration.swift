@@ -100,6 +100,8 @@ public struct ServerConfiguration: Sendable {
     public var nodeId: String?
     /// Heartbeats and timeouts of the cluster (PostgreSQL only).
     public var cluster = ClusterTiming()
+    /// Where this node listens for the links of the other nodes of its cluster (PostgreSQL only).
+    public var nodeLinks = NodeLinkConfiguration()
     /// Apple's push service and the server's APNs key; without a key (the server's or an app's
     /// own), invitees whose devices have only APNs tokens and no connection are `offline`.
     public var apns: APNsConfiguration?

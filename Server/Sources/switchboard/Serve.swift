@@ -165,6 +165,14 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "This node's name in a cluster (PostgreSQL), in logs and /health: letters, digits, - [SWITCHBOARD_NODE_ID, default: the host name].")
     var nodeId: String?
 
+    @Option(
+        help: "The port this node listens on for the links of the other nodes of its cluster (PostgreSQL), on --host [SWITCHBOARD_NODE_PORT, default: any free port].")
+    var nodePort: Int?
+
+    @Option(
+        help: "What the other nodes of the cluster connect to for this node's links: HOST or HOST:PORT [SWITCHBOARD_NODE_ADDRESS, default: --host, or the host name when --host is every address].")
+    var nodeAddress: String?
+
     @Option(help: "Event-loop threads serving connections [SWITCHBOARD_THREADS, default: one per core].")
     var threads: Int?
 
@@ -267,6 +275,16 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("a node id is 1-40 letters, digits and -")
             }
             configuration.nodeId = name
+        }
+        if let text = setting(nodePort.map(String.init), "SWITCHBOARD_NODE_PORT") {
+            guard let port = Int(text), (0...65535).contains(port) else { throw ValidationError("a node port is 0-65535") }
+            configuration.nodeLinks.port = port
+        }
+        if let address = setting(nodeAddress, "SWITCHBOARD_NODE_ADDRESS") {
+            guard !address.isEmpty, !address.contains("/"), !address.contains(" ") else {
+                throw ValidationError("a node address is HOST or HOST:PORT")
+            }
+            configuration.nodeLinks.address = address
         }
         configuration.rateLimits.disabled = noRateLimits || environment["SWITCHBOARD_NO_RATE_LIMITS"] == "1"
         configuration.adminSecret = setting(adminSecret, "SWITCHBOARD_ADMIN_SECRET")

@@ -5,18 +5,15 @@ import Testing
 
 @testable import SwitchboardServer
 
-/// The leader's directory of the cluster's devices (no database: the bus is never used here).
+/// The leader's directory of the cluster's devices (no database, and no link is used here).
 struct ClusterDirectoryTests {
     /// A new leader checks the devices it read at the start against a second read, and drops
     /// those whose row is gone; a login it took between the two (noted after the check began)
     /// stands, even though the second read missed its row. (Under load, a device that logged in
     /// during a takeover was dropped so and missed every event of its call.)
-    @Test func aDeviceNotedDuringTheCheckIsNotDroppedByIt() throws {
-        let logger = Logger(label: "test.bus")
-        let location = try #require(PostgresStorage.Location(url: "postgresql://nobody@127.0.0.1:1/unused"))
-        let client = PostgresClient(configuration: location.configuration, backgroundLogger: logger)
-        let bus = ClusterBus(node: "a", client: client, location: location, logger: logger)
-        let directory = ClusterDirectory(node: "a", local: ConnectionRegistry(), bus: bus)
+    @Test func aDeviceNotedDuringTheCheckIsNotDroppedByIt() {
+        let links = NodeLinks(node: "a", secret: "s", logger: Logger(label: "test.cluster"), resolve: { _ in nil })
+        let directory = ClusterDirectory(node: "a", local: ConnectionRegistry(), links: links)
         let alice = UserKey(app: 1_400_000_001, user: "alice")
         let bob = UserKey(app: 1_400_000_001, user: "bob")
         directory.reset([

@@ -292,10 +292,8 @@ import FoundationNetworking
 
         let storage = try #require(cluster.nodes[0].node.inspection.storage as? PostgresStorage)
         try await ClusterStore(client: storage.client, logger: Logger(label: "test.cluster")).remove(node: "node1")
+        // Answered once node 0 told the nodes in the table (nobody: node 1 is out)...
         try await alice.loginStore.setSelfInfo(nickname: "Alice while node 1 was out")
-        // Node 0's message is written (to nobody: node 1 is out)...
-        let bus = try #require(cluster.nodes[0].node.inspection.cluster?.bus)
-        await bus.drained(within: .seconds(60))
         await cluster.nodes[1].node.clusterHeartbeat()
         #expect(node1.profiles.cached(aliceThere) == nil)
         let read = try await node1.profiles.profiles(app: aliceThere.app, users: ["alice"])
@@ -333,21 +331,16 @@ import FoundationNetworking
         for index in others { await cluster.nodes[index].stop() }
     }
 
-    /// The leader stops taking its messages; `request` starts, and this returns once a message for
-    /// the leader waits in the table: the request is waiting for the leader.
+    /// The leader stops taking its messages (its links close); `request` starts, and this returns
+    /// once another node's link holds a message for the leader: the request is waiting for it.
     static func waitingForTheLeader<T: Sendable>(
         _ cluster: TestCluster, _ leader: Int, _ request: @escaping @Sendable () async throws -> T
     ) async throws -> Task<T, any Error> {
         let leaderNode = try #require(cluster.nodes[leader].node.inspection.cluster)
-        await leaderNode.bus.stop()
+        await leaderNode.links.stop()
         let task = Task { try await request() }
-        let storage = try #require(cluster.nodes[leader].node.inspection.storage as? PostgresStorage)
-        func waiting() async throws -> Int64 {
-            let rows = try await storage.client.query(
-                "SELECT count(*)::bigint FROM switchboard_messages WHERE target = \(leaderNode.id)", logger: Logger(label: "test"))
-            return try #require(try await rows.decode(Int64.self).first { _ in true })
-        }
-        while try await waiting() == 0 { await Task.yield() }
+        let others = cluster.nodes.indices.filter { $0 != leader }.compactMap { cluster.nodes[$0].node.inspection.cluster }
+        while others.allSatisfy({ $0.links.waiting(for: leaderNode.id) == 0 }) { await Task.yield() }
         return task
     }
 

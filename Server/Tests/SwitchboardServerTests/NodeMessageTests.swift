@@ -4,15 +4,15 @@ import Testing
 
 @testable import SwitchboardServer
 
-/// How the nodes' messages are written in the bus's table (``BusMessage/body()``).
-struct BusMessageTests {
+/// How the nodes' messages are written in the bus's table (``NodeMessage/body()``).
+struct NodeMessageTests {
     static let alice = UserKey(app: 1_400_000_001, user: "alice")
 
     /// Every message reads back as it was written; a delivery's frame is written as it is (not
     /// escaped into a JSON string), whatever it holds, raw newlines included.
     @Test func everyMessageReadsBackAsItWasWritten() throws {
         let frame = #"{"type":"event","event":"callReceived","data":{"nickname":"Zoë \"Z\"\n","ids":[1,2]}}"#
-        let messages: [BusMessage] = [
+        let messages: [NodeMessage] = [
             .deliver(frame: frame, recipient: .userExcept(Self.alice, "phone")),
             .deliver(frame: "two\nlines", recipient: .device(Self.alice, "pad")),
             .deliver(frame: "", recipient: .user(Self.alice)),
@@ -22,16 +22,16 @@ struct BusMessageTests {
             .appsChanged,
         ]
         for message in messages {
-            #expect(try BusMessage(body: message.body()) == message)
+            #expect(try NodeMessage(body: message.body()) == message)
         }
         #expect(try messages[0].body().hasSuffix("\n" + frame))
         #expect(try messages[3].body().hasPrefix("{"))
     }
 
     @Test func aDeliveryWithoutItsFrameOrRecipientIsRefused() {
-        #expect(throws: (any Error).self) { try BusMessage(body: #"D{"user":{}}"#) }
-        #expect(throws: (any Error).self) { try BusMessage(body: "D\nframe") }
-        #expect(throws: (any Error).self) { try BusMessage(body: "") }
+        #expect(throws: (any Error).self) { try NodeMessage(body: #"D{"user":{}}"#) }
+        #expect(throws: (any Error).self) { try NodeMessage(body: "D\nframe") }
+        #expect(throws: (any Error).self) { try NodeMessage(body: "") }
     }
 
     /// A forwarded call request carries the request alone, never facts about its invitees (the
@@ -49,9 +49,9 @@ struct BusMessageTests {
             .join(JoinCommand(command: command, settings: AppSettings(), profile: nil)),
         ]
         for event in events {
-            let message = BusMessage.command(token: 1, from: "node0", event: event)
+            let message = NodeMessage.command(token: 1, from: "node0", event: event)
             let body = try message.body()
-            #expect(try BusMessage(body: body) == message)
+            #expect(try NodeMessage(body: body) == message)
             let written = try #require(
                 try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any], "\(body)")
             let fields = try #require(Self.commandFields(written), "\(body)")
@@ -66,11 +66,11 @@ struct BusMessageTests {
         }
 
         // From a node of the version before: the facts it sends are not read.
-        let old = try BusMessage.command(token: 1, from: "node0", event: .start(start)).body()
+        let old = try NodeMessage.command(token: 1, from: "node0", event: .start(start)).body()
             .replacingOccurrences(of: #""online":[]"#, with: #""online":["bob"]"#)
             .replacingOccurrences(of: #""blockedBy":[]"#, with: #""blockedBy":["bob"],"declineDelays":{"bob":5000}"#)
         #expect(old.contains(#""online":["bob"]"#) && old.contains(#""declineDelays""#), "\(old)")
-        #expect(try BusMessage(body: old) == .command(token: 1, from: "node0", event: .start(start)))
+        #expect(try NodeMessage(body: old) == .command(token: 1, from: "node0", event: .start(start)))
     }
 
     /// A forwarded call request without what was asked (a node's bug, a damaged row) is refused
@@ -79,11 +79,11 @@ struct BusMessageTests {
         let start = StartCallCommand(
             caller: Self.alice, device: "phone", callId: "c1", generatedRoomId: "c1",
             request: StartCallRequest(participantIds: ["bob"], mediaType: .audio), settings: AppSettings(), profiles: [:])
-        let body = try BusMessage.command(token: 1, from: "node0", event: .start(start)).body()
+        let body = try NodeMessage.command(token: 1, from: "node0", event: .start(start)).body()
         for field in ["settings", "request", "profiles"] {
             let damaged = body.replacingOccurrences(of: #""\#(field)":"#, with: #""x\#(field)":"#)
             #expect(damaged != body, "\(field) in \(body)")
-            #expect(throws: (any Error).self, "without \(field)") { try BusMessage(body: damaged) }
+            #expect(throws: (any Error).self, "without \(field)") { try NodeMessage(body: damaged) }
         }
     }
 

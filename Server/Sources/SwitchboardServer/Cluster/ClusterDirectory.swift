@@ -4,13 +4,13 @@ import SwitchboardProtocol
 /// The leader's view of the cluster's devices: which device of which user is on which node. The
 /// call engine asks it who is online and sends through it: a frame goes, encoded once, to this
 /// node's connections directly and to each other node that has a device it names, as one
-/// ``BusMessage/deliver(frame:recipient:)`` that the node's own registry fans out.
+/// ``NodeMessage/deliver(frame:recipient:)`` that the node's own registry fans out.
 ///
 /// Bounded by the cluster's connections (each node's are bounded, docs/OPERATIONS.md).
 final class ClusterDirectory: CallDelivery {
     let node: String
     private let local: ConnectionRegistry
-    private let bus: ClusterBus
+    private let links: NodeLinks
     /// Where a device is, and when it was noted there (a count of notes, for
     /// ``disconnected(_:_:on:ifNotedBy:)``).
     struct Entry: Equatable, Sendable {
@@ -30,10 +30,10 @@ final class ClusterDirectory: CallDelivery {
 
     private let devices = NIOLockedValueBox(Devices())
 
-    init(node: String, local: ConnectionRegistry, bus: ClusterBus) {
+    init(node: String, local: ConnectionRegistry, links: NodeLinks) {
         self.node = node
         self.local = local
-        self.bus = bus
+        self.links = links
     }
 
     func isOnline(_ user: UserKey) -> Bool {
@@ -62,7 +62,7 @@ final class ClusterDirectory: CallDelivery {
             if target == node {
                 local.send({ text }, to: recipient)
             } else {
-                bus.send(.deliver(frame: text, recipient: recipient), to: target)
+                links.send(.deliver(frame: text, recipient: recipient), to: target)
             }
         }
         return nodes.count

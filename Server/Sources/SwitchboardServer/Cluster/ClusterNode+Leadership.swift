@@ -80,7 +80,7 @@ extension ClusterNode {
                 await engine.handle(.deviceOnline(owner, device))
             }
         }
-        for node in live where node != id { bus.send(.leaderChanged(node: id, term: term), to: node) }
+        for node in live where node != id { links.send(.leaderChanged(node: id, term: term), to: node) }
         await pendingFollow(leader: id)
     }
 
@@ -93,7 +93,7 @@ extension ClusterNode {
     /// The nodes whose heartbeat is recent.
     private func liveNodes() async throws -> Set<String> {
         let cutoff = clock.now() - configuration.nodeTimeout.milliseconds
-        return Set(try await store.nodes().filter { $0.heartbeatAt >= cutoff }.map(\.node))
+        return Set(try await readNodes().filter { $0.heartbeatAt >= cutoff }.map(\.node))
     }
 
     /// Stops leading: the calls are the journal's, for the next leader.
@@ -146,7 +146,7 @@ extension ClusterNode {
                 }
                 answered(token, .ok)
             } else {
-                bus.send(follows.message(token: token, node: id), to: leader)
+                links.send(follows.message(token: token, node: id), to: leader)
             }
         }
     }

@@ -4,21 +4,21 @@ import NIOConcurrencyHelpers
 import PostgresNIO
 import SwitchboardProtocol
 
-/// The bus dispatcher: what the other nodes send this one, each message to the part that handles it.
+/// The dispatcher: what the other nodes send this one, each message to the part that handles it.
 extension ClusterNode {
-    func received(_ messages: [BusMessage]) async {
+    func received(_ messages: [NodeMessage]) async {
         for message in messages {
             switch message {
             case .command(let token, let from, let event):
                 guard isLeader else {
-                    bus.send(
+                    links.send(
                         .reply(token: token, reply: .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
                         to: from)
                     continue
                 }
-                // The answer is queued for the bus inside the engine's critical section, before the
+                // The answer is queued for the link inside the engine's critical section, before the
                 // events the request causes: the requester's node gets them in that order.
-                await engine.handle(event) { reply in self.bus.send(.reply(token: token, reply: reply), to: from) }
+                await engine.handle(event) { reply in self.links.send(.reply(token: token, reply: reply), to: from) }
             case .deviceOnline(let token, let user, let device, let node):
                 await learn(token, from: node) { await self.connected(user, device, on: node) }
             case .blocks(let token, let user, let node):
@@ -64,7 +64,7 @@ extension ClusterNode {
         if !isLeader { await ticks.run {} }
         let leading = isLeader
         if leading { await note() }
-        bus.send(
+        links.send(
             .reply(token: token, reply: leading ? .ok : .failure(SwitchboardError(.storageUnavailable, "not the leader"))),
             to: node)
     }
@@ -79,7 +79,7 @@ extension ClusterNode {
             if previous == id {
                 registry.sink(user, device)?.close(SwitchboardError(.sessionReplaced))
             } else {
-                bus.send(.replaceDevice(user: user, device: device), to: previous)
+                links.send(.replaceDevice(user: user, device: device), to: previous)
             }
         }
         await engine.handle(.deviceOnline(user, device))

@@ -5,7 +5,7 @@ import PostgresNIO
 import SwitchboardProtocol
 
 /// The router: a session's call requests and device changes go to the engine here when this node
-/// leads, or to the leader over the bus, where they wait for its answer (``LeaderRequests``).
+/// leads, or to the leader over the links between nodes, where they wait for its answer (``LeaderRequests``).
 extension ClusterNode {
     /// The leader; when this node does not know one (it just started, or the last one left), it
     /// looks for it (a heartbeat now) first. Callers waiting together look once.
@@ -34,17 +34,17 @@ extension ClusterNode {
         return await remote(reply: reply, to: leader) { token in .command(token: token, from: self.id, event: event) }
     }
 
-    /// Sends a message the leader answers with ``BusMessage/reply(token:reply:)`` and waits for it.
+    /// Sends a message the leader answers with ``NodeMessage/reply(token:reply:)`` and waits for it.
     @discardableResult
     private func remote(
         follows: LeaderFollows? = nil, reply: (@Sendable (CallReply) -> Void)? = nil, to leader: String,
-        _ message: @escaping (UInt64) -> BusMessage
+        _ message: @escaping (UInt64) -> NodeMessage
     ) async -> CallReply? {
         await withCheckedContinuation { continuation in
             let waiter = Waiter(reply: reply, continuation: continuation)
             let now = clock.now()
             let token = state.withLockedValue { $0.pending.add(waiter, follows: follows, to: leader, now: now) }
-            bus.send(message(token), to: leader)
+            links.send(message(token), to: leader)
         }
     }
 
@@ -121,7 +121,7 @@ extension ClusterNode {
         if isLeader {
             if directory.disconnected(user, device, on: id) { await engine.handle(.deviceOffline(user, device)) }
         } else if let leader {
-            bus.send(.deviceOffline(user: user, device: device, node: id), to: leader)
+            links.send(.deviceOffline(user: user, device: device, node: id), to: leader)
         }
     }
 
@@ -131,7 +131,7 @@ extension ClusterNode {
             await engine.handle(.logout(user, device))
             _ = directory.disconnected(user, device, on: id)
         } else if let leader {
-            bus.send(.logout(user: user, device: device, node: id), to: leader)
+            links.send(.logout(user: user, device: device, node: id), to: leader)
         }
     }
 
@@ -150,12 +150,26 @@ extension ClusterNode {
         return users.map { ($0.key, $0.value.sorted { $0.0 < $1.0 }) }.sorted { $0.0 < $1.0 }
     }
 
-    /// Tells every other node in the table when the message is written (profiles, apps), a node
-    /// that joined since this one last looked included. One that joins later reads everything
-    /// afresh as it joins (``heartbeat()``).
-    func broadcast(_ message: BusMessage) {
-        bus.sendToEveryOtherNode(message)
+    /// Tells every other node in the table as it is read now (profiles, apps), a node that joined
+    /// since this one last looked included, and returns once each has handled it, or after
+    /// ``broadcastBound``: a change answered here is then in force on every node that answers. One
+    /// that joins later reads everything afresh as it joins (``heartbeat()``). Without the table
+    /// (the database does not answer), the nodes of the last heartbeat.
+    func broadcast(_ message: NodeMessage) async {
+        var nodes = state.withLockedValue { $0.nodes }
+        do {
+            nodes = try await readNodes().map(\.node)
+        } catch {
+            logger.warning("the node table was not read: telling the nodes of the last heartbeat", metadata: ["error": "\(error)"])
+        }
+        let others = nodes.filter { $0 != id }
+        links.send(message, toEveryOtherOf: others)
+        await links.drained(others, within: Self.broadcastBound)
     }
+
+    /// How long a change waits for the other nodes to have handled it (a node that does not
+    /// answer gets it when it does, or reads everything afresh when it joins again).
+    static let broadcastBound: Duration = .seconds(2)
 
     // MARK: - the messages waiting for the leader
 

@@ -25,8 +25,9 @@ public struct ClusterTiming: Sendable, Equatable {
 /// cluster: it holds PostgreSQL's advisory lock ``leaderLock`` on a connection of its own, and
 /// every term it leads is numbered in `switchboard_leader`; its journal and record writes carry the
 /// term and are refused once a newer one began (``ClusterError/fenced``). Sessions on the other
-/// nodes send their call requests and device changes to the leader through the ``ClusterBus``;
-/// the leader answers there and sends events to the nodes that hold their recipients.
+/// nodes send their call requests and device changes to the leader over the direct links between
+/// nodes (``NodeLinks``); the leader answers there and sends events to the nodes that hold their
+/// recipients.
 ///
 /// Liveness: each node notes a heartbeat in `switchboard_nodes` every ``Configuration/heartbeat``;
 /// the leader takes a node whose heartbeat is older than ``Configuration/nodeTimeout`` for dead: its
@@ -40,7 +41,7 @@ public struct ClusterTiming: Sendable, Equatable {
 ///
 /// This file is the service (the heartbeat, the database watchdog, leaving); the node's other
 /// ideas have a file each: leadership (`ClusterNode+Leadership.swift`), the router of a session's
-/// requests to the leader (`ClusterNode+Router.swift`) and the bus dispatcher
+/// requests to the leader (`ClusterNode+Router.swift`) and the dispatcher
 /// (`ClusterNode+Messages.swift`). The rules they follow are values of their own: ``Leadership``,
 /// ``LeaderRequests``, ``DatabaseWatch``.
 final class ClusterNode: CallRouter, Service {
@@ -64,7 +65,9 @@ final class ClusterNode: CallRouter, Service {
     let configuration: Configuration
     let store: ClusterStore
     /// Internal for tests (a leader that stops taking its messages).
-    let bus: ClusterBus
+    let links: NodeLinks
+    /// Where the other nodes reach this node's links (they listen from the start: ``NodeLinks/listen(host:port:)``).
+    let address: String
     let directory: ClusterDirectory
     let location: PostgresStorage.Location
     let engine: CallEngine
@@ -116,8 +119,8 @@ final class ClusterNode: CallRouter, Service {
     let ticks = AsyncGate()
 
     init(
-        id: String, configuration: Configuration = Configuration(), store: ClusterStore, bus: ClusterBus,
-        directory: ClusterDirectory, location: PostgresStorage.Location, engine: CallEngine,
+        id: String, configuration: Configuration = Configuration(), store: ClusterStore, links: NodeLinks,
+        address: String, directory: ClusterDirectory, location: PostgresStorage.Location, engine: CallEngine,
         registry: ConnectionRegistry, writer: PersistenceWriter, storage: any SwitchboardStorage, apps: AppDirectory,
         profiles: ProfileDirectory, grace: Int64, clientHeartbeat: Duration = .seconds(10), clock: any SwitchboardClock,
         logger: Logger
@@ -125,7 +128,8 @@ final class ClusterNode: CallRouter, Service {
         self.id = id
         self.configuration = configuration
         self.store = store
-        self.bus = bus
+        self.links = links
+        self.address = address
         self.directory = directory
         self.location = location
         self.engine = engine
@@ -166,7 +170,7 @@ final class ClusterNode: CallRouter, Service {
 
     func run() async throws {
         writer.onFenced.function = { [weak self] in Task { await self?.stepDown(reason: "fenced") } }
-        bus.start { [weak self] messages in await self?.received(messages) }
+        links.handle { [weak self] messages in await self?.received(messages) }
         // Apart from the heartbeat, which waits as long as the database does not answer.
         let watchdog = Task { [weak self, clock, configuration] in
             while (try? await clock.sleep(for: configuration.heartbeat)) != nil {
@@ -192,9 +196,8 @@ final class ClusterNode: CallRouter, Service {
     /// closes its connections, as the leader now takes it for dead, and refuses what waits for the
     /// leader; its clients log in on another node within the reconnect grace, and their calls go on.
     ///
-    /// A leader steps down first: what it decided now could neither be journaled nor reach the
-    /// other nodes (the bus is the database), and PostgreSQL gives its lock to another node once
-    /// the keepalives of its lock connection fail, while its own heartbeat, and so its look at the
+    /// A leader steps down first: what it decided now could not be journaled, and PostgreSQL
+    /// gives its lock to another node once the keepalives of its lock connection fail, while its own heartbeat, and so its look at the
     /// lock, waits until the cut ends: it would go on saying it leads beside the new leader. Its
     /// engine stops with it (the calls are the journal's), so its clients, closed next, end
     /// nothing: no grace runs out on a node that no longer leads.
@@ -211,8 +214,8 @@ final class ClusterNode: CallRouter, Service {
         failAllPending(with: Self.cutOffRefusal)
     }
 
-    /// One heartbeat: note that this node is alive, look for messages it was not woken for, and
-    /// either keep leading (check the lock, the other nodes) or try to lead. One at a time.
+    /// One heartbeat: note that this node is alive, learn where the others are, and either keep
+    /// leading (check the lock, the other nodes) or try to lead. One at a time.
     func tick() async {
         await ticks.run { await self.heartbeat() }
     }
@@ -232,17 +235,16 @@ final class ClusterNode: CallRouter, Service {
             // Joined: this node's row is new (it starts, or the leader took it for dead and removed
             // it), so no message for every node reached it before. It forgets every cached profile
             // now (a read under way is not cached) and reads the apps again below.
-            let joined = try await store.heartbeat(id, startedAt: startedAt, now: written) == .joined
+            let joined = try await store.heartbeat(id, address: address, startedAt: startedAt, now: written) == .joined
             if joined { profiles.forgetAll() }
             if state.withLockedValue({ $0.database.heartbeatSucceeded(at: written) }) == .serve {
                 logger.notice("this node reaches its database again")
             }
-            let nodes = try await store.nodes()
+            let nodes = try await readNodes(now: now)
             let cutoff = now - configuration.nodeTimeout.milliseconds
-            state.withLockedValue { $0.nodes = nodes.filter { $0.heartbeatAt >= cutoff }.map(\.node) }
             if isLeader {
                 try await checkLock()
-                for (node, at) in nodes where node != id && at < cutoff {
+                for (node, at) in nodes.map({ ($0.node, $0.heartbeatAt) }) where node != id && at < cutoff {
                     logger.warning("a node stopped answering: its devices count as dropped", metadata: ["node": "\(node)"])
                     await dropDevices(on: node, grace: lostNodeGrace)
                     try await store.remove(node: node)
@@ -259,8 +261,19 @@ final class ClusterNode: CallRouter, Service {
             logger.warning("cluster heartbeat failed", metadata: ["error": "\(error)"])
             if isLeader, (try? await checkLock()) == nil { await stepDown(reason: "lock connection failed") }
         }
-        bus.drainSoon()
         failStalePending(now: now)
+    }
+
+    /// Reads the node table: the live nodes are noted, and the links learn where the nodes in it
+    /// listen. The links to nodes no longer in it close (they left, or the leader took them for
+    /// dead and removed them); a node that is late with its heartbeat keeps its link until then.
+    @discardableResult
+    func readNodes(now: Int64? = nil) async throws -> [ClusterStore.Node] {
+        let nodes = try await store.nodes()
+        let cutoff = (now ?? clock.now()) - configuration.nodeTimeout.milliseconds
+        state.withLockedValue { $0.nodes = nodes.filter { $0.heartbeatAt >= cutoff }.map(\.node) }
+        links.update(peers: Dictionary(nodes.filter { $0.node != id }.map { ($0.node, $0.address) }, uniquingKeysWith: { _, new in new }))
+        return nodes
     }
 
     /// Reads the apps afresh (another node changed them).
@@ -279,13 +292,13 @@ final class ClusterNode: CallRouter, Service {
         if led {
             await release(connection, reason: "shutting down")
             // The lock is free: the others need not wait for their next heartbeat to take it.
-            broadcast(.leaderLeaving(node: id))
+            links.send(.leaderLeaving(node: id), toEveryOtherOf: state.withLockedValue { $0.nodes })
         } else if let leader = leader {
-            bus.send(.nodeLeaving(node: id), to: leader)
+            links.send(.nodeLeaving(node: id), to: leader)
         }
         try? await store.remove(node: id)
-        // Give the bus a moment to send what the closing sessions left.
-        await bus.drained(within: .seconds(1))
-        await bus.stop()
+        // Give the links a moment to deliver what the closing sessions left.
+        await links.drained(within: .seconds(1))
+        await links.stop()
     }
 }

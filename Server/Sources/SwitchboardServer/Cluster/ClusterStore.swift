@@ -4,7 +4,8 @@ import PostgresNIO
 import SwitchboardProtocol
 
 /// What the nodes of a cluster share in PostgreSQL besides the data: who is alive, which device is
-/// on which node, who leads and in which term. (The messages between nodes: ``ClusterBus``.)
+/// on which node and where it listens for the others' links, who leads and in which term, and the
+/// secret the links are opened with. (The messages between nodes: ``NodeLinks``.)
 struct ClusterStore: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -18,13 +19,15 @@ struct ClusterStore: Sendable {
 
     // MARK: - nodes
 
-    /// Notes that `node` is alive at `now` (inserting it the first time).
-    func heartbeat(_ node: String, startedAt: Int64, now: Int64) async throws -> Heartbeat {
+    /// Notes that `node` (whose links listen at `address`) is alive at `now`, inserting it the
+    /// first time.
+    func heartbeat(_ node: String, address: String, startedAt: Int64, now: Int64) async throws -> Heartbeat {
         // `xmax` is 0 in the row an upsert inserted, the id of this transaction in one it updated.
         let inserted = try await client.query(
             """
-            INSERT INTO switchboard_nodes (node_id, started_at, heartbeat_at) VALUES (\(node), \(startedAt), \(now))
-            ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
+            INSERT INTO switchboard_nodes (node_id, started_at, heartbeat_at, address)
+            VALUES (\(node), \(startedAt), \(now), \(address))
+            ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, address = excluded.address
             RETURNING xmax = 0
             """, logger: logger
         ).decode(Bool.self).first { _ in true }
@@ -45,20 +48,45 @@ struct ClusterStore: Sendable {
             .decode(String.self).first { _ in true } != nil
     }
 
+    /// A node of the table: its last heartbeat, and where it listens for links.
+    struct Node: Sendable, Equatable {
+        var node: String
+        var heartbeatAt: Int64
+        var address: String
+    }
+
     /// The nodes and their last heartbeats.
-    func nodes() async throws -> [(node: String, heartbeatAt: Int64)] {
-        var nodes: [(node: String, heartbeatAt: Int64)] = []
-        for try await (node, at) in try await client.query(
-            "SELECT node_id, heartbeat_at FROM switchboard_nodes ORDER BY node_id", logger: logger
-        ).decode((String, Int64).self) {
-            nodes.append((node: node, heartbeatAt: at))
+    func nodes() async throws -> [Node] {
+        var nodes: [Node] = []
+        for try await (node, at, address) in try await client.query(
+            "SELECT node_id, heartbeat_at, address FROM switchboard_nodes ORDER BY node_id", logger: logger
+        ).decode((String, Int64, String).self) {
+            nodes.append(Node(node: node, heartbeatAt: at, address: address))
         }
         return nodes
     }
 
-    /// Forgets a node that left or died, its devices and the messages nobody will read.
+    /// Where `node` listens for links; nil when it is not in the table.
+    func address(of node: String) async throws -> String? {
+        try await client.query("SELECT address FROM switchboard_nodes WHERE node_id = \(node)", logger: logger)
+            .decode(String.self).first { _ in true }
+    }
+
+    /// The secret every node of the cluster opens its links with: made by the first node that
+    /// asks, read by the others.
+    func linkSecret() async throws -> String {
+        let made = randomHex(bytes: 32)
+        try await client.query(
+            "INSERT INTO switchboard_cluster (key, value) VALUES ('link-secret', \(made)) ON CONFLICT (key) DO NOTHING",
+            logger: logger)
+        let secret = try await client.query("SELECT value FROM switchboard_cluster WHERE key = 'link-secret'", logger: logger)
+            .decode(String.self).first { _ in true }
+        guard let secret else { throw ClusterError.noSecret }
+        return secret
+    }
+
+    /// Forgets a node that left or died, and its devices.
     func remove(node: String) async throws {
-        try await client.query("DELETE FROM switchboard_messages WHERE target = \(node)", logger: logger)
         try await client.query("DELETE FROM switchboard_devices WHERE node_id = \(node)", logger: logger)
         try await client.query("DELETE FROM switchboard_nodes WHERE node_id = \(node)", logger: logger)
     }
@@ -123,6 +151,8 @@ struct ClusterStore: Sendable {
 
 enum ClusterError: Error, Equatable {
     case noTerm
+    /// The cluster's link secret could not be read.
+    case noSecret
     /// A write of a node that is no longer the leader (its term is over): refused.
     case fenced
     /// A statement not sent: the connection it was for had closed.

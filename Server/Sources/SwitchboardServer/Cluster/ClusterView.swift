@@ -2,16 +2,16 @@ import SwitchboardProtocol
 
 /// What sessions and the admin API may ask of the node's cluster: whether this node can still
 /// write, telling the other nodes what changed here, where it stands, and who is online across
-/// the nodes. Not the calls (they go through a ``CallRouter``), the bus or the leadership. A
+/// the nodes. Not the calls (they go through a ``CallRouter``), the links or the leadership. A
 /// cluster node is one (``ClusterNode``); a single node has ``SingleNode``.
 protocol ClusterView: Sendable {
     /// The node lost its database: requests that need it are refused at once.
     var isCutOff: Bool { get }
     /// A user's profile changed here: the other nodes forget what they cached of it.
-    func profileChanged(_ user: UserKey)
+    func profileChanged(_ user: UserKey) async
     /// An app's settings, push credentials or webhook endpoints changed here: the other nodes
     /// read them again.
-    func appsChanged()
+    func appsChanged() async
     /// This node's id and the cluster's leader (none: no leader for now); nil for a single node.
     var standing: (node: String, leader: String?)? { get }
     /// The app's users online on any node, with their devices and platforms.
@@ -32,7 +32,7 @@ struct SingleNode: ClusterView {
 }
 
 extension ClusterNode: ClusterView {
-    func profileChanged(_ user: UserKey) { broadcast(.profileChanged(user)) }
-    func appsChanged() { broadcast(.appsChanged) }
+    func profileChanged(_ user: UserKey) async { await broadcast(.profileChanged(user)) }
+    func appsChanged() async { await broadcast(.appsChanged) }
     var standing: (node: String, leader: String?)? { (id, leader) }
 }

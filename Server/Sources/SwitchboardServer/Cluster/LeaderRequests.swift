@@ -10,7 +10,7 @@ enum LeaderFollows: Equatable, Sendable {
     /// A device registered a token that rings.
     case ringsByPush(UserKey, DeviceID)
 
-    func message(token: UInt64, node: String) -> BusMessage {
+    func message(token: UInt64, node: String) -> NodeMessage {
         switch self {
         case .deviceOnline(let user, let device): .deviceOnline(token: token, user: user, device: device, node: node)
         case .blocks(let user): .blocks(token: token, user: user, node: node)

@@ -1,8 +1,8 @@
 import Foundation
 import SwitchboardProtocol
 
-/// What the nodes of a cluster tell each other through the ``ClusterBus``.
-enum BusMessage: Codable, Equatable, Sendable {
+/// What the nodes of a cluster tell each other over their links (``NodeLinks``).
+enum NodeMessage: Codable, Equatable, Sendable {
     // MARK: to the leader
 
     /// A session's request for the call engine; the answer goes back to `from` as ``reply``.
@@ -45,8 +45,8 @@ enum BusMessage: Codable, Equatable, Sendable {
     case appsChanged
 }
 
-extension BusMessage {
-    /// How a message is written in the bus's table. A ``deliver(frame:recipient:)``, the most
+extension NodeMessage {
+    /// How a message is written on a link. A ``deliver(frame:recipient:)``, the most
     /// frequent message, carries a frame that is JSON already: it is written as `D`, its
     /// recipient's JSON, a newline and the frame as it goes to the sockets, so the frame is neither
     /// escaped into a JSON string by the leader nor parsed back by the node that hands it over (that
@@ -60,7 +60,7 @@ extension BusMessage {
     init(body: String) throws {
         let utf8 = body.utf8
         guard utf8.first == UInt8(ascii: "D") else {
-            self = try SwitchboardJSON.decode(BusMessage.self, from: Data(utf8))
+            self = try SwitchboardJSON.decode(NodeMessage.self, from: Data(utf8))
             return
         }
         guard let newline = utf8.firstIndex(of: UInt8(ascii: "\n")) else {

@@ -118,7 +118,7 @@ extension AdminAPI {
             return Self.error(SwitchboardError(.storageUnavailable))
         }
         services.apps.update(app)
-        services.cluster.appsChanged()
+        await services.cluster.appsChanged()
         return encoded(PushView(services.pushCredentials, app: app.sdkAppID))
     }
 }

@@ -253,7 +253,7 @@ enum AdminAPI {
                     return Self.error(SwitchboardError(.storageUnavailable))
                 }
                 services.apps.update(app)
-                services.cluster.appsChanged()
+                await services.cluster.appsChanged()
                 return encoded(SettingsBody(app.settings))
             }
         }

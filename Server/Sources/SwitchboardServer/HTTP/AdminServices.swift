@@ -33,7 +33,7 @@ struct AdminServices: Sendable {
     /// are told to, and the dispatcher looks for work.
     func webhookEndpointsChanged() async {
         if let endpoints = try? await storage.webhookEndpoints(app: nil) { webhooks.replace(with: endpoints) }
-        cluster.appsChanged()
+        await cluster.appsChanged()
         webhookDispatcher.wake()
     }
 }

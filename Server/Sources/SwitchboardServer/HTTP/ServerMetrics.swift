@@ -9,6 +9,7 @@ final class ServerMetrics: Sendable {
     private let pushCounters = NIOLockedValueBox<[String: Counter]>([:])
     private let loginCounters = NIOLockedValueBox<[String: Counter]>([:])
     private let refusedCounters = NIOLockedValueBox<[String: Counter]>([:])
+    private let undeliveredCounters = NIOLockedValueBox<[String: Counter]>([:])
     let callsStarted: Counter
     let callsEnded: Counter
     let connectedDevices: Gauge
@@ -68,6 +69,15 @@ final class ServerMetrics: Sendable {
     func connectionRefused(_ reason: String) {
         counter(refusedCounters, "connections_refused", "reason", reason, help: "Connections refused at accept")
             .increment()
+    }
+
+    /// Counts messages for other nodes of the cluster that could not be delivered, by why
+    /// (``NodeLinks``: `full`, `node left`, `this node stopped`, `unreadable`, ...).
+    func clusterMessagesUndelivered(_ count: Int, reason: String) {
+        counter(
+            undeliveredCounters, "cluster_messages_undelivered", "reason", reason,
+            help: "Messages for other nodes of the cluster that could not be delivered"
+        ).increment(by: Int64(count))
     }
 
     private func counter(

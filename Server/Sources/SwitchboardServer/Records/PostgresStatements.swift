@@ -5,85 +5,13 @@ import SwitchboardProtocol
 /// The statements a call runs on PostgreSQL, prepared once per connection.
 ///
 /// A plain query is parsed and planned by PostgreSQL every time it runs; these run several times
-/// per call (the bus's sends and takes, the leader's checks and writes), and planning alone was a
+/// per call (the leader's checks and writes), and planning alone was a
 /// fifth of PostgreSQL's CPU per call (`pg_stat_statements` with `track_planning`, docs/BENCHMARKS.md,
 /// "Cluster"). postgres-nio prepares a statement on a connection the first time it runs there
 /// (by ``PostgresPreparedStatement/name``) and afterwards sends only its parameters; PostgreSQL
 /// keeps one plan for it. A connection through a pooler must keep prepared statements (PgBouncer
 /// in session mode, or transaction mode with `max_prepared_statements`): docs/OPERATIONS.md.
 enum PostgresStatements {
-    /// Inserts messages for other nodes and wakes each target (``ClusterBus``).
-    struct SendMessages: PostgresPreparedStatement {
-        static let name = "sb_send_messages"
-        static let sql = """
-            WITH inserted AS (
-                INSERT INTO switchboard_messages (target, body) SELECT * FROM unnest($1::text[], $2::text[])
-            )
-            SELECT pg_notify(c, '') FROM unnest($3::text[]) AS c
-            """
-        typealias Row = Void
-
-        var targets: [String]
-        var bodies: [String]
-        var channels: [String]
-
-        func makeBindings() -> PostgresBindings {
-            PostgresBindings(targets, bodies, channels)
-        }
-
-    }
-
-    /// ``SendMessages`` for a batch with a message to every other node (an empty target): that one
-    /// goes to every node in `switchboard_nodes` but the sender, as the table is when the
-    /// statement runs, so a node that registered since the sender last read the table gets it too.
-    /// Rows go in the order of the arrays (a broadcast's rows in its place), so each target takes
-    /// them in the order they were sent. A statement of its own: the join and the distinct targets
-    /// cost about 0.06 ms more per write (pgbench, docs/BENCHMARKS.md, "Cluster"), and broadcasts
-    /// are rare (profiles, apps).
-    struct SendMessagesToEveryNode: PostgresPreparedStatement {
-        static let name = "sb_send_messages_to_every_node"
-        static let sql = """
-            WITH sent AS (
-                SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(target, body, position)
-            ), addressed AS (
-                SELECT position, target, body FROM sent WHERE target <> ''
-                UNION ALL
-                SELECT sent.position, nodes.node_id, sent.body
-                FROM sent JOIN switchboard_nodes AS nodes ON sent.target = '' AND nodes.node_id <> $3
-            ), inserted AS (
-                INSERT INTO switchboard_messages (target, body) SELECT target, body FROM addressed ORDER BY position
-                RETURNING target
-            )
-            SELECT pg_notify('sb_' || replace(target, '-', '_'), '') FROM (SELECT DISTINCT target FROM inserted) AS woken
-            """
-        typealias Row = Void
-
-        /// A node's id, or `""` for every other node.
-        var targets: [String]
-        var bodies: [String]
-        var sender: String
-
-        func makeBindings() -> PostgresBindings {
-            PostgresBindings(targets, bodies, sender)
-        }
-
-    }
-
-    /// Takes (deletes and returns) every message for a node.
-    struct TakeMessages: PostgresPreparedStatement {
-        static let name = "sb_take_messages"
-        static let sql = "DELETE FROM switchboard_messages WHERE target = $1 RETURNING id, body"
-        typealias Row = (Int64, String)
-
-        var target: String
-
-        func makeBindings() -> PostgresBindings {
-            PostgresBindings(target)
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
-    }
-
     /// Which of `users` block `caller` (asked when a call is placed).
     struct UsersBlocking: PostgresPreparedStatement {
         static let name = "sb_users_blocking"

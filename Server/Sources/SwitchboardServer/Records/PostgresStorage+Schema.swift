@@ -185,6 +185,17 @@ extension PostgresStorage {
             "v8-recording",
             statements(SQLiteStorage.recordingMigration)
         ),
+        (
+            // Direct links between nodes (``NodeLinks``): where each node listens, the secret the
+            // links are opened with; the message table of the bus they replace goes.
+            "v9-node-links",
+            statements(
+                """
+            ALTER TABLE switchboard_nodes ADD COLUMN address TEXT NOT NULL DEFAULT '';
+            CREATE TABLE switchboard_cluster (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            DROP TABLE IF EXISTS switchboard_messages;
+            """)
+        ),
     ]
 
     /// The statements of a script whose statements each end with `;` and contain no other.

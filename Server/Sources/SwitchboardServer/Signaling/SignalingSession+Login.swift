@@ -182,7 +182,7 @@ extension SignalingSession {
                 })
         else { return }
         // The other nodes of a cluster forget what they cached of this profile.
-        services.cluster.profileChanged(user)
+        await services.cluster.profileChanged(user)
         succeed(id, saved)
     }
 }
