@@ -15,11 +15,11 @@ import ServiceLifecycle
 /// Each node listens for links from the others on a port of its own (``NodeLinkConfiguration``) and
 /// notes where in the node table; to send, a node opens one link (a ``PeerLink``) to each node it
 /// has messages for, at the address the table gives. A link is a WebSocket that carries messages
-/// one way: numbered text frames (`<number>\n<body>`, the body as ``NodeMessage/body()`` writes it)
-/// from the sender, the number of the last message handled from the receiver (first as a
-/// greeting, then as acknowledgements). A link is opened with the cluster's shared secret
-/// (`Authorization: Bearer`, made once and kept in the database: only a node that can read the
-/// database gets in) and the sender's node id.
+/// one way: numbered messages from the sender, several to a frame (``LinkFrame``), and from the
+/// receiver the number of the last message it handled (first as a greeting, then as
+/// acknowledgements). A link is opened with the cluster's shared secret (`Authorization: Bearer`,
+/// made once and kept in the database: only a node that can read the database gets in), the
+/// sender's node id and the link's own id.
 ///
 /// Order and once: the receiver handles one sender's messages one at a time, in number order,
 /// each number once, whichever connection brought it (a newer connection from the same sender
@@ -260,22 +260,26 @@ final class NodeLinks: Sendable {
                 var last = senders.withLockedValue { $0.handled[sender] }
                 acknowledge.yield(last ?? 0)
                 for try await message in inbound.messages(maxSize: PeerLink.maxFrame) {
-                    guard case .text(let text) = message, let newline = text.utf8.firstIndex(of: UInt8(ascii: "\n")),
-                        let number = UInt64(Substring(text.utf8[..<newline]))
-                    else { throw NodeLinkError.unreadable }
-                    if let last, number <= last { continue }
-                    // A gap: this connection missed some; the sender sends again from what was handled.
-                    if let last, number != last + 1 { throw NodeLinkError.unreadable }
-                    do {
-                        let body = String(text.utf8[text.utf8.index(after: newline)...])!
-                        await handler([try NodeMessage(body: body)])
-                    } catch {
-                        logger.error("an unreadable cluster message dropped", metadata: ["sender": "\(sender)", "error": "\(error)"])
-                        undelivered(1, "unreadable")
+                    guard case .text(let text) = message else { throw NodeLinkError.unreadable }
+                    var messages: [NodeMessage] = []
+                    var newest: UInt64?
+                    for (number, body) in try LinkFrame.decode(text) {
+                        if let seen = newest ?? last, number <= seen { continue }
+                        // A gap: this connection missed some; the sender sends again from what was handled.
+                        if let seen = newest ?? last, number != seen + 1 { throw NodeLinkError.unreadable }
+                        newest = number
+                        do {
+                            messages.append(try NodeMessage(body: body))
+                        } catch {
+                            logger.error("an unreadable cluster message dropped", metadata: ["sender": "\(sender)", "error": "\(error)"])
+                            undelivered(1, "unreadable")
+                        }
                     }
-                    last = number
-                    senders.withLockedValue { $0.handled[sender] = number }
-                    acknowledge.yield(number)
+                    guard let newest else { continue }
+                    if !messages.isEmpty { await handler(messages) }
+                    last = newest
+                    senders.withLockedValue { $0.handled[sender] = newest }
+                    acknowledge.yield(newest)
                 }
                 acknowledge.finish()
                 group.cancelAll()

@@ -93,7 +93,13 @@ final class PeerLink: Sendable {
             var index = head
             while index < pending.count, pending[index].number <= written { index += 1 }
             guard index < pending.count else { return .wait }
-            let batch = Array(pending[index..<min(pending.count, index + 256)])
+            var end = index
+            var bytes = 0
+            repeat {
+                bytes += pending[end].body.utf8.count
+                end += 1
+            } while end < pending.count && bytes < LinkFrame.bodyBytes && end - index < 1024
+            let batch = Array(pending[index..<end])
             written = batch[batch.count - 1].number
             return .batch(batch)
         }
@@ -267,6 +273,9 @@ final class PeerLink: Sendable {
                         return state.connections
                     }
                     group.addTask {
+                        // However the reading ends (the connection closed, or failed), the writer
+                        // stops waiting for it.
+                        defer { self.ended(connection) }
                         // The greeting (the last number the other node handled from this one),
                         // then its acknowledgements.
                         for try await message in inbound.messages(maxSize: 64) {
@@ -280,10 +289,9 @@ final class PeerLink: Sendable {
                                 self.greeted(number, connection: connection)
                             }
                         }
-                        self.ended(connection)
                     }
                     while let batch = await self.nextBatch(connection: connection) {
-                        for item in batch { try await outbound.write(.text(String(item.number) + "\n" + item.body)) }
+                        try await outbound.write(.text(LinkFrame.encode(batch.map { ($0.number, $0.body) })))
                     }
                     group.cancelAll()
                     self.ended(connection)
