@@ -269,10 +269,13 @@ final class ClusterNode: CallRouter, Service {
     /// dead and removed them); a node that is late with its heartbeat keeps its link until then.
     @discardableResult
     func readNodes(now: Int64? = nil) async throws -> [ClusterStore.Node] {
+        let readFrom = links.readBegins()
         let nodes = try await store.nodes()
         let cutoff = (now ?? clock.now()) - configuration.nodeTimeout.milliseconds
         state.withLockedValue { $0.nodes = nodes.filter { $0.heartbeatAt >= cutoff }.map(\.node) }
-        links.update(peers: Dictionary(nodes.filter { $0.node != id }.map { ($0.node, $0.address) }, uniquingKeysWith: { _, new in new }))
+        links.update(
+            peers: Dictionary(nodes.filter { $0.node != id }.map { ($0.node, $0.address) }, uniquingKeysWith: { _, new in new }),
+            readFrom: readFrom)
         return nodes
     }
 

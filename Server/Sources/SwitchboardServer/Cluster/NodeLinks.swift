@@ -57,6 +57,9 @@ final class NodeLinks: Sendable {
 
     private struct Links {
         var peers: [String: PeerLink] = [:]
+        /// When each link was made, counted in links made.
+        var made: [String: UInt64] = [:]
+        var count: UInt64 = 0
         var addresses: [String: String] = [:]
         var stopped = false
     }
@@ -111,6 +114,8 @@ final class NodeLinks: Sendable {
             let link = PeerLink(
                 target: target, from: node, secret: secret, logger: logger, resolve: resolve, undelivered: undelivered)
             links.peers[target] = link
+            links.count += 1
+            links.made[target] = links.count
             return (link, true)
         }
         if made, let link, let address = links.withLockedValue({ $0.addresses[target] }) { link.setAddress(address) }
@@ -121,14 +126,24 @@ final class NodeLinks: Sendable {
         return link
     }
 
-    /// The live nodes and where they listen, from the node table: links get their addresses, and
-    /// the links to nodes no longer there close (what they held is undelivered: the node left or
-    /// was taken for dead). What this node heard from a sender no longer there is forgotten.
-    func update(peers: [String: String]) {
+    /// Where the links stand before a read of the node table: pass it to ``update(peers:readFrom:)``.
+    func readBegins() -> UInt64 {
+        links.withLockedValue { $0.count }
+    }
+
+    /// The nodes and where they listen, from the node table read after `readFrom` (nil: before any
+    /// link was made): links get their addresses, and the links to nodes no longer there close
+    /// (what they held is undelivered: the node left or was taken for dead), but not one made since
+    /// the read began (for a node that joined meanwhile). What this node heard from a sender no
+    /// longer there is forgotten.
+    func update(peers: [String: String], readFrom: UInt64? = nil) {
         let (gone, known) = links.withLockedValue { links -> ([PeerLink], [(PeerLink, String)]) in
             links.addresses = peers
-            let gone = links.peers.filter { peers[$0.key] == nil }
-            for key in gone.keys { links.peers.removeValue(forKey: key) }
+            let gone = links.peers.filter { peers[$0.key] == nil && (links.made[$0.key] ?? 0) <= (readFrom ?? .max) }
+            for key in gone.keys {
+                links.peers.removeValue(forKey: key)
+                links.made.removeValue(forKey: key)
+            }
             return (Array(gone.values), links.peers.compactMap { key, link in peers[key].map { (link, $0) } })
         }
         for (link, address) in known { link.setAddress(address) }
@@ -297,7 +312,10 @@ final class NodeLinks: Sendable {
     func stop() async {
         let peers = links.withLockedValue { links -> [PeerLink] in
             links.stopped = true
-            defer { links.peers.removeAll() }
+            defer {
+                links.peers.removeAll()
+                links.made.removeAll()
+            }
             return Array(links.peers.values)
         }
         for peer in peers { await peer.stop(reason: "this node stopped") }
