@@ -264,7 +264,8 @@ final class PeerLink: Sendable {
             try await WebSocketClient.connect(
                 url: "ws://\(address)\(NodeLinks.path)",
                 configuration: WebSocketClientConfiguration(
-                    maxFrameSize: Self.maxFrame, additionalHeaders: headers, autoPing: .enabled(timePeriod: .seconds(5))),
+                    maxFrameSize: Self.maxFrame, additionalHeaders: headers, closeTimeout: .seconds(1),
+                    autoPing: .enabled(timePeriod: .seconds(5))),
                 logger: logger
             ) { inbound, outbound, _ in
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -293,6 +294,9 @@ final class PeerLink: Sendable {
                     while let batch = await self.nextBatch(connection: connection) {
                         try await outbound.write(.text(LinkFrame.encode(batch.map { ($0.number, $0.body) })))
                     }
+                    // The link stopped, or the connection ended: close it (the other node answers the
+                    // close, which ends the reading; one that does not gets 1 s).
+                    try? await outbound.close(.goingAway, reason: nil)
                     group.cancelAll()
                     self.ended(connection)
                 }
