@@ -248,6 +248,13 @@ final class NodeLinks: Sendable {
         let (older, gate) = senders.withLockedValue { senders -> ((any Channel)?, AsyncGate) in
             let older = senders.channels[sender]?.channel
             senders.channels[sender] = (id, channel)
+            // A node's new link replaces its links before it that are not connected: what was
+            // kept of them goes (so what is kept per node is bounded by its open links).
+            for other in Array(senders.handled.keys)
+            where other.node == sender.node && other != sender && senders.channels[other] == nil {
+                senders.handled.removeValue(forKey: other)
+                senders.gates.removeValue(forKey: other)
+            }
             let gate = senders.gates[sender] ?? AsyncGate()
             senders.gates[sender] = gate
             return (older, gate)
